@@ -1,0 +1,124 @@
+//! Command-line definitions (clap). Each subcommand's behaviour lives in
+//! `src/cmd/<name>.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Quick start:
+  scripts/fetch-models                 # once: model files into models/ (verified by sha256)
+  agent doctor                         # is everything in place? names the fix if not
+  agent ask --no-tools \"What is a KV cache?\"
+  agent ask -f README.md \"What does this project do?\"
+
+Everything runs on this machine: llama.cpp in-process, no network at run time.
+Environment: AGENT_MODELS_DIR (models folder), RUST_LOG (log filter).";
+
+#[derive(Debug, Parser)]
+#[command(name = "agent", version, about = "A local-first coding agent", after_help = AFTER_HELP)]
+pub struct Cli {
+    /// More logs on stderr (-v: info, -vv: debug including llama.cpp, -vvv: trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ask the model a question and stream its answer.
+    #[command(
+        after_help = "Examples:\n  agent ask --no-tools \"Explain Rust lifetimes in two sentences\"\n  agent ask -f src/main.rs \"What does main do?\"\n  agent ask --json-schema person.json \"Invent a person\" --json\n  agent ask --model ~/models/qwen2.5-coder-7b.Q4_K_M.gguf \"...\""
+    )]
+    Ask(AskArgs),
+    /// List the model files, verify their sha256, and show what the chat model is.
+    Models(ModelsArgs),
+    /// Check that models, ONNX Runtime and llama.cpp work; exit 0 only if `agent ask` can run.
+    Doctor(DoctorArgs),
+}
+
+/// Which model answers, and how it runs.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Any GGUF chat model (default: the SmolLM2-135M file in the models folder).
+    #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
+    pub model: Option<PathBuf>,
+    /// Context window in tokens (default: the model's, capped at 8192).
+    #[arg(long, value_name = "N")]
+    pub ctx_size: Option<u32>,
+    /// CPU threads for llama.cpp (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<i32>,
+    /// Use an OpenAI-compatible server instead of the in-process engine, e.g. http://gpu-box:8080/v1.
+    #[arg(long, value_name = "URL", conflicts_with = "script")]
+    pub server: Option<String>,
+    /// Model name to request from --server.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "default",
+        requires = "server"
+    )]
+    pub server_model: String,
+    /// Replay model turns from a JSON list instead of running a model (tests, bug reports).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question or instruction.
+    #[arg(required = true, value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+    /// Answer directly, without the tool loop.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Attach a file's contents as context (repeatable).
+    #[arg(short, long = "file", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+    /// Replace the default system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy and deterministic.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f32,
+    /// Nucleus sampling threshold (with --temperature > 0).
+    #[arg(long, default_value_t = 0.95, value_name = "P")]
+    pub top_p: f32,
+    /// Random seed (with --temperature > 0).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u32,
+    /// Constrain the answer with a GBNF grammar file.
+    #[arg(long, value_name = "FILE", conflicts_with = "json_schema")]
+    pub grammar: Option<PathBuf>,
+    /// Constrain the answer to JSON matching this JSON Schema file.
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
+    /// Print one JSON object (answer, token counts, timings) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of a checklist.
+    #[arg(long)]
+    pub json: bool,
+    /// Check this GGUF instead of the default chat model.
+    #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
+    pub model: Option<PathBuf>,
+}

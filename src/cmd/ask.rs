@@ -1,0 +1,144 @@
+//! `agent ask`: one question, one streamed answer.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use super::exit;
+use crate::cancel::CancelToken;
+use crate::cli::AskArgs;
+use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
+
+const SYSTEM_PROMPT: &str = "You are agent, a careful coding assistant running entirely on the user's machine. \
+Answer concisely and accurately. When files are attached, base your answer on them and say when they do not contain the answer.";
+
+/// Attached files larger than this are refused: they would not fit a small
+/// model's context anyway, and the error says so up front.
+const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
+
+pub fn run(args: &AskArgs, cancel: &CancelToken) -> Result<i32> {
+    let question = args.prompt.join(" ");
+    if question.trim().is_empty() {
+        bail!("the prompt is empty\n  fix: agent ask \"your question\"");
+    }
+    let mut user = String::new();
+    for path in &args.files {
+        user.push_str(&attachment(path)?);
+    }
+    user.push_str(&question);
+
+    let grammar = match (&args.grammar, &args.json_schema) {
+        (Some(path), _) => Some(Grammar::from_file(path)?),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let schema = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid JSON", path.display()))?;
+            Some(Grammar::from_json_schema(&schema)?)
+        }
+        (None, None) => None,
+    };
+    let request = CompletionRequest {
+        messages: vec![
+            Message::system(
+                args.system
+                    .clone()
+                    .unwrap_or_else(|| SYSTEM_PROMPT.to_string()),
+            ),
+            Message::user(user),
+        ],
+        max_tokens: args.max_tokens,
+        sampling: Sampling {
+            temperature: args.temperature,
+            top_p: args.top_p,
+            seed: args.seed,
+        },
+        grammar,
+        stop: Vec::new(),
+    };
+
+    let mut provider = super::provider(&args.model)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let stream = !args.json;
+    let completion = provider.complete(&request, &mut |event| {
+        if cancel.is_cancelled() {
+            return Flow::Stop;
+        }
+        if let (true, Event::Text(text)) = (stream, event) {
+            // A closed pipe (`agent ask ... | head`) ends generation quietly.
+            if out
+                .write_all(text.as_bytes())
+                .and_then(|_| out.flush())
+                .is_err()
+            {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    })?;
+
+    if args.json {
+        let report = json!({
+            "answer": completion.text,
+            "model": provider.name(),
+            "finish": completion.finish,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "reused_tokens": completion.reused_tokens,
+            "ttft_ms": completion.ttft_ms,
+            "prefill_ms": completion.prefill_ms,
+            "decode_ms": completion.decode_ms,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        let _ = writeln!(out);
+    }
+    match completion.finish {
+        FinishReason::Cancelled => {
+            eprintln!("(stopped)");
+            Ok(exit::INTERRUPTED)
+        }
+        FinishReason::Length => {
+            eprintln!("(answer cut at --max-tokens {})", args.max_tokens);
+            Ok(exit::OK)
+        }
+        FinishReason::ContextFull => {
+            eprintln!("(answer cut: the context window is full; try --ctx-size)");
+            Ok(exit::OK)
+        }
+        _ => Ok(exit::OK),
+    }
+}
+
+/// A file rendered as a fenced block, or a clear refusal.
+fn attachment(path: &Path) -> Result<String> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    if meta.len() > MAX_ATTACHMENT_BYTES {
+        bail!(
+            "{} is {} KiB; attachments are limited to {} KiB\n  fix: attach a smaller file or an excerpt",
+            path.display(),
+            meta.len() / 1024,
+            MAX_ATTACHMENT_BYTES / 1024
+        );
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.contains(&0) {
+        bail!(
+            "{} looks binary; only text files can be attached",
+            path.display()
+        );
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(format!(
+        "File `{}`:\n```\n{}\n```\n\n",
+        path.display(),
+        text.trim_end()
+    ))
+}

@@ -1,0 +1,186 @@
+//! `agent doctor`: checks everything `agent ask` needs, end to end, and names
+//! the fix for whatever is missing.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::exit;
+use crate::cli::DoctorArgs;
+use crate::llm::engine::{self, EngineConfig, LlamaEngine};
+use crate::llm::{gguf, CompletionRequest, Flow, Message, Provider};
+use crate::models::{self, FileState};
+use crate::paths;
+
+#[derive(Debug, Serialize)]
+struct Check {
+    name: &'static str,
+    ok: bool,
+    /// Does `agent ask` depend on it? Other checks only warn.
+    required: bool,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+pub fn run(args: &DoctorArgs) -> Result<i32> {
+    let mut checks = Vec::new();
+    let dir = paths::models_dir();
+    let statuses = models::verify_all(&dir, |_| {});
+    let bad: Vec<String> = statuses
+        .iter()
+        .filter(|s| s.state != FileState::Ok)
+        .map(|s| format!("{} ({:?})", s.file.path, s.state).to_lowercase())
+        .collect();
+    checks.push(Check {
+        name: "model files",
+        ok: bad.is_empty(),
+        required: false,
+        detail: if bad.is_empty() {
+            format!("{} files verified in {}", statuses.len(), dir.display())
+        } else {
+            format!("in {}: {}", dir.display(), bad.join(", "))
+        },
+        fix: (!bad.is_empty()).then(|| "scripts/fetch-models".into()),
+    });
+
+    let model = args.model.clone().unwrap_or_else(paths::default_chat_model);
+    checks.push(chat_model_check(&model));
+    checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
+    checks.push(Check {
+        name: "llama.cpp",
+        ok: true,
+        required: false,
+        detail: format!(
+            "{} threads; {}",
+            engine::default_threads(),
+            engine::system_info()
+        ),
+        fix: None,
+    });
+
+    let ready = checks.iter().all(|c| c.ok || !c.required);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "ready": ready, "checks": checks }))?
+        );
+    } else {
+        for c in &checks {
+            let mark = match (c.ok, c.required) {
+                (true, _) => "ok  ",
+                (false, true) => "FAIL",
+                (false, false) => "warn",
+            };
+            println!("[{mark}] {:<13} {}", c.name, c.detail);
+            if let Some(fix) = &c.fix {
+                println!("       fix: {fix}");
+            }
+        }
+        println!(
+            "{}",
+            if ready {
+                "ready: `agent ask` can run"
+            } else {
+                "not ready: `agent ask` cannot run until the FAIL lines are fixed"
+            }
+        );
+    }
+    Ok(if ready { exit::OK } else { exit::FAILURE })
+}
+
+/// Loads the model and generates one token: the only proof that `ask` works.
+fn chat_model_check(model: &Path) -> Check {
+    let mut check = Check {
+        name: "chat model",
+        ok: false,
+        required: true,
+        detail: String::new(),
+        fix: Some("scripts/fetch-models, or --model PATH to any GGUF chat model".into()),
+    };
+    let info = match gguf::inspect(model) {
+        Ok(info) => info,
+        Err(e) => {
+            check.detail = format!("{}: {e}", model.display());
+            return check;
+        }
+    };
+    let result = LlamaEngine::load(&EngineConfig {
+        ctx_size: Some(512),
+        ..EngineConfig::new(model)
+    })
+    .and_then(|mut engine| {
+        let mut req = CompletionRequest::new(vec![Message::user("Say OK.")]);
+        req.max_tokens = 1;
+        engine.complete(&req, &mut |_| Flow::Continue)
+    });
+    match result {
+        Ok(c) => {
+            check.ok = true;
+            check.fix = None;
+            check.detail = format!(
+                "{} ({}, {:.0} MB) loads and generates (first token in {:.0} ms)",
+                info.name.unwrap_or_else(|| model.display().to_string()),
+                info.architecture.unwrap_or_default(),
+                info.file_size as f64 / 1e6,
+                c.ttft_ms
+            );
+        }
+        Err(e) => check.detail = e.to_string(),
+    }
+    check
+}
+
+/// The C ABI entry point of ONNX Runtime: a table whose second function
+/// returns the version string.
+#[repr(C)]
+struct OrtApiBase {
+    get_api: unsafe extern "C" fn(u32) -> *const c_void,
+    get_version_string: unsafe extern "C" fn() -> *const c_char,
+}
+
+fn onnx_runtime_check(lib: &Path) -> Check {
+    let mut check = Check {
+        name: "onnxruntime",
+        ok: false,
+        required: false,
+        detail: String::new(),
+        fix: Some("scripts/fetch-models (needed by `agent index`, not by `agent ask`)".into()),
+    };
+    // SAFETY: loading the library runs its initialisers; it is the ONNX
+    // Runtime build the manifest pins, and OrtGetApiBase has this signature
+    // in every 1.x release.
+    let version = unsafe {
+        libloading::Library::new(lib).and_then(|library| {
+            let get_base: libloading::Symbol<unsafe extern "C" fn() -> *const OrtApiBase> =
+                library.get(b"OrtGetApiBase")?;
+            let base = get_base();
+            let version = CStr::from_ptr(((*base).get_version_string)())
+                .to_string_lossy()
+                .into_owned();
+            // Keep it loaded: unloading ORT at exit is known to be fragile.
+            std::mem::forget(library);
+            Ok(version)
+        })
+    };
+    match version {
+        Ok(v) => {
+            let major_minor: Vec<u32> = v
+                .split('.')
+                .take(2)
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            check.ok = major_minor >= vec![1, 24];
+            check.detail = format!("{} loads, version {v}", lib.display());
+            if check.ok {
+                check.fix = None;
+            } else {
+                check.detail.push_str(" (1.24 or newer is required)");
+            }
+        }
+        Err(e) => check.detail = format!("{}: {e}", lib.display()),
+    }
+    check
+}

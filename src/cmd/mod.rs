@@ -1,0 +1,58 @@
+//! One module per subcommand. Each `run` returns the process exit code.
+
+pub mod ask;
+pub mod doctor;
+pub mod models;
+
+use anyhow::Result;
+
+use crate::cli::ModelArgs;
+use crate::llm::engine::{EngineConfig, LlamaEngine};
+use crate::llm::openai::OpenAiProvider;
+use crate::llm::scripted::ScriptedProvider;
+use crate::llm::Provider;
+use crate::paths;
+
+/// Exit codes shared by all subcommands.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const FAILURE: i32 = 1;
+    pub const INTERRUPTED: i32 = 130;
+}
+
+/// Builds the provider the flags ask for: scripted, remote, or (default) the
+/// in-process engine.
+pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
+    if let Some(script) = &args.script {
+        return Ok(Box::new(ScriptedProvider::from_file(script)?));
+    }
+    if let Some(url) = &args.server {
+        let key = std::env::var("AGENT_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty());
+        let ctx = args.ctx_size.unwrap_or(8192) as usize;
+        return Ok(Box::new(OpenAiProvider::new(
+            url,
+            &args.server_model,
+            key,
+            ctx,
+        )));
+    }
+    let config = EngineConfig {
+        model_path: args.model.clone().unwrap_or_else(paths::default_chat_model),
+        ctx_size: args.ctx_size,
+        threads: args.threads,
+        ..EngineConfig::new("")
+    };
+    let spinner = spinner(format!("loading {}", config.model_path.display()));
+    let engine = LlamaEngine::load(&config);
+    spinner.finish_and_clear();
+    Ok(Box::new(engine?))
+}
+
+/// A spinner on stderr; invisible when stderr is not a terminal.
+pub fn spinner(message: String) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}

@@ -1,0 +1,71 @@
+//! `agent models`: what is installed, and is it intact.
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::exit;
+use crate::cli::ModelsArgs;
+use crate::llm::gguf;
+use crate::models::{self, FileState};
+use crate::paths;
+
+pub fn run(args: &ModelsArgs) -> Result<i32> {
+    let dir = paths::models_dir();
+    let total: u64 = models::manifest().files.iter().map(|f| f.size).sum();
+    let bar = indicatif::ProgressBar::new(total).with_message("verifying sha256");
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes}")
+            .expect("static template"),
+    );
+    let statuses = models::verify_all(&dir, |n| bar.set_position(n));
+    bar.finish_and_clear();
+    let chat = statuses
+        .iter()
+        .find(|s| s.file.role == "chat" && s.state == FileState::Ok)
+        .map(|s| gguf::inspect(&s.full_path));
+    let all_ok = statuses.iter().all(|s| s.state == FileState::Ok);
+
+    if args.json {
+        let report = json!({
+            "dir": dir,
+            "ok": all_ok,
+            "files": statuses,
+            "chat_model": chat.as_ref().and_then(|c| c.as_ref().ok()),
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("models folder: {}", dir.display());
+        for s in &statuses {
+            println!(
+                "  {:<9} {:<36} {:>8.1} MB  {}",
+                s.file.role,
+                s.file.path,
+                s.file.size as f64 / 1e6,
+                match s.state {
+                    FileState::Ok => "ok".to_string(),
+                    other => format!("{other:?}").to_lowercase(),
+                }
+            );
+        }
+        if let Some(Ok(info)) = &chat {
+            println!(
+                "chat model: {} ({}, GGUF v{}, {} tensors, context {}, {})",
+                info.name.as_deref().unwrap_or("unnamed"),
+                info.architecture.as_deref().unwrap_or("unknown arch"),
+                info.version,
+                info.tensor_count,
+                info.context_length
+                    .map_or("unknown".into(), |n| n.to_string()),
+                if info.has_chat_template {
+                    "own chat template"
+                } else {
+                    "ChatML fallback"
+                },
+            );
+        }
+        if !all_ok {
+            eprintln!("some model files are missing or damaged\n  fix: run `scripts/fetch-models` (or set AGENT_MODELS_DIR to a verified copy)");
+        }
+    }
+    Ok(if all_ok { exit::OK } else { exit::FAILURE })
+}

@@ -1,0 +1,16 @@
+//! `agent`: a local-first coding agent.
+//!
+//! The crate is split by concern; `ARCHITECTURE.md` at the repository root
+//! walks through how the pieces fit together.
+//!
+//! - [`llm`]: the model providers (in-process llama.cpp, scripted, OpenAI-compatible HTTP)
+//!   behind one [`llm::Provider`] trait, plus prompts, grammars and GGUF validation.
+//! - [`models`]: the model manifest, where model files live and how they are verified.
+//! - [`cmd`]: one module per CLI subcommand; `src/main.rs` only parses and dispatches.
+
+pub mod cancel;
+pub mod cli;
+pub mod cmd;
+pub mod llm;
+pub mod models;
+pub mod paths;

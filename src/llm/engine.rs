@@ -1,0 +1,442 @@
+//! The in-process llama.cpp engine.
+//!
+//! One model and one context live for the whole process. The context's KV
+//! cache is kept between calls: each request's prompt is compared token by
+//! token with what the cache already holds, the divergent tail is dropped,
+//! and only the new suffix is evaluated. Agent turns share a long, byte-stable
+//! system prompt, so a second turn costs a fraction of the first.
+
+use std::mem::ManuallyDrop;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+
+use super::{
+    gguf, template, Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message,
+    Provider, StopScanner,
+};
+
+/// How to load the model and size its context.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub model_path: PathBuf,
+    /// Context window in tokens; default: the model's training context, capped at 8192.
+    pub ctx_size: Option<u32>,
+    /// CPU threads; default: all available cores.
+    pub threads: Option<i32>,
+    /// Tokens evaluated per llama.cpp batch during prefill.
+    pub batch_size: u32,
+}
+
+impl EngineConfig {
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        Self {
+            model_path: model_path.into(),
+            ctx_size: None,
+            threads: None,
+            batch_size: 512,
+        }
+    }
+}
+
+pub const DEFAULT_MAX_CTX: u32 = 8192;
+
+/// The llama.cpp backend may be initialised once per process.
+fn backend() -> Result<&'static LlamaBackend, LlmError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            // llama.cpp prints a lot to stderr; route it into `tracing`, where
+            // the CLI's filter keeps it quiet unless `-vv` is given.
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| LlmError::Backend(e.clone()))
+}
+
+/// llama.cpp's build and CPU feature summary (SIMD flags, backends).
+pub fn system_info() -> String {
+    // SAFETY: returns a pointer to a static, NUL-terminated buffer.
+    unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) }
+        .to_string_lossy()
+        .trim()
+        .to_string()
+}
+
+pub fn default_threads() -> i32 {
+    std::thread::available_parallelism().map_or(4, |n| n.get() as i32)
+}
+
+pub struct LlamaEngine {
+    // Field order matters only for clarity: Drop frees `ctx` before `model`.
+    ctx: ManuallyDrop<LlamaContext<'static>>,
+    model: &'static LlamaModel,
+    template: Option<LlamaChatTemplate>,
+    model_path: PathBuf,
+    /// Tokens whose keys and values are in the context's KV cache (sequence 0).
+    cached: Vec<LlamaToken>,
+    n_ctx: usize,
+    n_batch: usize,
+    threads: i32,
+}
+
+impl Drop for LlamaEngine {
+    fn drop(&mut self) {
+        // SAFETY: the context borrows the model, so it goes first; the model
+        // was leaked from a Box in `load` and is referenced by nothing else.
+        unsafe {
+            ManuallyDrop::drop(&mut self.ctx);
+            drop(Box::from_raw(
+                self.model as *const LlamaModel as *mut LlamaModel,
+            ));
+        }
+    }
+}
+
+impl LlamaEngine {
+    /// Validates and loads a GGUF model and creates its context.
+    pub fn load(config: &EngineConfig) -> Result<Self, LlmError> {
+        let path = &config.model_path;
+        let shown = path.display().to_string();
+        if !path.is_file() {
+            return Err(LlmError::ModelNotFound { path: shown });
+        }
+        gguf::inspect(path).map_err(|e| LlmError::InvalidModel {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| LlmError::InvalidModel {
+                path: shown.clone(),
+                reason: format!("llama.cpp could not load it ({e})"),
+            })?;
+        // The context borrows the model for as long as the engine lives; the
+        // engine owns both and frees them in order (see Drop).
+        let model: &'static LlamaModel = Box::leak(Box::new(model));
+
+        let n_ctx = config
+            .ctx_size
+            .unwrap_or_else(|| model.n_ctx_train().min(DEFAULT_MAX_CTX))
+            .max(64);
+        let threads = config.threads.unwrap_or_else(default_threads).max(1);
+        let n_batch = config.batch_size.clamp(8, n_ctx);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let ctx = match model.new_context(backend, params) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                // SAFETY: nothing borrows the model yet.
+                unsafe { drop(Box::from_raw(model as *const LlamaModel as *mut LlamaModel)) };
+                return Err(LlmError::Backend(format!("cannot create a context: {e}")));
+            }
+        };
+        let template = model.chat_template(None).ok();
+        Ok(Self {
+            ctx: ManuallyDrop::new(ctx),
+            model,
+            template,
+            model_path: path.clone(),
+            cached: Vec::new(),
+            n_ctx: n_ctx as usize,
+            n_batch: n_batch as usize,
+            threads,
+        })
+    }
+
+    pub fn model_path(&self) -> &Path {
+        &self.model_path
+    }
+
+    pub fn threads(&self) -> i32 {
+        self.threads
+    }
+
+    /// Tokens currently held in the KV cache.
+    pub fn cached_tokens(&self) -> usize {
+        self.cached.len()
+    }
+
+    /// Empties the KV cache, as if the context were new.
+    pub fn clear_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    /// The prompt text for `messages`: the model's own chat template when
+    /// llama.cpp can apply it, ChatML otherwise.
+    pub fn render(&self, messages: &[Message]) -> String {
+        if let Some(tmpl) = &self.template {
+            let chat: Result<Vec<_>, _> = messages
+                .iter()
+                .map(|m| LlamaChatMessage::new(m.role.as_str().into(), m.content.replace('\0', "")))
+                .collect();
+            match chat.map(|chat| self.model.apply_chat_template(tmpl, &chat, true)) {
+                Ok(Ok(text)) => return text,
+                Ok(Err(e)) => tracing::debug!("model chat template not usable ({e}); using ChatML"),
+                Err(e) => tracing::debug!("message not representable ({e}); using ChatML"),
+            }
+        }
+        template::chatml(messages, true)
+    }
+
+    /// Tokenizes a rendered prompt (special tokens such as `<|im_start|>` are parsed).
+    pub fn tokenize_prompt(&self, text: &str) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(text.as_bytes(), true, true)
+    }
+
+    fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), LlmError> {
+        self.ctx.decode(batch).map_err(|e| {
+            // The cache may now hold a partial batch; forget it rather than
+            // trust it on the next call.
+            self.clear_cache();
+            LlmError::Backend(format!("decode failed: {e}"))
+        })
+    }
+
+    fn sampler(&self, request: &CompletionRequest) -> Result<LlamaSampler, LlmError> {
+        let mut chain = Vec::new();
+        if let Some(g) = &request.grammar {
+            chain.push(
+                LlamaSampler::grammar(self.model, &g.gbnf, &g.root).map_err(|e| {
+                    LlmError::Grammar(format!("llama.cpp rejected the grammar ({e})"))
+                })?,
+            );
+        }
+        let s = request.sampling;
+        if s.is_greedy() {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            chain.push(LlamaSampler::top_p(s.top_p.clamp(0.0, 1.0), 1));
+            chain.push(LlamaSampler::temp(s.temperature));
+            chain.push(LlamaSampler::dist(s.seed));
+        }
+        Ok(LlamaSampler::chain_simple(chain))
+    }
+
+    /// Drops the cached tokens that differ from `prompt` and returns how many
+    /// are kept. At least one prompt token is always left to evaluate, since
+    /// sampling needs fresh logits.
+    fn reuse_prefix(&mut self, prompt: &[LlamaToken]) -> usize {
+        let common = self
+            .cached
+            .iter()
+            .zip(prompt)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let keep = common.min(prompt.len().saturating_sub(1));
+        if keep < self.cached.len() {
+            if self
+                .ctx
+                .kv_cache_seq_rm(0, Some(keep as u32), None)
+                .is_err()
+            {
+                // Some architectures (recurrent) cannot drop a tail.
+                self.clear_cache();
+                return 0;
+            }
+            self.cached.truncate(keep);
+        }
+        keep
+    }
+}
+
+impl Provider for LlamaEngine {
+    fn name(&self) -> String {
+        self.model_path.file_name().map_or_else(
+            || self.model_path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+
+    fn context_size(&self) -> usize {
+        self.n_ctx
+    }
+
+    fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
+        Ok(self
+            .model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .len())
+    }
+
+    fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        Ok(self.tokenize_prompt(&self.render(messages)).len())
+    }
+
+    fn complete(
+        &mut self,
+        request: &CompletionRequest,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Completion, LlmError> {
+        let started = Instant::now();
+        let prompt = self.tokenize_prompt(&self.render(&request.messages));
+        let reserve = request.max_tokens.min(self.n_ctx / 4).max(1);
+        if prompt.is_empty() || prompt.len() + reserve > self.n_ctx {
+            return Err(LlmError::ContextOverflow {
+                prompt_tokens: prompt.len(),
+                n_ctx: self.n_ctx,
+                reserve,
+            });
+        }
+        let mut sampler = self.sampler(request)?;
+
+        let reused = self.reuse_prefix(&prompt);
+        let suffix = &prompt[reused..];
+        let mut batch = LlamaBatch::new(self.n_batch, 1);
+        let mut done = 0;
+        let mut result = Completion {
+            text: String::new(),
+            finish: FinishReason::Stop,
+            prompt_tokens: prompt.len(),
+            reused_tokens: reused,
+            prefilled_tokens: 0,
+            completion_tokens: 0,
+            tokens: Vec::new(),
+            prefill_ms: 0.0,
+            decode_ms: 0.0,
+            ttft_ms: 0.0,
+        };
+        for chunk in suffix.chunks(self.n_batch) {
+            batch.clear();
+            for (i, &token) in chunk.iter().enumerate() {
+                let is_last = done + i + 1 == suffix.len();
+                batch
+                    .add(token, (self.cached.len() + i) as i32, &[0], is_last)
+                    .map_err(|e| LlmError::Backend(e.to_string()))?;
+            }
+            self.decode(&mut batch)?;
+            self.cached.extend_from_slice(chunk);
+            done += chunk.len();
+            result.prefilled_tokens = done;
+            if on_event(Event::Prefill {
+                done,
+                total: suffix.len(),
+            }) == Flow::Stop
+            {
+                result.finish = FinishReason::Cancelled;
+                result.prefill_ms = ms_since(started);
+                return Ok(result);
+            }
+        }
+        result.prefill_ms = ms_since(started);
+
+        let decode_started = Instant::now();
+        let vocab = self.model.vocab();
+        let mut utf8 = Utf8Stream::default();
+        let mut stops = StopScanner::new(&request.stop);
+        let mut logits_at = batch.n_tokens() - 1;
+        result.finish = loop {
+            if result.tokens.len() >= request.max_tokens {
+                break FinishReason::Length;
+            }
+            if self.cached.len() >= self.n_ctx {
+                break FinishReason::ContextFull;
+            }
+            // `sample` also accepts the token into the grammar; accepting it
+            // again would corrupt the grammar state.
+            let token = sampler.sample(&self.ctx, logits_at);
+            if result.tokens.is_empty() {
+                result.ttft_ms = ms_since(started);
+            }
+            if vocab.is_eog(token) {
+                break FinishReason::Stop;
+            }
+            result.tokens.push(token.0);
+            let text = utf8.push(&vocab.token_to_piece(token, false, None));
+            let (visible, stopped) = stops.push(&text);
+            if !visible.is_empty() && on_event(Event::Text(&visible)) == Flow::Stop {
+                break FinishReason::Cancelled;
+            }
+            if stopped {
+                break FinishReason::StopSequence;
+            }
+            batch.clear();
+            batch
+                .add(token, self.cached.len() as i32, &[0], true)
+                .map_err(|e| LlmError::Backend(e.to_string()))?;
+            self.decode(&mut batch)?;
+            self.cached.push(token);
+            logits_at = 0;
+        };
+        if result.finish != FinishReason::StopSequence {
+            let (tail, _) = stops.push(&utf8.flush());
+            let rest = tail + &stops.finish();
+            if !rest.is_empty() && result.finish != FinishReason::Cancelled {
+                on_event(Event::Text(&rest));
+            }
+        }
+        result.text = stops.text().to_string();
+        result.completion_tokens = result.tokens.len();
+        result.decode_ms = ms_since(decode_started);
+        Ok(result)
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Turns token bytes into text, holding back an incomplete UTF-8 sequence
+/// (an emoji split over two tokens) until the rest arrives.
+#[derive(Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        match std::str::from_utf8(&self.pending) {
+            Ok(s) => {
+                let s = s.to_string();
+                self.pending.clear();
+                s
+            }
+            Err(e) if e.error_len().is_none() => {
+                let valid = e.valid_up_to();
+                let s = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
+                self.pending.drain(..valid);
+                s
+            }
+            Err(_) => self.flush(),
+        }
+    }
+
+    fn flush(&mut self) -> String {
+        let s = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_stream_joins_split_characters() {
+        let mut s = Utf8Stream::default();
+        let bytes = "é😀".as_bytes();
+        assert_eq!(s.push(&bytes[..1]), "");
+        assert_eq!(s.push(&bytes[1..4]), "é");
+        assert_eq!(s.push(&bytes[4..]), "😀");
+        assert_eq!(s.push(&[0xff]), "\u{fffd}");
+    }
+}

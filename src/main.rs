@@ -1,0 +1,41 @@
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use agent::cli::{Cli, Command};
+use agent::cmd::{self, exit};
+
+fn main() {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let cancel = agent::cancel::install_ctrl_c();
+    let result = match &cli.command {
+        Command::Ask(args) => cmd::ask::run(args, &cancel),
+        Command::Models(args) => cmd::models::run(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::FAILURE
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Logs go to stderr. llama.cpp's own (very chatty) logs arrive under the
+/// `llama-cpp-2` target and are shown only from `-vv` on.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn,llama-cpp-2=off",
+        1 => "info,llama-cpp-2=off",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,26 @@
+//! Where things live on disk.
+
+use std::path::PathBuf;
+
+/// The models folder: `$AGENT_MODELS_DIR` when set, else `models/` in the
+/// source tree the binary was built from, else `./models`.
+pub fn models_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENT_MODELS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let built_in = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models");
+    if built_in.join("manifest.json").is_file() {
+        return built_in;
+    }
+    PathBuf::from("models")
+}
+
+/// The default chat model inside the models folder.
+pub const DEFAULT_CHAT_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The ONNX Runtime shared library inside the models folder.
+pub const ONNX_RUNTIME_LIB: &str = "onnxruntime/libonnxruntime.so";
+
+pub fn default_chat_model() -> PathBuf {
+    models_dir().join(DEFAULT_CHAT_MODEL)
+}

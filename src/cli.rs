@@ -32,7 +32,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  agent ask --no-tools \"Explain Rust lifetimes in two sentences\"\n  agent ask -f src/main.rs \"What does main do?\"\n  agent ask --json-schema person.json \"Invent a person\" --json\n  agent ask --model ~/models/qwen2.5-coder-7b.Q4_K_M.gguf \"...\""
     )]
-    Ask(AskArgs),
+    Ask(Box<AskArgs>),
     /// List the model files, verify their sha256, and show what the chat model is.
     Models(ModelsArgs),
     /// Check that models, ONNX Runtime and llama.cpp work; exit 0 only if `agent ask` can run.

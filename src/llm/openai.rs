@@ -123,9 +123,8 @@ impl Provider for OpenAiProvider {
                     break;
                 }
             }
-            match choice["finish_reason"].as_str() {
-                Some("length") => finish = FinishReason::Length,
-                Some(_) | None => {}
+            if choice["finish_reason"].as_str() == Some("length") {
+                finish = FinishReason::Length;
             }
         }
         if matches!(finish, FinishReason::Stop | FinishReason::Length) {

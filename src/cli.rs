@@ -90,6 +90,9 @@ pub struct AskArgs {
     /// Nucleus sampling threshold (with --temperature > 0).
     #[arg(long, default_value_t = 0.95, value_name = "P")]
     pub top_p: f32,
+    /// Penalise repeating recent tokens (1.0 turns it off).
+    #[arg(long, default_value_t = 1.15, value_name = "X")]
+    pub repeat_penalty: f32,
     /// Random seed (with --temperature > 0).
     #[arg(long, default_value_t = 42)]
     pub seed: u32,

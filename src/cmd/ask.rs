@@ -54,9 +54,10 @@ pub fn run(args: &AskArgs, cancel: &CancelToken) -> Result<i32> {
             temperature: args.temperature,
             top_p: args.top_p,
             seed: args.seed,
+            repeat_penalty: args.repeat_penalty,
         },
         grammar,
-        stop: Vec::new(),
+        ..CompletionRequest::default()
     };
 
     let mut provider = super::provider(&args.model)?;

@@ -219,6 +219,15 @@ impl LlamaEngine {
             );
         }
         let s = request.sampling;
+        if s.repeat_penalty != 1.0 {
+            chain.push(LlamaSampler::penalties(
+                self.model.n_vocab(),
+                64,
+                s.repeat_penalty.max(0.01),
+                0.0,
+                0.0,
+            ));
+        }
         if s.is_greedy() {
             chain.push(LlamaSampler::greedy());
         } else {
@@ -355,7 +364,7 @@ impl Provider for LlamaEngine {
             if result.tokens.is_empty() {
                 result.ttft_ms = ms_since(started);
             }
-            if vocab.is_eog(token) {
+            if vocab.is_eog(token) && !request.ignore_eos {
                 break FinishReason::Stop;
             }
             result.tokens.push(token.0);

@@ -69,6 +69,9 @@ pub struct Sampling {
     pub temperature: f32,
     pub top_p: f32,
     pub seed: u32,
+    /// Penalty for repeating one of the last 64 generated tokens; 1.0 is off.
+    /// Small models loop without it.
+    pub repeat_penalty: f32,
 }
 
 impl Sampling {
@@ -77,6 +80,7 @@ impl Sampling {
             temperature: 0.0,
             top_p: 1.0,
             seed: 0,
+            repeat_penalty: 1.0,
         }
     }
     pub fn is_greedy(&self) -> bool {
@@ -99,6 +103,8 @@ pub struct CompletionRequest {
     pub grammar: Option<Grammar>,
     /// Stop (and drop the match) when the output contains one of these.
     pub stop: Vec<String>,
+    /// Keep generating past end-of-turn tokens (benchmarks measure a fixed length).
+    pub ignore_eos: bool,
 }
 
 impl CompletionRequest {

@@ -1,0 +1,45 @@
+# Shared set-up for the scripts in this folder. Source it; do not run it.
+#
+# - builds go to a stable folder outside the clone (unless CARGO_TARGET_DIR is
+#   already set), so fresh clones and CI reuse earlier builds;
+# - build dependencies come from apt when missing;
+# - everything here is idempotent and safe to re-run.
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agent/target}"
+AGENT_BIN="$CARGO_TARGET_DIR/release/agent"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# Debian packages the build needs: cmake and clang (llama.cpp, bindgen),
+# libclang-dev (bindgen), protobuf-compiler (lance, for the index).
+ensure_build_deps() {
+    local missing=()
+    command -v cmake >/dev/null || missing+=(cmake)
+    command -v clang >/dev/null || missing+=(clang)
+    command -v protoc >/dev/null || missing+=(protobuf-compiler)
+    dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
+    command -v cc >/dev/null || missing+=(build-essential)
+    if ((${#missing[@]})); then
+        log "installing build dependencies: ${missing[*]}"
+        local sudo=""
+        if [ "$(id -u)" -ne 0 ]; then
+            command -v sudo >/dev/null || { echo "error: need root or sudo to run: apt-get install -y ${missing[*]}" >&2; exit 1; }
+            sudo="sudo"
+        fi
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from rustup.rs (or your distribution) first" >&2; exit 1; }
+}
+
+ensure_models() {
+    "$ROOT/scripts/fetch-models"
+}
+
+build_release() {
+    log "building (release; target dir $CARGO_TARGET_DIR)"
+    (cd "$ROOT" && cargo build --release --locked "$@")
+}

@@ -33,6 +33,21 @@ pub enum Command {
         after_help = "Examples:\n  agent ask --no-tools \"Explain Rust lifetimes in two sentences\"\n  agent ask -f src/main.rs \"What does main do?\"\n  agent ask --json-schema person.json \"Invent a person\" --json\n  agent ask --model ~/models/qwen2.5-coder-7b.Q4_K_M.gguf \"...\""
     )]
     Ask(Box<AskArgs>),
+    /// Build or update the code index of a repository (incremental; --watch keeps it live).
+    #[command(
+        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n\nThe index lives in .agent/index/ at the repository root. It honours .gitignore, .ignore and .agentignore."
+    )]
+    Index(IndexArgs),
+    /// Search the code index: hybrid (vector + BM25) by default.
+    #[command(
+        after_help = "Examples:\n  agent search \"where is the KV cache trimmed\"\n  agent search -k 5 --lang rust --path 'src/**' \"parse a GGUF header\"\n  agent search --mode bm25 LlamaEngine --json"
+    )]
+    Search(SearchArgs),
+    /// Print a ranked map of the repository's definitions, fitted to a token budget.
+    #[command(
+        after_help = "Examples:\n  agent map                         # the map the agent's system prompt carries\n  agent map --tokens 400 --focus src/index/mod.rs --focus LlamaEngine\n  agent map --json                  # text, token count, ranked files"
+    )]
+    Map(MapArgs),
     /// List the model files, verify their sha256, and show what the chat model is.
     Models(ModelsArgs),
     /// Check that models, ONNX Runtime and llama.cpp work; exit 0 only if `agent ask` can run.
@@ -78,6 +93,10 @@ pub struct AskArgs {
     /// Attach a file's contents as context (repeatable).
     #[arg(short, long = "file", value_name = "PATH")]
     pub files: Vec<PathBuf>,
+    /// Code chunks retrieved from the repository's index (`agent index`) and
+    /// added as context; 0 turns retrieval off.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub context_chunks: usize,
     /// Replace the default system prompt.
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
@@ -124,4 +143,69 @@ pub struct DoctorArgs {
     /// Check this GGUF instead of the default chat model.
     #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
     pub model: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Repository to index (default: the enclosing repository of the current directory).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// After indexing, keep watching for changes until Ctrl-C.
+    #[arg(long, conflicts_with = "status")]
+    pub watch: bool,
+    /// Show what is indexed instead of indexing.
+    #[arg(long)]
+    pub status: bool,
+    /// Delete the index and build it again from scratch.
+    #[arg(long, conflicts_with = "status")]
+    pub rebuild: bool,
+    /// Skip files larger than this many KiB.
+    #[arg(long, default_value_t = 1024, value_name = "KIB")]
+    pub max_file_kb: u64,
+    /// Print JSON (one object; with --watch, one line per update).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for: a description or identifiers.
+    #[arg(required = true, value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// Number of results.
+    #[arg(short, default_value_t = 10, value_name = "N")]
+    pub k: usize,
+    /// Only paths matching this glob, e.g. 'src/**/*.rs'.
+    #[arg(long, value_name = "GLOB")]
+    pub path: Option<String>,
+    /// Only this language: rust, python or text.
+    #[arg(long, value_name = "L")]
+    pub lang: Option<String>,
+    /// Retrieval mode.
+    #[arg(long, value_enum, default_value_t = crate::index::SearchMode::Hybrid)]
+    pub mode: crate::index::SearchMode,
+    /// Repository whose index to search (default: the enclosing one).
+    #[arg(long, value_name = "PATH")]
+    pub root: Option<PathBuf>,
+    /// Print a JSON array of {path, start_line, end_line, symbol, score, text}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// Token budget for the map (default: 1/8 of the model's context window).
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<usize>,
+    /// Files or identifiers to rank higher (repeatable).
+    #[arg(long, value_name = "PATH_OR_IDENT")]
+    pub focus: Vec<String>,
+    /// Repository to map (default: the enclosing one).
+    #[arg(long, value_name = "PATH")]
+    pub root: Option<PathBuf>,
+    /// Print JSON: the text, its token count and the ranked files.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }

@@ -6,11 +6,17 @@
 //! - [`llm`]: the model providers (in-process llama.cpp, scripted, OpenAI-compatible HTTP)
 //!   behind one [`llm::Provider`] trait, plus prompts, grammars and GGUF validation.
 //! - [`models`]: the model manifest, where model files live and how they are verified.
+//! - [`index`]: the live code index (chunk, embed, store in LanceDB, watch, hybrid search).
+//! - [`repomap`]: ranked, token-budgeted map of the repository's definitions.
+//! - [`walk`]: which files of a repository are looked at.
 //! - [`cmd`]: one module per CLI subcommand; `src/main.rs` only parses and dispatches.
 
 pub mod cancel;
 pub mod cli;
 pub mod cmd;
+pub mod index;
 pub mod llm;
 pub mod models;
 pub mod paths;
+pub mod repomap;
+pub mod walk;

@@ -10,6 +10,9 @@ fn main() {
     let cancel = agent::cancel::install_ctrl_c();
     let result = match &cli.command {
         Command::Ask(args) => cmd::ask::run(args, &cancel),
+        Command::Index(args) => cmd::index::run(args, &cancel),
+        Command::Search(args) => cmd::search::run(args),
+        Command::Map(args) => cmd::map::run(args),
         Command::Models(args) => cmd::models::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
     };

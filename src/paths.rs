@@ -24,3 +24,14 @@ pub const ONNX_RUNTIME_LIB: &str = "onnxruntime/libonnxruntime.so";
 pub fn default_chat_model() -> PathBuf {
     models_dir().join(DEFAULT_CHAT_MODEL)
 }
+
+/// The workspace a command acts on: the nearest ancestor of `start` that
+/// holds an `.agent` folder or a `.git` entry, else `start` itself.
+pub fn workspace_root(start: &std::path::Path) -> PathBuf {
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    start
+        .ancestors()
+        .find(|dir| dir.join(".agent").is_dir() || dir.join(".git").exists())
+        .unwrap_or(&start)
+        .to_path_buf()
+}

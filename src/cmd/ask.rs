@@ -27,6 +27,7 @@ pub fn run(args: &AskArgs, cancel: &CancelToken) -> Result<i32> {
     for path in &args.files {
         user.push_str(&attachment(path)?);
     }
+    user.push_str(&retrieved_context(&question, args.context_chunks));
     user.push_str(&question);
 
     let grammar = match (&args.grammar, &args.json_schema) {
@@ -112,6 +113,47 @@ pub fn run(args: &AskArgs, cancel: &CancelToken) -> Result<i32> {
         }
         _ => Ok(exit::OK),
     }
+}
+
+/// Most characters of retrieved code added to a prompt (about 1,500 tokens),
+/// so a small model's context keeps room for the question and the answer.
+const MAX_RETRIEVED_CHARS: usize = 6_000;
+
+/// The best-matching chunks from the workspace index, as fenced blocks; empty
+/// when there is no index (retrieval is a bonus, never a requirement).
+fn retrieved_context(question: &str, k: usize) -> String {
+    if k == 0 {
+        return String::new();
+    }
+    let root = crate::paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let Ok(mut index) = crate::index::Index::open_reader(&root) else {
+        return String::new();
+    };
+    let results = match index.search(&crate::index::SearchQuery::new(question, k)) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("index search failed, answering without it: {e:#}");
+            return String::new();
+        }
+    };
+    let mut out = String::new();
+    for r in results {
+        let block = format!(
+            "From `{}` lines {}-{}:\n```\n{}\n```\n\n",
+            r.path, r.start_line, r.end_line, r.text
+        );
+        if out.len() + block.len() > MAX_RETRIEVED_CHARS {
+            break;
+        }
+        out.push_str(&block);
+    }
+    if !out.is_empty() {
+        eprintln!(
+            "(using {} code chunks from the index)",
+            out.matches("```\n\n").count()
+        );
+    }
+    out
 }
 
 /// A file rendered as a fenced block, or a clear refusal.

@@ -49,6 +49,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     let model = args.model.clone().unwrap_or_else(paths::default_chat_model);
     checks.push(chat_model_check(&model));
     checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
+    checks.push(index_check());
     checks.push(Check {
         name: "llama.cpp",
         ok: true,
@@ -131,6 +132,35 @@ fn chat_model_check(model: &Path) -> Check {
         Err(e) => check.detail = e.to_string(),
     }
     check
+}
+
+/// The workspace's code index, if any: optional for `ask`, so only a warning.
+fn index_check() -> Check {
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let (ok, detail, fix) = match crate::index::Index::open_reader(&root).and_then(|i| i.status()) {
+        Ok(s) => (
+            true,
+            format!(
+                "{} files, {} chunks, updated {}",
+                s.files,
+                s.chunks,
+                s.last_update.as_deref().unwrap_or("never")
+            ),
+            None,
+        ),
+        Err(e) => (
+            false,
+            format!("{}: {}", root.display(), e.to_string().lines().next().unwrap_or_default()),
+            Some("agent index (optional: gives `agent ask` and `agent search` the repository's code)".into()),
+        ),
+    };
+    Check {
+        name: "index",
+        ok,
+        required: false,
+        detail,
+        fix,
+    }
 }
 
 /// The C ABI entry point of ONNX Runtime: a table whose second function

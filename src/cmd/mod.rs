@@ -2,7 +2,10 @@
 
 pub mod ask;
 pub mod doctor;
+pub mod index;
+pub mod map;
 pub mod models;
+pub mod search;
 
 use anyhow::Result;
 

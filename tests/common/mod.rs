@@ -15,6 +15,10 @@ pub fn tiny_model() -> PathBuf {
     path
 }
 
+/// The binary, run from a neutral directory so that no repository index
+/// around the test's working directory leaks into its prompts.
 pub fn agent_bin() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_agent"))
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agent"));
+    cmd.current_dir(std::env::temp_dir());
+    cmd
 }

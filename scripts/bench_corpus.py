@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Corpora for `scripts/bench index` and `scripts/bench retrieval`.
+
+All of it is real code nobody on this project wrote: sdists of well-known
+Python projects from PyPI and Rust crates from crates.io (taken from the
+cargo registry, where the build already put them), plus the CoSQA evaluation
+set from ../shared/eval.
+
+  bench_corpus.py code DEST             requests, flask, regex, ignore → DEST/<name>/
+  bench_corpus.py cosqa DEST SPLIT      one file per CoSQA function + DEST.queries.json
+  bench_corpus.py docstrings SRC DEST   docstring → function pairs from SRC (a `code` folder),
+                                        docstrings stripped from the indexed text
+"""
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SDISTS = {"requests": "2.32.3", "flask": "3.0.3"}
+CRATES = ["regex", "ignore"]
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "agent" / "bench-sdists"
+
+
+def code(dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    for name, version in SDISTS.items():
+        target = dest / name
+        if target.exists():
+            continue
+        archive = CACHE / f"{name}-{version}.tar.gz"
+        if not archive.exists():
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                            "-q", "-d", str(CACHE), f"{name}=={version}"], check=True)
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+            shutil.copytree(next(Path(tmp).iterdir()), target)
+    meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1"],
+                                     cwd=ROOT, capture_output=True, check=True, text=True).stdout)
+    for crate in CRATES:
+        target = dest / crate
+        if target.exists():
+            continue
+        pkg = next(p for p in meta["packages"] if p["name"] == crate)
+        shutil.copytree(Path(pkg["manifest_path"]).parent, target)
+
+
+def cosqa(dest: Path, split: str) -> None:
+    eval_dir = ROOT.parent / "shared" / "eval" / "cosqa"
+    if not eval_dir.is_dir():
+        eval_dir = Path(os.environ.get("AGENT_EVAL_DIR", "")) / "cosqa"
+    corpus = json.loads((eval_dir / "code_idx_map.txt").read_text())
+    queries = json.loads((eval_dir / f"cosqa-retrieval-{split}-500.json").read_text())
+    files = dest / "corpus"
+    if not files.is_dir():
+        files.mkdir(parents=True)
+        for text, idx in corpus.items():
+            (files / f"{idx}.py").write_text(text + "\n")
+    labelled = [{"query": q["doc"], "target": f"corpus/{q['retrieval_idx']}.py"} for q in queries]
+    Path(f"{dest}.queries.json").write_text(json.dumps(labelled))
+
+
+def first_sentence(doc: str) -> str:
+    doc = " ".join(doc.strip().split())
+    m = re.match(r"(.+?[.!?])(\s|$)", doc)
+    return (m.group(1) if m else doc)[:200]
+
+
+def python_pairs(src: Path):
+    for path in sorted(src.rglob("*.py")):
+        if "test" in path.parts or "tests" in path.parts or "docs" in path.parts:
+            continue
+        text = path.read_text(errors="replace")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = text.splitlines()
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            doc = ast.get_docstring(node)
+            if not doc or len(first_sentence(doc)) < 20 or node.name.startswith("__"):
+                continue
+            body0 = node.body[0]
+            start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+            kept = lines[start:body0.lineno - 1] + lines[body0.end_lineno:node.end_lineno]
+            if len(kept) < 3:
+                continue
+            indent = min(len(l) - len(l.lstrip()) for l in kept if l.strip())
+            yield first_sentence(doc), "\n".join(l[indent:] for l in kept) + "\n", ".py"
+
+
+RUST_FN = re.compile(r"^\s*pub(\([^)]*\))?\s+(const\s+|async\s+|unsafe\s+)*fn\s+\w+")
+
+
+def rust_pairs(src: Path):
+    for path in sorted(src.rglob("*.rs")):
+        if "tests" in path.parts or "benches" in path.parts or "examples" in path.parts:
+            continue
+        lines = path.read_text(errors="replace").splitlines()
+        i = 0
+        while i < len(lines):
+            if not lines[i].strip().startswith("///"):
+                i += 1
+                continue
+            doc_start = i
+            while i < len(lines) and lines[i].strip().startswith(("///", "#[")):
+                i += 1
+            if i >= len(lines) or not RUST_FN.match(lines[i]):
+                continue
+            doc = " ".join(l.strip()[3:].strip() for l in lines[doc_start:i] if l.strip().startswith("///"))
+            depth, j, seen_brace = 0, i, False
+            while j < len(lines):
+                depth += lines[j].count("{") - lines[j].count("}")
+                seen_brace |= "{" in lines[j]
+                if seen_brace and depth <= 0 or (not seen_brace and lines[j].rstrip().endswith(";")):
+                    break
+                j += 1
+            body = lines[i:j + 1]
+            attrs = [l for l in lines[doc_start:i] if l.strip().startswith("#[")]
+            if len(body) >= 3 and len(first_sentence(doc)) >= 20 and "```" not in doc[:40]:
+                indent = min(len(l) - len(l.lstrip()) for l in body if l.strip())
+                yield first_sentence(doc), "\n".join(l[indent:] for l in attrs + body) + "\n", ".rs"
+            i = j + 1
+
+
+def docstrings(src: Path, dest: Path) -> None:
+    files = dest / "funcs"
+    files.mkdir(parents=True, exist_ok=True)
+    labelled = []
+    seen_queries = set()
+    for project in sorted(p for p in src.iterdir() if p.is_dir()):
+        pairs = rust_pairs(project) if project.name in CRATES else python_pairs(project)
+        for n, (query, body, ext) in enumerate(pairs):
+            if query in seen_queries:
+                continue  # ambiguous: the same sentence documents two functions
+            seen_queries.add(query)
+            rel = f"funcs/{project.name}_{n}{ext}"
+            (dest / rel).write_text(body)
+            labelled.append({"query": query, "target": rel})
+    Path(f"{dest}.queries.json").write_text(json.dumps(labelled))
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "code":
+        code(Path(sys.argv[2]))
+    elif what == "cosqa":
+        cosqa(Path(sys.argv[2]), sys.argv[3])
+    elif what == "docstrings":
+        docstrings(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,144 @@
+//! `agent index`: build, update, watch or describe the code index.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::exit;
+use crate::cancel::CancelToken;
+use crate::cli::IndexArgs;
+use crate::index::{watch, Index, IndexOptions, UpdateStats};
+use crate::paths;
+use crate::walk::WalkOptions;
+
+pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
+    let start = args
+        .path
+        .clone()
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    let root = if args.path.is_some() {
+        start
+    } else {
+        paths::workspace_root(&start)
+    };
+    if args.status {
+        let status = Index::open_reader(&root)?.status()?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&status)?);
+        } else {
+            println!("index of {}", status.root.display());
+            println!("  files        {}", status.files);
+            println!("  chunks       {}", status.chunks);
+            println!("  embeddings   {} cached", status.cached_embeddings);
+            println!(
+                "  BM25 index   {}",
+                if status.text_index { "yes" } else { "not yet" }
+            );
+            println!(
+                "  last update  {}",
+                status.last_update.as_deref().unwrap_or("never")
+            );
+            println!(
+                "  on disk      {:.1} MB in {}",
+                status.disk_bytes as f64 / 1e6,
+                status.index_dir.display()
+            );
+            if status.writer_active {
+                println!("  a writer (agent index --watch?) is running");
+            }
+        }
+        return Ok(exit::OK);
+    }
+
+    let options = IndexOptions {
+        walk: WalkOptions {
+            max_file_bytes: args.max_file_kb * 1024,
+        },
+        ..IndexOptions::default()
+    };
+    let mut index = if args.rebuild {
+        Index::rebuild(&root, options)?
+    } else {
+        Index::open_writer(&root, options)?
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} indexing [{bar:30}] {pos}/{len} files  {msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    let stats = index.update(cancel, &mut |p| {
+        bar.set_length(p.files_total as u64);
+        bar.set_position(p.files_done as u64);
+        let secs = started.elapsed().as_secs_f64().max(1e-3);
+        bar.set_message(format!(
+            "{:.0} files/s, {:.0} chunks/s",
+            p.files_done as f64 / secs,
+            p.chunks_done as f64 / secs
+        ));
+    })?;
+    bar.finish_and_clear();
+    report(&stats, args.json);
+    if stats.interrupted {
+        eprintln!("interrupted: the index is consistent; run `agent index` again to finish");
+        return Ok(exit::INTERRUPTED);
+    }
+    if !args.watch {
+        return Ok(exit::OK);
+    }
+    if !args.json {
+        eprintln!(
+            "watching {} for changes (Ctrl-C to stop)",
+            index.root().display()
+        );
+    }
+    watch::watch(
+        &mut index,
+        Duration::from_millis(200),
+        cancel,
+        &mut |result| match result {
+            Ok(stats) if stats.files_indexed + stats.files_removed > 0 || args.json => {
+                report(&stats, args.json)
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("update failed (still watching): {e:#}"),
+        },
+    )?;
+    Ok(exit::OK)
+}
+
+fn report(stats: &UpdateStats, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(stats).expect("stats serialize"));
+        return;
+    }
+    if let Some(note) = &stats.recovered {
+        eprintln!("note: {note}");
+    }
+    println!(
+        "{} files seen: {} indexed ({} chunks: {} embedded, {} from cache), {} removed, {} skipped in {:.1}s",
+        stats.files_seen,
+        stats.files_indexed,
+        stats.chunks_written,
+        stats.chunks_embedded,
+        stats.cache_hits,
+        stats.files_removed,
+        stats.skipped.len(),
+        stats.seconds
+    );
+    for s in stats
+        .skipped
+        .iter()
+        .filter(|s| !matches!(s.reason.as_str(), "binary" | "generated" | "minified"))
+        .take(10)
+    {
+        println!(
+            "  skipped {}: {}",
+            if s.rel.is_empty() { "?" } else { &s.rel },
+            s.reason
+        );
+    }
+}

@@ -1,0 +1,44 @@
+//! `agent map`: the repository map the agent's system prompt carries.
+
+use anyhow::Result;
+
+use super::exit;
+use crate::cli::MapArgs;
+use crate::paths;
+use crate::repomap::{
+    budget_for_context, default_cache_path, MapOptions, RepoMap, DEFAULT_BUDGET_FRACTION,
+};
+
+pub fn run(args: &MapArgs) -> Result<i32> {
+    let root = match &args.root {
+        Some(r) => r.canonicalize()?,
+        None => paths::workspace_root(&std::env::current_dir()?),
+    };
+    // The budget is counted with the chat model's own tokenizer.
+    let provider = super::provider(&args.model)?;
+    let mut map = RepoMap::open(&root, &default_cache_path(&root));
+    map.refresh()?;
+    let options = MapOptions {
+        token_budget: args.tokens.unwrap_or_else(|| {
+            budget_for_context(provider.context_size(), DEFAULT_BUDGET_FRACTION)
+        }),
+        focus: args.focus.clone(),
+        recent_files: Vec::new(),
+    };
+    let count = |s: &str| {
+        provider
+            .count_tokens(s)
+            .unwrap_or_else(|_| s.len().div_ceil(4))
+    };
+    let out = map.render(&options, &count);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", out.text);
+        eprintln!(
+            "({} tokens of {}; {} of {} definitions in {} files)",
+            out.tokens, options.token_budget, out.defs_shown, out.defs_total, out.files_shown
+        );
+    }
+    Ok(exit::OK)
+}

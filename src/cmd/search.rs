@@ -1,0 +1,62 @@
+//! `agent search`: query the code index.
+
+use anyhow::{bail, Result};
+
+use super::exit;
+use crate::cli::SearchArgs;
+use crate::index::{Index, SearchQuery};
+use crate::paths;
+
+pub fn run(args: &SearchArgs) -> Result<i32> {
+    let text = args.query.join(" ");
+    if text.trim().is_empty() {
+        bail!("the query is empty");
+    }
+    if let Some(lang) = &args.lang {
+        if !["rust", "python", "text"].contains(&lang.as_str()) {
+            bail!("unknown language {lang:?}: use rust, python or text");
+        }
+    }
+    let root = match &args.root {
+        Some(r) => r.clone(),
+        None => paths::workspace_root(&std::env::current_dir()?),
+    };
+    let mut index = Index::open_reader(&root)?;
+    let results = index.search(&SearchQuery {
+        text,
+        k: args.k,
+        mode: args.mode,
+        path_glob: args.path.clone(),
+        lang: args.lang.clone(),
+        ..SearchQuery::new("", 0)
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+        return Ok(exit::OK);
+    }
+    if results.is_empty() {
+        eprintln!("no results");
+    }
+    for r in &results {
+        println!(
+            "{}:{}-{}  {}  {:.3}",
+            r.path,
+            r.start_line,
+            r.end_line,
+            if r.symbol.is_empty() { "-" } else { &r.symbol },
+            r.score
+        );
+        for line in r.text.lines().filter(|l| !l.trim().is_empty()).take(3) {
+            println!("    {}", truncate(line.trim_end(), 100));
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}

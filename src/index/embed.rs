@@ -1,0 +1,132 @@
+//! Sentence embeddings with fastembed on ONNX Runtime, both from `models/`.
+//!
+//! The ONNX Runtime library is loaded from the models folder at run time
+//! (`ort` load-dynamic): nothing is downloaded, and a missing or too old
+//! runtime is an error that names the fix instead of a panic.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, Context, Result};
+use fastembed::{
+    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
+};
+
+use crate::paths;
+
+/// all-MiniLM-L6-v2 output size.
+pub const DIM: usize = 384;
+/// Longest input in tokens; MiniLM was trained with 256.
+pub const MAX_TOKENS: usize = 256;
+/// Texts per ONNX Runtime call.
+const BATCH: usize = 32;
+
+pub struct Embedder {
+    model: TextEmbedding,
+    /// The model's tokenizer without truncation, for exact counts.
+    counter: tokenizers::Tokenizer,
+}
+
+/// ONNX Runtime allows one environment per process.
+fn ort_environment(lib: &Path) -> Result<ort::environment::Environment> {
+    static ENV: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let builder = ort::init_from(lib).map_err(|e| e.to_string())?;
+        builder
+            .with_name("agent")
+            .with_telemetry(false)
+            .build()
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| {
+        anyhow!(
+            "cannot load ONNX Runtime from {}: {e}\n  fix: run scripts/fetch-models",
+            lib.display()
+        )
+    })
+}
+
+impl Embedder {
+    /// Loads the default embedder from the models folder.
+    pub fn load_default(threads: usize) -> Result<Self> {
+        let dir = paths::models_dir();
+        Self::load(
+            &dir.join("minilm"),
+            &dir.join(paths::ONNX_RUNTIME_LIB),
+            threads,
+        )
+    }
+
+    pub fn load(model_dir: &Path, ort_lib: &Path, threads: usize) -> Result<Self> {
+        let read = |name: &str| {
+            let path = model_dir.join(name);
+            std::fs::read(&path).with_context(|| {
+                format!(
+                    "embedder file missing: {}\n  fix: run scripts/fetch-models",
+                    path.display()
+                )
+            })
+        };
+        if !ort_lib.is_file() {
+            anyhow::bail!(
+                "ONNX Runtime not found at {}\n  fix: run scripts/fetch-models",
+                ort_lib.display()
+            );
+        }
+        let files = TokenizerFiles {
+            tokenizer_file: read("tokenizer.json")?,
+            config_file: read("config.json")?,
+            special_tokens_map_file: read("special_tokens_map.json")?,
+            tokenizer_config_file: read("tokenizer_config.json")?,
+        };
+        let model =
+            UserDefinedEmbeddingModel::new(read("model.onnx")?, files).with_pooling(Pooling::Mean);
+        let options = InitOptionsUserDefined::new()
+            .with_environment(ort_environment(ort_lib)?)
+            .with_max_length(MAX_TOKENS)
+            .with_intra_threads(threads.max(1))
+            // Busy-waiting threads would steal the CPU from the chunker.
+            .with_session_config("session.intra_op.allow_spinning", "0");
+        let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
+            anyhow!("cannot load the embedding model: {e}\n  fix: run scripts/fetch-models")
+        })?;
+        let mut counter = model.tokenizer.clone();
+        counter
+            .with_truncation(None)
+            .map_err(|e| anyhow!("tokenizer: {e}"))?;
+        counter.with_padding(None);
+        Ok(Self { model, counter })
+    }
+
+    /// Tokens `text` takes, including the [CLS] and [SEP] markers.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.counter
+            .encode_fast(text, true)
+            .map_or(text.len() / 3, |e| e.len())
+    }
+
+    /// Embeds texts (L2-normalised, so cosine similarity is a dot product).
+    /// Batches are formed from texts of similar length, so little compute is
+    /// spent on padding; results come back in input order.
+    pub fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(BATCH) {
+            let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
+            let vectors = self
+                .model
+                .embed(&inputs, Some(BATCH))
+                .map_err(|e| anyhow!("embedding failed: {e}"))?;
+            for (&i, v) in batch.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn embed_one(&mut self, text: &str) -> Result<Vec<f32>> {
+        Ok(self.embed(&[text.to_string()])?.remove(0))
+    }
+}

@@ -1,0 +1,543 @@
+//! The live code index: walk → chunk → embed → store, kept up to date
+//! incrementally, and searched by `agent search` and the agent's
+//! `search_semantic` tool.
+//!
+//! On disk, under `<repo>/.agent/index/`:
+//! - `lance/`: the chunk table (LanceDB) with vectors and a BM25 index;
+//! - `state.sqlite`: per-file hashes and mtimes, and the embedding cache;
+//! - `writer.lock`: held by the one process allowed to write.
+//!
+//! Consistency: files are processed in batches; a batch's rows are written to
+//! LanceDB before its files are recorded in `state.sqlite`. A crash or Ctrl-C
+//! between the two only means those files are redone next time, and redoing a
+//! file replaces its rows, so the index is never left half-updated.
+
+pub mod chunk;
+pub mod embed;
+pub mod search;
+pub mod state;
+pub mod store;
+pub mod watch;
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::cancel::CancelToken;
+use crate::walk::{self, Skipped, SourceFile, WalkOptions};
+use chunk::{chunk_source, ChunkLimits};
+use embed::Embedder;
+pub use search::{SearchMode, SearchQuery, SearchResult};
+use state::{FileState, State};
+use store::{Row, Store};
+
+/// Files per write batch: small enough that Ctrl-C loses little work, large
+/// enough that embedding batches stay full.
+const FILE_BATCH: usize = 64;
+
+/// Where an index lives for a repository root.
+pub fn index_dir(root: &Path) -> PathBuf {
+    root.join(".agent").join("index")
+}
+
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    pub walk: WalkOptions,
+    /// Threads for the embedder.
+    pub threads: usize,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self {
+            walk: WalkOptions::default(),
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Progress {
+    pub files_total: usize,
+    pub files_done: usize,
+    pub chunks_done: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct UpdateStats {
+    pub files_seen: usize,
+    /// Files whose content changed (or new files) and were re-chunked.
+    pub files_indexed: usize,
+    pub files_removed: usize,
+    pub chunks_written: usize,
+    /// Chunks embedded now (the rest came from the cache).
+    pub chunks_embedded: usize,
+    pub cache_hits: usize,
+    pub skipped: Vec<Skipped>,
+    pub interrupted: bool,
+    pub seconds: f64,
+    /// Set when a damaged index was found and rebuilt.
+    pub recovered: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub root: PathBuf,
+    pub index_dir: PathBuf,
+    pub files: usize,
+    pub chunks: usize,
+    pub cached_embeddings: u64,
+    pub text_index: bool,
+    pub last_update: Option<String>,
+    pub writer_active: bool,
+    pub disk_bytes: u64,
+}
+
+/// The one-writer rule, enforced with an OS file lock that dies with its
+/// process (a crash never leaves a stale lock behind).
+struct WriterLock(#[allow(dead_code)] File);
+
+fn lock_writer(dir: &Path) -> Result<WriterLock> {
+    let path = dir.join("writer.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {
+            let _ = file.set_len(0);
+            let _ = std::fs::write(&path, std::process::id().to_string());
+            Ok(WriterLock(file))
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "another process (pid {}) is already updating this index; searches still work.\n  fix: wait for it, or stop it (for example a running `agent index --watch`)",
+                pid.trim()
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).context("cannot lock the index"),
+    }
+}
+
+fn writer_active(dir: &Path) -> bool {
+    std::fs::File::open(dir.join("writer.lock"))
+        .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+}
+
+pub struct Index {
+    root: PathBuf,
+    dir: PathBuf,
+    state: State,
+    store: Store,
+    embedder: Option<Embedder>,
+    options: IndexOptions,
+    _lock: Option<WriterLock>,
+    recovered: Option<String>,
+}
+
+fn remove_state_files(dir: &Path) {
+    for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+}
+
+impl Index {
+    /// Opens the index for writing, creating it if needed. A damaged index
+    /// is rebuilt (the embedding cache survives when it is intact).
+    pub fn open_writer(root: &Path, options: IndexOptions) -> Result<Self> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", root.display()))?;
+        let dir = index_dir(&root);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let lock = lock_writer(&dir)?;
+        let mut recovered = None;
+        let state = match State::open(&dir.join("state.sqlite")) {
+            Ok(s) => s,
+            Err(e) => {
+                recovered = Some(format!("the index state was damaged ({e:#}); rebuilt it"));
+                remove_state_files(&dir);
+                let _ = std::fs::remove_dir_all(dir.join("lance"));
+                State::open(&dir.join("state.sqlite"))?
+            }
+        };
+        let store = match Store::open(&dir.join("lance")) {
+            Ok(s) => s,
+            Err(e) => {
+                recovered = Some(format!("the chunk table was damaged ({e:#}); rebuilt it"));
+                std::fs::remove_dir_all(dir.join("lance"))
+                    .context("cannot remove the damaged chunk table")?;
+                state.clear_files()?;
+                Store::open(&dir.join("lance"))?
+            }
+        };
+        Ok(Self {
+            root,
+            dir,
+            state,
+            store,
+            embedder: None,
+            options,
+            _lock: Some(lock),
+            recovered,
+        })
+    }
+
+    /// Opens an existing index for searching, alongside any writer.
+    pub fn open_reader(root: &Path) -> Result<Self> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", root.display()))?;
+        let dir = index_dir(&root);
+        if !dir.join("state.sqlite").is_file() {
+            bail!(
+                "no index in {}\n  fix: run `agent index` first",
+                root.display()
+            );
+        }
+        let damaged = |e: anyhow::Error| {
+            anyhow!("the index is damaged ({e:#})\n  fix: run `agent index` (it rebuilds a damaged index)")
+        };
+        let state = State::open(&dir.join("state.sqlite")).map_err(damaged)?;
+        let store = Store::open(&dir.join("lance")).map_err(damaged)?;
+        Ok(Self {
+            root,
+            dir,
+            state,
+            store,
+            embedder: None,
+            options: IndexOptions::default(),
+            _lock: None,
+            recovered: None,
+        })
+    }
+
+    /// Deletes the index (keeping nothing) so the next update starts fresh.
+    pub fn rebuild(root: &Path, options: IndexOptions) -> Result<Self> {
+        let dir = index_dir(&root.canonicalize()?);
+        if dir.exists() {
+            // Take the lock first so a running writer is not pulled from under.
+            let lock = lock_writer(&dir)?;
+            remove_state_files(&dir);
+            let _ = std::fs::remove_dir_all(dir.join("lance"));
+            drop(lock);
+        }
+        Self::open_writer(root, options)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn embedder(&mut self) -> Result<&mut Embedder> {
+        if self.embedder.is_none() {
+            self.embedder = Some(Embedder::load_default(self.options.threads)?);
+        }
+        Ok(self.embedder.as_mut().expect("just set"))
+    }
+
+    /// Brings the index up to date with the files on disk, touching only
+    /// what changed. Stops cleanly between batches when `cancel` trips.
+    pub fn update(
+        &mut self,
+        cancel: &CancelToken,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<UpdateStats> {
+        let started = Instant::now();
+        if self._lock.is_none() {
+            bail!("this index was opened read-only");
+        }
+        let mut stats = UpdateStats {
+            recovered: self.recovered.take(),
+            ..UpdateStats::default()
+        };
+        let (files, skipped) = walk::walk(&self.root, &self.options.walk);
+        stats.files_seen = files.len();
+        stats.skipped = skipped;
+        let known = self.state.files()?;
+        let present: HashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        let mut removed: Vec<String> = known
+            .keys()
+            .filter(|k| !present.contains(k.as_str()))
+            .cloned()
+            .collect();
+        removed.sort();
+
+        let candidates: Vec<&SourceFile> = files
+            .iter()
+            .filter(|f| {
+                known
+                    .get(&f.rel)
+                    .is_none_or(|k| k.mtime_ns != f.mtime_ns || k.size != f.size)
+            })
+            .collect();
+        let mut progress = Progress {
+            files_total: candidates.len(),
+            ..Progress::default()
+        };
+        on_progress(&progress);
+        for batch in candidates.chunks(FILE_BATCH) {
+            if cancel.is_cancelled() {
+                stats.interrupted = true;
+                break;
+            }
+            let vanished = self.index_batch(batch, &known, &mut stats)?;
+            removed.extend(vanished);
+            progress.files_done += batch.len();
+            progress.chunks_done = stats.chunks_written;
+            on_progress(&progress);
+        }
+        if !removed.is_empty() && !stats.interrupted {
+            self.store.delete_paths(&removed)?;
+            self.state.commit_files(&[], &removed)?;
+            stats.files_removed = removed.len();
+        }
+        if stats.files_indexed > 0 || stats.files_removed > 0 {
+            self.store.refresh_text_index()?;
+        }
+        self.state.set_meta("last_update", &now_rfc3339())?;
+        stats.seconds = started.elapsed().as_secs_f64();
+        Ok(stats)
+    }
+
+    /// Indexes one batch of files whose mtime or size changed. Returns the
+    /// files that vanished while we looked at them.
+    fn index_batch(
+        &mut self,
+        batch: &[&SourceFile],
+        known: &HashMap<String, FileState>,
+        stats: &mut UpdateStats,
+    ) -> Result<Vec<String>> {
+        let mut vanished = Vec::new();
+        let mut upserts: Vec<(String, FileState)> = Vec::new();
+        let mut replaced: Vec<String> = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
+        for file in batch {
+            let bytes = match std::fs::read(&file.path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if known.contains_key(&file.rel) {
+                        vanished.push(file.rel.clone());
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    stats.skipped.push(Skipped {
+                        rel: file.rel.clone(),
+                        reason: format!("unreadable: {e}"),
+                    });
+                    continue;
+                }
+            };
+            let hash = hex::encode(Sha256::digest(&bytes));
+            let mut file_state = FileState {
+                hash,
+                mtime_ns: file.mtime_ns,
+                size: file.size,
+                chunks: 0,
+            };
+            if let Some(k) = known.get(&file.rel).filter(|k| k.hash == file_state.hash) {
+                // Touched but not changed: only the mtime moves.
+                file_state.chunks = k.chunks;
+                upserts.push((file.rel.clone(), file_state));
+                continue;
+            }
+            let Ok(text) = String::from_utf8(bytes) else {
+                stats.skipped.push(Skipped {
+                    rel: file.rel.clone(),
+                    reason: "not valid UTF-8".into(),
+                });
+                if known.contains_key(&file.rel) {
+                    vanished.push(file.rel.clone());
+                }
+                continue;
+            };
+            let embedder = self.embedder()?;
+            let count = |s: &str| embedder.count_tokens(s);
+            let header_room = count(&file.rel) + 16;
+            let limits = ChunkLimits {
+                max_tokens: embed::MAX_TOKENS.saturating_sub(header_room).max(64),
+                ..ChunkLimits::default()
+            };
+            let chunks = chunk_source(file.lang, &text, limits, &count);
+            file_state.chunks = chunks.len() as u32;
+            for c in chunks {
+                let key = hex::encode(Sha256::digest(format!("{}\0{}", c.symbol, c.text)));
+                rows.push(Row {
+                    id: format!("{}:{}-{}", file.rel, c.start_line, c.end_line),
+                    path: file.rel.clone(),
+                    lang: file.lang.as_str().to_string(),
+                    search_text: search::searchable_text(&file.rel, &c.symbol, &c.text),
+                    symbol: c.symbol,
+                    kind: c.kind,
+                    start_line: c.start_line,
+                    end_line: c.end_line,
+                    hash: key,
+                    text: c.text,
+                    vector: Vec::new(),
+                });
+            }
+            replaced.push(file.rel.clone());
+            upserts.push((file.rel.clone(), file_state));
+            stats.files_indexed += 1;
+        }
+        self.attach_vectors(&mut rows, stats)?;
+        // Rows first, then the bookkeeping (see the module docs).
+        self.store.delete_paths(&replaced)?;
+        self.store.add(&rows)?;
+        self.state.commit_files(&upserts, &[])?;
+        stats.chunks_written += rows.len();
+        Ok(vanished)
+    }
+
+    /// Fills in vectors from the cache, embedding only unseen texts (once each).
+    fn attach_vectors(&mut self, rows: &mut [Row], stats: &mut UpdateStats) -> Result<()> {
+        let keys: Vec<String> = rows.iter().map(|r| r.hash.clone()).collect();
+        let mut cached = self.state.cached_vectors(&keys)?;
+        let mut todo: Vec<(String, String)> = Vec::new();
+        let mut queued = HashSet::new();
+        for r in rows.iter() {
+            if !cached.contains_key(&r.hash) && queued.insert(r.hash.clone()) {
+                todo.push((r.hash.clone(), embedding_text(&r.path, &r.symbol, &r.text)));
+            }
+        }
+        stats.cache_hits += rows.len() - todo.len();
+        if !todo.is_empty() {
+            let texts: Vec<String> = todo.iter().map(|(_, t)| t.clone()).collect();
+            let vectors = self.embedder()?.embed(&texts)?;
+            let entries: Vec<(String, Vec<f32>)> =
+                todo.into_iter().map(|(k, _)| k).zip(vectors).collect();
+            self.state.store_vectors(&entries)?;
+            stats.chunks_embedded += entries.len();
+            cached.extend(entries);
+        }
+        for r in rows.iter_mut() {
+            r.vector = cached[&r.hash].clone();
+        }
+        Ok(())
+    }
+
+    /// Runs a search (the function behind `agent search` and `search_semantic`).
+    pub fn search(&mut self, query: &SearchQuery) -> Result<Vec<SearchResult>> {
+        let glob = match &query.path_glob {
+            Some(g) => Some(
+                globset::Glob::new(g)
+                    .with_context(|| format!("bad --path glob {g:?}"))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let filter = query.lang.as_deref().map(store::lang_filter);
+        let k = query.k.max(1);
+        // Over-fetch: fusion needs depth, and the glob filters afterwards.
+        let depth = if glob.is_some() {
+            (k * 10).max(100)
+        } else {
+            (k * 4).max(40)
+        };
+        let vector_hits = if query.mode != SearchMode::Bm25 {
+            let v = self.embedder()?.embed_one(&query.text)?;
+            self.store.vector_search(&v, depth, filter.as_deref())?
+        } else {
+            Vec::new()
+        };
+        let text_hits = if query.mode != SearchMode::Vector {
+            self.store.text_search(
+                &search::searchable_query(&query.text),
+                depth,
+                filter.as_deref(),
+            )?
+        } else {
+            Vec::new()
+        };
+        let keep = |h: &store::Hit| glob.as_ref().is_none_or(|g| g.is_match(&h.row.path));
+        let vector_hits: Vec<_> = vector_hits.into_iter().filter(keep).collect();
+        let text_hits: Vec<_> = text_hits.into_iter().filter(keep).collect();
+        let ranked: Vec<(store::Hit, f32)> = match query.mode {
+            SearchMode::Vector => vector_hits
+                .into_iter()
+                .map(|h| (h.clone(), h.score))
+                .collect(),
+            SearchMode::Bm25 => text_hits
+                .into_iter()
+                .map(|h| (h.clone(), h.score))
+                .collect(),
+            SearchMode::Hybrid => {
+                search::fuse(&[(&vector_hits, query.vector_weight), (&text_hits, 1.0)], k)
+            }
+        };
+        Ok(ranked
+            .into_iter()
+            .take(k)
+            .map(|(h, score)| SearchResult {
+                path: h.row.path,
+                start_line: h.row.start_line,
+                end_line: h.row.end_line,
+                symbol: h.row.symbol,
+                kind: h.row.kind,
+                score,
+                text: h.row.text,
+            })
+            .collect())
+    }
+
+    pub fn status(&self) -> Result<Status> {
+        Ok(Status {
+            root: self.root.clone(),
+            index_dir: self.dir.clone(),
+            files: self.state.files()?.len(),
+            chunks: self.store.count_rows()?,
+            cached_embeddings: self.state.cached_vector_count()?,
+            text_index: self.store.has_text_index()?,
+            last_update: self.state.meta("last_update")?,
+            writer_active: self._lock.is_none() && writer_active(&self.dir),
+            disk_bytes: dir_size(&self.dir),
+        })
+    }
+
+    /// Compacts the chunk table (many small incremental writes add up).
+    pub fn compact(&self) -> Result<()> {
+        self.store.compact()
+    }
+}
+
+/// Weight of the vector list in hybrid fusion (BM25 has 1.0); chosen on
+/// the CoSQA dev split, see BENCHMARKS.md.
+pub const VECTOR_WEIGHT: f32 = 1.0;
+
+/// What the embedder sees: a header with the path and symbol, then the code.
+pub fn embedding_text(path: &str, symbol: &str, text: &str) -> String {
+    if symbol.is_empty() {
+        format!("{path}\n{text}")
+    } else {
+        format!("{path} | {symbol}\n{text}")
+    }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

@@ -1,0 +1,184 @@
+//! Query side: identifier-aware text for BM25, and hybrid rank fusion.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::store::Hit;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Vector and BM25 results fused by reciprocal rank.
+    #[default]
+    Hybrid,
+    /// Embedding similarity only.
+    Vector,
+    /// Keyword (BM25) only.
+    Bm25,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    pub text: String,
+    pub k: usize,
+    pub mode: SearchMode,
+    /// Only paths matching this glob (e.g. `src/**/*.rs`).
+    pub path_glob: Option<String>,
+    /// Only this language (`rust`, `python`, `text`).
+    pub lang: Option<String>,
+    /// Weight of the vector list in hybrid fusion (BM25 has 1.0).
+    pub vector_weight: f32,
+}
+
+impl SearchQuery {
+    pub fn new(text: impl Into<String>, k: usize) -> Self {
+        Self {
+            text: text.into(),
+            k,
+            mode: SearchMode::Hybrid,
+            path_glob: None,
+            lang: None,
+            vector_weight: super::VECTOR_WEIGHT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SearchResult {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub symbol: String,
+    pub kind: String,
+    pub score: f32,
+    pub text: String,
+}
+
+/// Splits an identifier into lower-case words: `parseHTTPResponse2` →
+/// `parse http response 2`, `max_file_bytes` → `max file bytes`.
+pub fn split_identifier(ident: &str) -> Vec<String> {
+    let chars: Vec<char> = ident.chars().collect();
+    let mut words = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let boundary = match prev {
+            Some(p) if p.is_alphanumeric() => {
+                (p.is_lowercase() && c.is_uppercase())
+                    || (p.is_uppercase()
+                        && c.is_uppercase()
+                        && next.is_some_and(|n| n.is_lowercase()))
+                    || (p.is_alphabetic() != c.is_alphabetic())
+            }
+            _ => false,
+        };
+        if boundary && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
+        }
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+/// The text BM25 indexes: the path, the symbol and the code, followed by
+/// the parts of every compound identifier, so `parse http` finds
+/// `parseHttpRequest` and `parse_http_request`.
+pub fn searchable_text(path: &str, symbol: &str, text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for part in [path, symbol, text] {
+        out.push_str(part);
+        out.push('\n');
+    }
+    let mut seen = std::collections::HashSet::new();
+    for source in [path, symbol, text] {
+        for ident in source.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if ident.len() < 3 || !seen.insert(ident) {
+                continue;
+            }
+            let words = split_identifier(ident);
+            if words.len() > 1 {
+                out.push_str(&words.join(" "));
+                out.push(' ');
+            }
+        }
+    }
+    out
+}
+
+/// The query as BM25 sees it: the words plus the parts of any identifiers.
+pub fn searchable_query(query: &str) -> String {
+    let mut terms: Vec<String> = Vec::new();
+    for ident in query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|s| !s.is_empty())
+    {
+        terms.push(ident.to_lowercase());
+        let words = split_identifier(ident);
+        if words.len() > 1 {
+            terms.extend(words);
+        }
+    }
+    terms.join(" ")
+}
+
+/// Reciprocal rank fusion: each list contributes `weight / (K + rank)`.
+/// Rank-based, so the incomparable scales of cosine and BM25 never mix.
+pub fn fuse(lists: &[(&[Hit], f32)], k: usize) -> Vec<(Hit, f32)> {
+    const K: f32 = 60.0;
+    let mut scores: HashMap<&str, (f32, &Hit)> = HashMap::new();
+    for (hits, weight) in lists {
+        for (rank, hit) in hits.iter().enumerate() {
+            let entry = scores.entry(hit.row.id.as_str()).or_insert((0.0, hit));
+            entry.0 += weight / (K + rank as f32 + 1.0);
+        }
+    }
+    let mut fused: Vec<(Hit, f32)> = scores.into_values().map(|(s, h)| (h.clone(), s)).collect();
+    fused.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| a.0.row.id.cmp(&b.0.row.id))
+    });
+    fused.truncate(k);
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_on_case_underscores_and_digits() {
+        assert_eq!(
+            split_identifier("parseHTTPResponse2"),
+            ["parse", "http", "response", "2"]
+        );
+        assert_eq!(split_identifier("max_file_bytes"), ["max", "file", "bytes"]);
+        assert_eq!(split_identifier("LlamaEngine"), ["llama", "engine"]);
+        assert_eq!(split_identifier("x"), ["x"]);
+    }
+
+    #[test]
+    fn searchable_text_adds_identifier_parts_once() {
+        let t = searchable_text(
+            "src/kv_cache.rs",
+            "reuse_prefix",
+            "fn reuse_prefix() { reuse_prefix() }",
+        );
+        assert!(t.contains("kv cache"));
+        assert_eq!(t.matches("reuse prefix").count(), 1);
+        assert_eq!(
+            searchable_query("where is loadModel"),
+            "where is loadmodel load model"
+        );
+    }
+}

@@ -1,0 +1,398 @@
+//! Chunk storage in LanceDB (`.agent/index/lance/`): one `chunks` table with
+//! the text, metadata and vector of every chunk, plus a full-text (BM25)
+//! index over an identifier-aware copy of the text.
+//!
+//! LanceDB is async; the store owns a small Tokio runtime and exposes a
+//! blocking API, which is what the CLI and the agent's tools want.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, UInt32Type};
+use arrow_array::{
+    ArrayRef, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
+use lancedb::index::Index;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::table::{OptimizeAction, OptimizeOptions};
+use lancedb::{Connection, DistanceType, Table};
+
+use super::embed::DIM;
+
+const TABLE: &str = "chunks";
+/// Rows are deleted by path in groups of this many (SQL `IN` lists).
+const DELETE_GROUP: usize = 256;
+
+/// One chunk as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub id: String,
+    pub path: String,
+    pub lang: String,
+    pub symbol: String,
+    pub kind: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    /// Hash of the embedded text (the embedding cache key).
+    pub hash: String,
+    pub text: String,
+    /// Text with identifiers split (`parseHttp` → `parse http`) for BM25.
+    pub search_text: String,
+    pub vector: Vec<f32>,
+}
+
+/// A search result before fusion: the row and the raw score of its leg.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub row: Row,
+    /// Cosine similarity for vector hits, BM25 score for text hits.
+    pub score: f32,
+}
+
+pub struct Store {
+    rt: tokio::runtime::Runtime,
+    table: Table,
+}
+
+fn schema() -> SchemaRef {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("id"),
+        text("path"),
+        text("lang"),
+        text("symbol"),
+        text("kind"),
+        Field::new("start_line", DataType::UInt32, false),
+        Field::new("end_line", DataType::UInt32, false),
+        text("hash"),
+        text("text"),
+        text("search_text"),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                DIM as i32,
+            ),
+            false,
+        ),
+    ]))
+}
+
+fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
+    let strings = |f: fn(&Row) -> &str| {
+        Arc::new(StringArray::from_iter_values(rows.iter().map(f))) as ArrayRef
+    };
+    let flat: Vec<f32> = rows.iter().flat_map(|r| r.vector.iter().copied()).collect();
+    let vectors = FixedSizeListArray::try_new(
+        Arc::new(Field::new("item", DataType::Float32, true)),
+        DIM as i32,
+        Arc::new(Float32Array::from(flat)),
+        None,
+    )?;
+    Ok(RecordBatch::try_new(
+        schema(),
+        vec![
+            strings(|r| &r.id),
+            strings(|r| &r.path),
+            strings(|r| &r.lang),
+            strings(|r| &r.symbol),
+            strings(|r| &r.kind),
+            Arc::new(UInt32Array::from_iter_values(
+                rows.iter().map(|r| r.start_line),
+            )),
+            Arc::new(UInt32Array::from_iter_values(
+                rows.iter().map(|r| r.end_line),
+            )),
+            strings(|r| &r.hash),
+            strings(|r| &r.text),
+            strings(|r| &r.search_text),
+            Arc::new(vectors),
+        ],
+    )?)
+}
+
+fn from_batch(batch: &RecordBatch, score_column: &str) -> Result<Vec<Hit>> {
+    let col = |name: &str| {
+        batch
+            .column_by_name(name)
+            .ok_or_else(|| anyhow!("column {name} missing from results"))
+    };
+    let string = |name: &str| -> Result<Vec<String>> {
+        Ok(col(name)?
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.unwrap_or_default().to_string())
+            .collect())
+    };
+    let (id, path, lang, symbol, kind, hash, text) = (
+        string("id")?,
+        string("path")?,
+        string("lang")?,
+        string("symbol")?,
+        string("kind")?,
+        string("hash")?,
+        string("text")?,
+    );
+    let start = col("start_line")?.as_primitive::<UInt32Type>().clone();
+    let end = col("end_line")?.as_primitive::<UInt32Type>().clone();
+    let score = col(score_column)?.as_primitive::<Float32Type>().clone();
+    Ok((0..batch.num_rows())
+        .map(|i| Hit {
+            row: Row {
+                id: id[i].clone(),
+                path: path[i].clone(),
+                lang: lang[i].clone(),
+                symbol: symbol[i].clone(),
+                kind: kind[i].clone(),
+                start_line: start.value(i),
+                end_line: end.value(i),
+                hash: hash[i].clone(),
+                text: text[i].clone(),
+                search_text: String::new(),
+                vector: Vec::new(),
+            },
+            score: score.value(i),
+        })
+        .collect())
+}
+
+/// `'it''s'`: a SQL string literal.
+fn sql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+const RESULT_COLUMNS: &[&str] = &[
+    "id",
+    "path",
+    "lang",
+    "symbol",
+    "kind",
+    "start_line",
+    "end_line",
+    "hash",
+    "text",
+];
+
+/// The result columns plus the leg's score column, named explicitly (LanceDB
+/// warns when a score column is projected implicitly).
+fn columns_with(score: &str) -> Vec<&str> {
+    RESULT_COLUMNS
+        .iter()
+        .copied()
+        .chain(std::iter::once(score))
+        .collect()
+}
+
+impl Store {
+    /// Opens the chunk table under `dir`, creating it when absent.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .context("cannot start the storage runtime")?;
+        let uri = dir
+            .to_str()
+            .ok_or_else(|| anyhow!("index path is not UTF-8: {}", dir.display()))?;
+        let table = rt.block_on(async {
+            // Strong read consistency: a long-lived reader (the agent, a
+            // benchmark) sees what a concurrent writer committed.
+            let db: Connection = lancedb::connect(uri)
+                .read_consistency_interval(std::time::Duration::ZERO)
+                .execute()
+                .await?;
+            match db.open_table(TABLE).execute().await {
+                Ok(t) => Ok(t),
+                Err(lancedb::Error::TableNotFound { .. }) => {
+                    db.create_empty_table(TABLE, schema()).execute().await
+                }
+                Err(e) => Err(e),
+            }
+        })?;
+        Ok(Self { rt, table })
+    }
+
+    pub fn count_rows(&self) -> Result<usize> {
+        Ok(self.rt.block_on(self.table.count_rows(None))?)
+    }
+
+    /// Removes every chunk of `paths`.
+    pub fn delete_paths(&self, paths: &[String]) -> Result<()> {
+        for group in paths.chunks(DELETE_GROUP) {
+            let list: Vec<String> = group.iter().map(|p| sql_string(p)).collect();
+            self.rt
+                .block_on(self.table.delete(&format!("path IN ({})", list.join(","))))?;
+        }
+        Ok(())
+    }
+
+    pub fn add(&self, rows: &[Row]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = to_batch(rows)?;
+        self.rt.block_on(self.table.add(batch).execute())?;
+        Ok(())
+    }
+
+    /// Builds the BM25 index when missing, or folds rows added since into it.
+    pub fn refresh_text_index(&self) -> Result<()> {
+        self.rt.block_on(async {
+            let indices = self.table.list_indices().await?;
+            if let Some(fts) = indices.iter().find(|i| i.columns == ["search_text"]) {
+                let stats = self.table.index_stats(&fts.name).await?;
+                if stats.is_some_and(|s| s.num_unindexed_rows > 0) {
+                    self.table
+                        .optimize(OptimizeAction::Index(OptimizeOptions::default()))
+                        .await?;
+                }
+            } else if self.table.count_rows(None).await? > 0 {
+                // Our own search_text column already splits identifiers, so
+                // the plain tokenizer with stemming suits it.
+                let params = FtsIndexBuilder::default().with_position(false);
+                self.table
+                    .create_index(&["search_text"], Index::FTS(params))
+                    .execute()
+                    .await?;
+            }
+            Ok::<_, lancedb::Error>(())
+        })?;
+        Ok(())
+    }
+
+    /// Compacts small fragments left by many incremental writes.
+    pub fn compact(&self) -> Result<()> {
+        self.rt.block_on(self.table.optimize(OptimizeAction::All))?;
+        Ok(())
+    }
+
+    pub fn has_text_index(&self) -> Result<bool> {
+        let indices = self.rt.block_on(self.table.list_indices())?;
+        Ok(indices.iter().any(|i| i.columns == ["search_text"]))
+    }
+
+    /// Nearest chunks by cosine similarity.
+    pub fn vector_search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        filter: Option<&str>,
+    ) -> Result<Vec<Hit>> {
+        self.rt.block_on(async {
+            let mut q = self
+                .table
+                .query()
+                .nearest_to(query)?
+                .distance_type(DistanceType::Cosine)
+                .select(Select::columns(&columns_with("_distance")))
+                .limit(limit);
+            if let Some(f) = filter {
+                q = q.only_if(f);
+            }
+            let batches: Vec<RecordBatch> = q.execute().await?.try_collect().await?;
+            let mut hits = Vec::new();
+            for b in &batches {
+                hits.extend(from_batch(b, "_distance")?);
+            }
+            // Cosine distance → similarity.
+            for h in &mut hits {
+                h.score = 1.0 - h.score;
+            }
+            Ok(hits)
+        })
+    }
+
+    /// Best chunks by BM25 over the identifier-aware text.
+    pub fn text_search(&self, query: &str, limit: usize, filter: Option<&str>) -> Result<Vec<Hit>> {
+        if query.trim().is_empty() || !self.has_text_index()? {
+            return Ok(Vec::new());
+        }
+        self.rt.block_on(async {
+            let mut q = self
+                .table
+                .query()
+                .full_text_search(FullTextSearchQuery::new(query.to_string()))
+                .select(Select::columns(&columns_with("_score")))
+                .limit(limit);
+            if let Some(f) = filter {
+                q = q.only_if(f);
+            }
+            let batches: Vec<RecordBatch> = q.execute().await?.try_collect().await?;
+            let mut hits = Vec::new();
+            for b in &batches {
+                hits.extend(from_batch(b, "_score")?);
+            }
+            Ok(hits)
+        })
+    }
+}
+
+/// A `lang = '...'` filter in the store's SQL dialect.
+pub fn lang_filter(lang: &str) -> String {
+    format!("lang = {}", sql_string(lang))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: &str, text: &str, v: f32) -> Row {
+        let mut vector = vec![0.0; DIM];
+        vector[0] = v;
+        vector[1] = 1.0 - v;
+        Row {
+            id: format!("{path}:1"),
+            path: path.into(),
+            lang: "rust".into(),
+            symbol: "f".into(),
+            kind: "function".into(),
+            start_line: 1,
+            end_line: 2,
+            hash: "h".into(),
+            text: text.into(),
+            search_text: text.into(),
+            vector,
+        }
+    }
+
+    #[test]
+    fn add_search_and_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .add(&[
+                row("a.rs", "parse the config file", 1.0),
+                row("b's.rs", "open a socket", 0.0),
+            ])
+            .unwrap();
+        store.refresh_text_index().unwrap();
+        assert_eq!(store.count_rows().unwrap(), 2);
+
+        let mut q = vec![0.0; DIM];
+        q[0] = 1.0;
+        let hits = store.vector_search(&q, 2, None).unwrap();
+        assert_eq!(hits[0].row.path, "a.rs");
+        assert!(hits[0].score > 0.99);
+
+        let hits = store.text_search("socket", 5, None).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].row.path, "b's.rs");
+
+        store.delete_paths(&["b's.rs".into()]).unwrap();
+        assert_eq!(store.count_rows().unwrap(), 1);
+        // Rows added after the index was built are still found.
+        store.add(&[row("c.rs", "socket again", 0.5)]).unwrap();
+        assert_eq!(
+            store.text_search("socket", 5, None).unwrap()[0].row.path,
+            "c.rs"
+        );
+        drop(store);
+        // Reopening finds the same table.
+        assert_eq!(Store::open(dir.path()).unwrap().count_rows().unwrap(), 2);
+    }
+}

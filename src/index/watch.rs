@@ -1,0 +1,78 @@
+//! `agent index --watch`: keep the index live as files change.
+//!
+//! notify reports file events; the debouncer coalesces a burst (a `git
+//! checkout` touching a thousand files) into one batch. Each batch triggers
+//! an ordinary incremental update, which stats every file but re-reads only
+//! those whose mtime or size moved: one code path for create, modify,
+//! delete, rename and ignore-file edits, with nothing to get out of sync.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use notify_debouncer_full::notify::RecursiveMode;
+use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+
+use super::{Index, UpdateStats};
+use crate::cancel::CancelToken;
+
+/// Whether an event path can affect the index: our own `.agent/` folder and
+/// git's internals change on every write and are not source files.
+fn relevant(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    !matches!(first.as_deref(), Some(".agent" | ".git"))
+}
+
+/// Watches `index.root()` until `cancel` trips, updating after each burst.
+/// Errors in an update are reported through `on_update` and watching goes on.
+pub fn watch(
+    index: &mut Index,
+    debounce: Duration,
+    cancel: &CancelToken,
+    on_update: &mut dyn FnMut(Result<UpdateStats>),
+) -> Result<()> {
+    let root = index.root().to_path_buf();
+    let (tx, rx) = mpsc::channel::<DebounceEventResult>();
+    let mut debouncer =
+        new_debouncer(debounce, None, tx).context("cannot start the file watcher")?;
+    debouncer
+        .watch(&root, RecursiveMode::Recursive)
+        .with_context(|| format!("cannot watch {}", root.display()))?;
+    while !cancel.is_cancelled() {
+        let batch = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(batch) => batch,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let mut changed = match batch {
+            Ok(events) => events
+                .iter()
+                .any(|e| e.need_rescan() || e.paths.iter().any(|p| relevant(&root, p))),
+            Err(errors) => {
+                for e in errors {
+                    tracing::warn!("file watcher: {e}");
+                }
+                true // unknown what changed: rescan
+            }
+        };
+        // Fold in anything that arrived meanwhile: one update per burst.
+        while let Ok(more) = rx.try_recv() {
+            changed |= more.map_or(true, |events| {
+                events
+                    .iter()
+                    .any(|e| e.paths.iter().any(|p| relevant(&root, p)))
+            });
+        }
+        if changed {
+            on_update(index.update(cancel, &mut |_| {}));
+        }
+    }
+    Ok(())
+}

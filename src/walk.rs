@@ -1,0 +1,280 @@
+//! Which files of a repository the index and the repo map look at.
+//!
+//! `ignore` does the walking (it honours .gitignore, .ignore and our own
+//! `.agentignore`, also outside git repositories); this module adds what a
+//! code index needs on top: a size limit, and skipping binary, minified,
+//! generated and vendored files, each with a reason the caller can report.
+
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use serde::Serialize;
+
+/// Default per-file size limit: larger files are almost never hand-written code.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Folders never worth indexing even when no ignore file says so.
+const SKIPPED_DIRS: &[&str] = &[
+    ".git",
+    ".agent",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "vendor",
+    "third_party",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    "target",
+    "dist",
+    "build",
+];
+
+/// Lock files and other machine-written files, by name.
+const GENERATED_NAMES: &[&str] = &[
+    "Cargo.lock",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "uv.lock",
+    "Pipfile.lock",
+    "go.sum",
+    "composer.lock",
+    "Gemfile.lock",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    Rust,
+    Python,
+    /// Any other text file; chunked by lines. The extension is kept in `SourceFile::ext`.
+    Text,
+}
+
+impl Lang {
+    pub fn from_path(path: &Path) -> Lang {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("rs") => Lang::Rust,
+            Some("py" | "pyi") => Lang::Python,
+            _ => Lang::Text,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Text => "text",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceFile {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Path relative to the root, with `/` separators: the file's identity.
+    pub rel: String,
+    pub lang: Lang,
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch (0 when unknown).
+    pub mtime_ns: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub rel: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct WalkOptions {
+    pub max_file_bytes: u64,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
+}
+
+/// The relative, `/`-separated form of `path` under `root`.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// An `ignore` walker configured like `walk` (for callers that need matchers too).
+pub fn builder(root: &Path) -> ignore::WalkBuilder {
+    let mut b = ignore::WalkBuilder::new(root);
+    b.hidden(false) // dotfiles such as .github/ are code too; .git is skipped below
+        .follow_links(false) // no symlink loops, no escaping the repository
+        .require_git(false)
+        .add_custom_ignore_filename(".agentignore")
+        .filter_entry(|e| {
+            !(e.file_type().is_some_and(|t| t.is_dir())
+                && SKIPPED_DIRS.contains(&e.file_name().to_string_lossy().as_ref()))
+        });
+    b
+}
+
+/// Every indexable file under `root`, sorted by relative path, plus the files
+/// skipped and why. Unreadable entries are reported, never fatal.
+pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>) {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for entry in builder(root).build() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(err) => {
+                skipped.push(Skipped {
+                    rel: String::new(),
+                    reason: format!("walk error: {err}"),
+                });
+                continue;
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        let Some(rel) = relative(root, path) else {
+            continue;
+        };
+        match check_file(path, opts) {
+            Ok(file_meta) => files.push(SourceFile {
+                path: path.to_path_buf(),
+                lang: Lang::from_path(path),
+                rel,
+                size: file_meta.0,
+                mtime_ns: file_meta.1,
+            }),
+            Err(reason) => skipped.push(Skipped { rel, reason }),
+        }
+    }
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    (files, skipped)
+}
+
+/// Size and mtime of a file worth indexing, or why it is not.
+pub fn check_file(path: &Path, opts: &WalkOptions) -> Result<(u64, i64), String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if GENERATED_NAMES.contains(&name.as_str())
+        || name.ends_with(".min.js")
+        || name.ends_with(".min.css")
+    {
+        return Err("generated".into());
+    }
+    let meta = std::fs::metadata(path).map_err(|e| format!("unreadable: {e}"))?;
+    if meta.len() > opts.max_file_bytes {
+        return Err(format!("larger than {} KiB", opts.max_file_bytes / 1024));
+    }
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64);
+    let mut head = vec![0u8; 8192.min(meta.len() as usize)];
+    {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
+        let n = f.read(&mut head).map_err(|e| format!("unreadable: {e}"))?;
+        head.truncate(n);
+    }
+    if let Some(reason) = sniff(&head) {
+        return Err(reason.into());
+    }
+    Ok((meta.len(), mtime_ns))
+}
+
+/// Classifies a file by its first bytes: binary, minified or generated.
+pub fn sniff(head: &[u8]) -> Option<&'static str> {
+    if head.contains(&0) {
+        return Some("binary");
+    }
+    let text = String::from_utf8_lossy(head);
+    let first_lines: String = text.lines().take(5).collect::<Vec<_>>().join("\n");
+    if first_lines.contains("@generated") || first_lines.contains("DO NOT EDIT") {
+        return Some("generated");
+    }
+    let lines = text.lines().count().max(1);
+    if head.len() >= 4096 && head.len() / lines > 500 {
+        return Some("minified");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_respects_ignore_files_and_skips_junk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |rel: &str, content: &[u8]| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        };
+        write("src/lib.rs", b"pub fn a() {}\n");
+        write("app/main.py", b"def main():\n    pass\n");
+        write("README.md", b"# hi\n");
+        write(".gitignore", b"ignored.rs\n");
+        write("ignored.rs", b"fn x() {}\n");
+        write(".agentignore", b"secret/\n");
+        write("secret/key.rs", b"fn k() {}\n");
+        write("node_modules/x/index.js", b"x\n");
+        write("blob.bin", &[0, 1, 2, 3]);
+        write("gen.rs", b"// @generated by a tool\nfn g() {}\n");
+        write("app.min.js", b"var a=1;");
+        write("big.txt", &vec![b'a'; 2 * 1024 * 1024]);
+        write("Cargo.lock", b"# lock\n");
+
+        let (files, skipped) = walk(root, &WalkOptions::default());
+        let rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            [
+                ".agentignore",
+                ".gitignore",
+                "README.md",
+                "app/main.py",
+                "src/lib.rs"
+            ]
+        );
+        assert_eq!(files[3].lang, Lang::Python);
+        assert_eq!(files[4].lang, Lang::Rust);
+        let reason = |r: &str| {
+            skipped
+                .iter()
+                .find(|s| s.rel == r)
+                .map(|s| s.reason.clone())
+        };
+        assert_eq!(reason("blob.bin").as_deref(), Some("binary"));
+        assert_eq!(reason("gen.rs").as_deref(), Some("generated"));
+        assert_eq!(reason("app.min.js").as_deref(), Some("generated"));
+        assert_eq!(reason("Cargo.lock").as_deref(), Some("generated"));
+        assert!(reason("big.txt").unwrap().contains("larger than"));
+    }
+
+    #[test]
+    fn minified_text_is_detected() {
+        let line = "a".repeat(8192);
+        assert_eq!(sniff(line.as_bytes()), Some("minified"));
+        assert_eq!(sniff(b"fn main() {}\n"), None);
+    }
+}

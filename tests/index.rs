@@ -1,0 +1,468 @@
+//! The code index end to end: real files, the real embedder, real LanceDB.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agent::cancel::CancelToken;
+use agent::index::{watch, Index, IndexOptions, SearchMode, SearchQuery, UpdateStats};
+
+const STRINGS_PY: &str = r#"
+def levenshtein(a, b):
+    """Number of single-character edits that turn a into b."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def slugify(title):
+    return "-".join(title.lower().split())
+"#;
+
+const NET_RS: &str = r#"
+use std::net::TcpStream;
+
+/// Opens a TCP connection, retrying a few times with a growing delay.
+pub fn connect_with_retry(addr: &str, attempts: u32) -> std::io::Result<TcpStream> {
+    let mut delay = 10;
+    let mut last = None;
+    for _ in 0..attempts {
+        match TcpStream::connect(addr) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        delay *= 2;
+    }
+    Err(last.unwrap())
+}
+
+pub struct ConfigLoader {
+    path: String,
+}
+
+impl ConfigLoader {
+    pub fn parseTomlConfig(&self) -> String {
+        std::fs::read_to_string(&self.path).unwrap_or_default()
+    }
+}
+"#;
+
+fn write(root: &Path, rel: &str, content: &[u8]) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+fn repo() -> tempfile::TempDir {
+    common::tiny_model(); // the models folder is in place
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "pkg/strings.py", STRINGS_PY.as_bytes());
+    write(dir.path(), "src/net.rs", NET_RS.as_bytes());
+    write(
+        dir.path(),
+        "README.md",
+        b"# Demo\n\nA small repository for tests.\n",
+    );
+    dir
+}
+
+fn update(index: &mut Index) -> UpdateStats {
+    index
+        .update(&CancelToken::new(), &mut |_| {})
+        .expect("update succeeds")
+}
+
+fn options() -> IndexOptions {
+    IndexOptions {
+        threads: 1,
+        ..IndexOptions::default()
+    }
+}
+
+fn top(index: &mut Index, query: &str, mode: SearchMode) -> Vec<(String, String)> {
+    let mut q = SearchQuery::new(query, 3);
+    q.mode = mode;
+    index
+        .search(&q)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.path, r.symbol))
+        .collect()
+}
+
+#[test]
+fn finds_functions_by_description_and_by_identifier_parts() {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert_eq!(stats.files_seen, 3);
+    assert_eq!(stats.files_indexed, 3);
+    assert!(stats.chunks_written >= 3);
+
+    for mode in [SearchMode::Vector, SearchMode::Hybrid] {
+        let hits = top(&mut index, "edit distance between two strings", mode);
+        assert_eq!(
+            hits[0],
+            ("pkg/strings.py".into(), "levenshtein".into()),
+            "{mode:?}: {hits:?}"
+        );
+        let hits = top(
+            &mut index,
+            "retry a network connection with exponential backoff",
+            mode,
+        );
+        assert_eq!(hits[0].0, "src/net.rs", "{mode:?}: {hits:?}");
+    }
+    // BM25 over split identifiers: "toml config" finds parseTomlConfig.
+    let mut q = SearchQuery::new("toml config", 3);
+    q.mode = SearchMode::Bm25;
+    let hits = index.search(&q).unwrap();
+    assert!(hits[0].text.contains("parseTomlConfig"), "{hits:?}");
+
+    // Filters.
+    let mut q = SearchQuery::new("function", 10);
+    q.lang = Some("python".into());
+    assert!(index
+        .search(&q)
+        .unwrap()
+        .iter()
+        .all(|r| r.path.ends_with(".py")));
+    let mut q = SearchQuery::new("function", 10);
+    q.path_glob = Some("src/**".into());
+    let results = index.search(&q).unwrap();
+    assert!(!results.is_empty() && results.iter().all(|r| r.path.starts_with("src/")));
+}
+
+#[test]
+fn incremental_updates_touch_only_changed_files_and_handle_delete_and_rename() {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let first = update(&mut index);
+    let total_chunks = index.status().unwrap().chunks;
+
+    let again = update(&mut index);
+    assert_eq!(
+        (
+            again.files_indexed,
+            again.chunks_embedded,
+            again.files_removed
+        ),
+        (0, 0, 0)
+    );
+
+    // Touch without changing: nothing is re-chunked.
+    std::thread::sleep(Duration::from_millis(20));
+    write(
+        dir.path(),
+        "README.md",
+        b"# Demo\n\nA small repository for tests.\n",
+    );
+    assert_eq!(update(&mut index).files_indexed, 0);
+
+    // Edit one file: only it is redone, and only its new chunk is embedded.
+    write(
+        dir.path(),
+        "pkg/strings.py",
+        format!("{STRINGS_PY}\n\ndef shout(s):\n    return s.upper() + '!'\n").as_bytes(),
+    );
+    let edit = update(&mut index);
+    assert_eq!(edit.files_indexed, 1);
+    assert!(
+        edit.chunks_embedded >= 1 && edit.chunks_embedded < first.chunks_embedded,
+        "{edit:?}"
+    );
+    assert!(top(
+        &mut index,
+        "convert text to upper case and add an exclamation mark",
+        SearchMode::Hybrid
+    )
+    .iter()
+    .any(|(_, s)| s.contains("shout")));
+
+    // Rename: the old path disappears, the new one costs no embedding.
+    std::fs::rename(
+        dir.path().join("src/net.rs"),
+        dir.path().join("src/network.rs"),
+    )
+    .unwrap();
+    let renamed = update(&mut index);
+    assert_eq!(
+        (
+            renamed.files_indexed,
+            renamed.files_removed,
+            renamed.chunks_embedded
+        ),
+        (1, 1, 0),
+        "{renamed:?}"
+    );
+    let paths: Vec<String> = top(&mut index, "tcp connect retry", SearchMode::Hybrid)
+        .into_iter()
+        .map(|h| h.0)
+        .collect();
+    assert!(
+        paths.contains(&"src/network.rs".to_string()) && !paths.contains(&"src/net.rs".to_string())
+    );
+
+    // Delete.
+    std::fs::remove_file(dir.path().join("README.md")).unwrap();
+    let deleted = update(&mut index);
+    assert_eq!(deleted.files_removed, 1);
+    let status = index.status().unwrap();
+    assert_eq!(status.files, 2);
+    assert!(status.chunks < total_chunks + 2);
+}
+
+#[test]
+fn identical_chunks_are_embedded_once_across_files_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    write(dir.path(), "a/one.rs", NET_RS.as_bytes());
+    write(dir.path(), "b/two.rs", NET_RS.as_bytes());
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert_eq!(stats.chunks_written % 2, 0);
+    assert_eq!(stats.chunks_embedded, stats.chunks_written / 2, "{stats:?}");
+    drop(index);
+
+    // A later run that finds a third copy embeds nothing: the cache persists.
+    write(dir.path(), "c/three.rs", NET_RS.as_bytes());
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    assert_eq!(update(&mut index).chunks_embedded, 0);
+}
+
+#[test]
+fn bad_files_are_skipped_with_reasons() {
+    let dir = repo();
+    write(dir.path(), "bad_utf8.py", &[b'x', b'=', 0xff, 0xfe, b'\n']);
+    write(dir.path(), "huge.rs", &vec![b'a'; 10 * 1024 * 1024]);
+    write(
+        dir.path(),
+        "image.png",
+        &[0x89, b'P', b'N', b'G', 0, 0, 0, 13],
+    );
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("loop")).unwrap();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    let reason = |rel: &str| {
+        stats
+            .skipped
+            .iter()
+            .find(|s| s.rel == rel)
+            .map(|s| s.reason.clone())
+    };
+    assert_eq!(reason("bad_utf8.py").as_deref(), Some("not valid UTF-8"));
+    assert!(reason("huge.rs").unwrap().contains("larger than"));
+    assert_eq!(reason("image.png").as_deref(), Some("binary"));
+    assert_eq!(stats.files_indexed, 3, "{stats:?}");
+}
+
+#[test]
+fn a_second_writer_is_refused_but_readers_work() {
+    let dir = repo();
+    let mut writer = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut writer);
+    let err = Index::open_writer(dir.path(), options())
+        .err()
+        .expect("second writer refused");
+    assert!(err.to_string().contains("already updating"), "{err}");
+    let mut reader = Index::open_reader(dir.path()).unwrap();
+    assert!(reader.status().unwrap().writer_active);
+    assert!(!reader
+        .search(&SearchQuery::new("levenshtein", 3))
+        .unwrap()
+        .is_empty());
+    drop(writer);
+    assert!(Index::open_writer(dir.path(), options()).is_ok());
+}
+
+#[test]
+fn a_corrupt_index_is_rebuilt_without_losing_files() {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut index);
+    drop(index);
+    let idx = dir.path().join(".agent/index");
+    // Garbage over the state database.
+    std::fs::write(idx.join("state.sqlite"), vec![0x42u8; 8192]).unwrap();
+    let _ = std::fs::remove_file(idx.join("state.sqlite-wal"));
+    assert!(Index::open_reader(dir.path())
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("agent index"));
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert!(stats.recovered.is_some());
+    assert_eq!(stats.files_indexed, 3);
+    assert!(!index
+        .search(&SearchQuery::new("levenshtein", 3))
+        .unwrap()
+        .is_empty());
+    drop(index);
+
+    // Garbage in the chunk table's manifests.
+    for entry in walkdir(&idx.join("lance")) {
+        if entry.to_string_lossy().contains("_versions") {
+            std::fs::write(&entry, b"not a manifest").unwrap();
+        }
+    }
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert!(stats.recovered.is_some(), "{stats:?}");
+    assert_eq!(stats.chunks_embedded, 0, "the embedding cache survived");
+    assert!(!index
+        .search(&SearchQuery::new("levenshtein", 3))
+        .unwrap()
+        .is_empty());
+}
+
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walkdir(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    for i in 0..150 {
+        write(
+            dir.path(),
+            &format!("m/f{i}.py"),
+            format!("def function_{i}(x):\n    return x * {i}\n").as_bytes(),
+        );
+    }
+    let cancel = CancelToken::new();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let mut calls = 0;
+    let stats = index
+        .update(&cancel, &mut |_| {
+            calls += 1;
+            if calls == 2 {
+                cancel.cancel(); // after the first batch
+            }
+        })
+        .unwrap();
+    assert!(stats.interrupted);
+    assert!(stats.files_indexed > 0 && stats.files_indexed < 150);
+    let status = index.status().unwrap();
+    assert_eq!(status.files, stats.files_indexed);
+    let resumed = update(&mut index);
+    assert_eq!(resumed.files_indexed, 150 - stats.files_indexed);
+    assert_eq!(index.status().unwrap().files, 150);
+}
+
+#[test]
+fn the_watcher_makes_an_edit_searchable() {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut index);
+    let cancel = CancelToken::new();
+    let root = dir.path().to_path_buf();
+    let stopper = cancel.clone();
+    let editor = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        write(
+            &root,
+            "pkg/geometry.py",
+            b"def circle_area(radius):\n    return 3.14159 * radius * radius\n",
+        );
+        // Give up after 30 s so a broken watcher fails the test instead of hanging it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !stopper.is_cancelled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stopper.cancel();
+    });
+    let started = Instant::now();
+    let mut seen = false;
+    let watch_cancel = cancel.clone();
+    watch::watch(&mut index, Duration::from_millis(100), &cancel, &mut |r| {
+        let stats = r.expect("update in watcher");
+        if stats.files_indexed > 0 {
+            seen = true;
+            watch_cancel.cancel();
+        }
+    })
+    .unwrap();
+    editor.join().unwrap();
+    assert!(
+        seen,
+        "the watcher never indexed the new file (waited {:?})",
+        started.elapsed()
+    );
+    let hits = top(
+        &mut index,
+        "area of a circle from its radius",
+        SearchMode::Hybrid,
+    );
+    assert_eq!(hits[0].0, "pkg/geometry.py", "{hits:?}");
+}
+
+#[test]
+fn cli_index_status_and_search_json() {
+    let dir = repo();
+    let out = common::agent_bin()
+        .args(["index", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["files_indexed"], 3);
+
+    let out = common::agent_bin()
+        .args(["search", "--json", "-k", "2", "--root"])
+        .arg(dir.path())
+        .arg("edit distance")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &results[0];
+    for key in ["path", "start_line", "end_line", "symbol", "score", "text"] {
+        assert!(!first[key].is_null(), "missing {key} in {first}");
+    }
+    assert_eq!(first["symbol"], "levenshtein");
+
+    let out = common::agent_bin()
+        .args(["index", "--status", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["files"], 3);
+
+    // Searching where there is no index names the fix.
+    let empty = tempfile::tempdir().unwrap();
+    let out = common::agent_bin()
+        .args(["search", "--root"])
+        .arg(empty.path())
+        .arg("x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agent index"));
+}

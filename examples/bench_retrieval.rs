@@ -1,14 +1,14 @@
 //! Retrieval quality for `scripts/bench retrieval` on one labelled corpus.
 //!
-//! Usage: bench_retrieval CORPUS_DIR QUERIES_JSON [VECTOR_WEIGHT...]
+//! Usage: bench_retrieval CORPUS_DIR QUERIES_JSON [FUSION...]   (FUSION: rrf:W or linear:W)
 //! QUERIES_JSON is a list of {"query": ..., "target": "relative/path"}.
 //! Indexes CORPUS_DIR with the real pipeline, runs every query through
 //! `Index::search` (the function behind `agent search`) in bm25, vector and
 //! hybrid modes, and prints MRR@10, R@1 and R@10 per mode as JSON. Extra
-//! weights add hybrid runs with that vector weight (for tuning on dev data).
+//! fusion settings add hybrid runs with them (for tuning on dev data).
 
 use agent::cancel::CancelToken;
-use agent::index::{Index, IndexOptions, SearchMode, SearchQuery};
+use agent::index::{Fusion, Index, IndexOptions, SearchMode, SearchQuery};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -22,32 +22,29 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let root = std::path::PathBuf::from(&args[1]);
     let queries: Vec<Labelled> = serde_json::from_str(&std::fs::read_to_string(&args[2])?)?;
-    let weights: Vec<f32> = args[3..]
+    let fusions: Vec<(String, Fusion)> = args[3..]
         .iter()
-        .map(|w| w.parse().expect("weight"))
+        .map(|f| (f.clone(), f.parse().expect("fusion: rrf:W or linear:W")))
         .collect();
 
     let mut index = Index::open_writer(&root, IndexOptions::default())?;
     let stats = index.update(&CancelToken::new(), &mut |_| {})?;
-    let mut runs: Vec<(String, SearchMode, f32)> = vec![
-        ("bm25".into(), SearchMode::Bm25, 1.0),
-        ("vector".into(), SearchMode::Vector, 1.0),
-        (
-            "hybrid".into(),
-            SearchMode::Hybrid,
-            agent::index::VECTOR_WEIGHT,
-        ),
+    let default = agent::index::DEFAULT_FUSION;
+    let mut runs: Vec<(String, SearchMode, Fusion)> = vec![
+        ("bm25".into(), SearchMode::Bm25, default),
+        ("vector".into(), SearchMode::Vector, default),
+        ("hybrid".into(), SearchMode::Hybrid, default),
     ];
-    for w in weights {
-        runs.push((format!("hybrid_w{w}"), SearchMode::Hybrid, w));
+    for (name, f) in fusions {
+        runs.push((format!("hybrid_{name}"), SearchMode::Hybrid, f));
     }
     let mut report = serde_json::Map::new();
-    for (name, mode, weight) in runs {
+    for (name, mode, fusion) in runs {
         let (mut mrr, mut r1, mut r10) = (0.0, 0.0, 0.0);
         for q in &queries {
             let mut sq = SearchQuery::new(q.query.clone(), 30);
             sq.mode = mode;
-            sq.vector_weight = weight;
+            sq.fusion = fusion;
             // Rank files, not chunks: a long function may span chunks.
             let mut files: Vec<String> = Vec::new();
             for r in index.search(&sq)? {

@@ -7,7 +7,7 @@ cargo registry, where the build already put them), plus the CoSQA evaluation
 set from ../shared/eval.
 
   bench_corpus.py code DEST             requests, flask, regex, ignore → DEST/<name>/
-  bench_corpus.py cosqa DEST SPLIT      one file per CoSQA function + DEST.queries.json
+  bench_corpus.py cosqa DEST SPLIT      one file per CoSQA function + DEST.SPLIT.queries.json
   bench_corpus.py docstrings SRC DEST   docstring → function pairs from SRC (a `code` folder),
                                         docstrings stripped from the indexed text
 """
@@ -64,7 +64,7 @@ def cosqa(dest: Path, split: str) -> None:
         for text, idx in corpus.items():
             (files / f"{idx}.py").write_text(text + "\n")
     labelled = [{"query": q["doc"], "target": f"corpus/{q['retrieval_idx']}.py"} for q in queries]
-    Path(f"{dest}.queries.json").write_text(json.dumps(labelled))
+    Path(f"{dest}.{split}.queries.json").write_text(json.dumps(labelled))
 
 
 def first_sentence(doc: str) -> str:

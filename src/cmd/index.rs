@@ -9,6 +9,7 @@ use crate::cancel::CancelToken;
 use crate::cli::IndexArgs;
 use crate::index::{watch, Index, IndexOptions, UpdateStats};
 use crate::paths;
+use crate::repomap::{default_cache_path, RepoMap};
 use crate::walk::WalkOptions;
 
 pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
@@ -82,6 +83,12 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     })?;
     bar.finish_and_clear();
     report(&stats, args.json);
+    // The repo map's tag cache follows the same updates (cheap: it re-tags
+    // only files whose size or mtime moved).
+    let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
+    if let Err(e) = map.refresh() {
+        eprintln!("warning: repo map not updated: {e:#}");
+    }
     if stats.interrupted {
         eprintln!("interrupted: the index is consistent; run `agent index` again to finish");
         return Ok(exit::INTERRUPTED);

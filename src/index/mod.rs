@@ -32,7 +32,7 @@ use crate::cancel::CancelToken;
 use crate::walk::{self, Skipped, SourceFile, WalkOptions};
 use chunk::{chunk_source, ChunkLimits};
 use embed::Embedder;
-pub use search::{SearchMode, SearchQuery, SearchResult};
+pub use search::{Fusion, SearchMode, SearchQuery, SearchResult};
 use state::{FileState, State};
 use store::{Row, Store};
 
@@ -472,9 +472,14 @@ impl Index {
                 .into_iter()
                 .map(|h| (h.clone(), h.score))
                 .collect(),
-            SearchMode::Hybrid => {
-                search::fuse(&[(&vector_hits, query.vector_weight), (&text_hits, 1.0)], k)
-            }
+            SearchMode::Hybrid => match query.fusion {
+                search::Fusion::Rrf { vector_weight } => {
+                    search::fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], k)
+                }
+                search::Fusion::Linear { text_weight } => {
+                    search::fuse_linear(&vector_hits, &text_hits, text_weight, k)
+                }
+            },
         };
         Ok(ranked
             .into_iter()
@@ -511,9 +516,9 @@ impl Index {
     }
 }
 
-/// Weight of the vector list in hybrid fusion (BM25 has 1.0); chosen on
-/// the CoSQA dev split, see BENCHMARKS.md.
-pub const VECTOR_WEIGHT: f32 = 1.0;
+/// How hybrid search fuses its two lists; chosen on the CoSQA dev split
+/// (see BENCHMARKS.md), never on the test split.
+pub const DEFAULT_FUSION: search::Fusion = search::Fusion::Linear { text_weight: 0.1 };
 
 /// What the embedder sees: a header with the path and symbol, then the code.
 pub fn embedding_text(path: &str, symbol: &str, text: &str) -> String {

@@ -27,8 +27,35 @@ pub struct SearchQuery {
     pub path_glob: Option<String>,
     /// Only this language (`rust`, `python`, `text`).
     pub lang: Option<String>,
-    /// Weight of the vector list in hybrid fusion (BM25 has 1.0).
-    pub vector_weight: f32,
+    /// How hybrid mode merges the two lists.
+    pub fusion: Fusion,
+}
+
+/// How hybrid search merges the vector and BM25 lists.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion; the vector list weighs `vector_weight`, BM25 1.
+    Rrf { vector_weight: f32 },
+    /// Cosine similarity plus `text_weight` × BM25 score / best BM25 score.
+    /// Keeps the vector list's fine-grained scores, which rank-only fusion
+    /// throws away when one retriever is much stronger than the other.
+    Linear { text_weight: f32 },
+}
+
+impl std::str::FromStr for Fusion {
+    type Err = String;
+    /// `rrf:W` or `linear:W`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, w) = s
+            .split_once(':')
+            .ok_or_else(|| format!("{s}: expected rrf:W or linear:W"))?;
+        let w: f32 = w.parse().map_err(|_| format!("{s}: bad weight"))?;
+        match kind {
+            "rrf" => Ok(Fusion::Rrf { vector_weight: w }),
+            "linear" => Ok(Fusion::Linear { text_weight: w }),
+            _ => Err(format!("{s}: expected rrf:W or linear:W")),
+        }
+    }
 }
 
 impl SearchQuery {
@@ -39,7 +66,7 @@ impl SearchQuery {
             mode: SearchMode::Hybrid,
             path_glob: None,
             lang: None,
-            vector_weight: super::VECTOR_WEIGHT,
+            fusion: super::DEFAULT_FUSION,
         }
     }
 }
@@ -144,6 +171,36 @@ pub fn fuse(lists: &[(&[Hit], f32)], k: usize) -> Vec<(Hit, f32)> {
         }
     }
     let mut fused: Vec<(Hit, f32)> = scores.into_values().map(|(s, h)| (h.clone(), s)).collect();
+    fused.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| a.0.row.id.cmp(&b.0.row.id))
+    });
+    fused.truncate(k);
+    fused
+}
+
+/// Linear fusion: cosine + `text_weight` × normalised BM25. A candidate
+/// missing from the vector list gets that list's lowest similarity (it was
+/// at best that close), one missing from BM25 gets 0.
+pub fn fuse_linear(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> Vec<(Hit, f32)> {
+    let floor = vector.iter().map(|h| h.score).fold(f32::INFINITY, f32::min);
+    let floor = if floor.is_finite() { floor } else { 0.0 };
+    let best_text = text
+        .iter()
+        .map(|h| h.score)
+        .fold(0.0f32, f32::max)
+        .max(f32::EPSILON);
+    let mut scores: HashMap<&str, (f32, f32, &Hit)> = HashMap::new();
+    for h in vector {
+        scores.insert(h.row.id.as_str(), (h.score, 0.0, h));
+    }
+    for h in text {
+        scores.entry(h.row.id.as_str()).or_insert((floor, 0.0, h)).1 = h.score / best_text;
+    }
+    let mut fused: Vec<(Hit, f32)> = scores
+        .into_values()
+        .map(|(v, t, h)| (h.clone(), v + text_weight * t))
+        .collect();
     fused.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| a.0.row.id.cmp(&b.0.row.id))

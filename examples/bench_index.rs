@@ -12,9 +12,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agent::cancel::CancelToken;
-use agent::index::chunk::{chunk_source, ChunkLimits};
-use agent::index::embed::{Embedder, MAX_TOKENS};
-use agent::index::{embedding_text, watch, Index, IndexOptions, SearchMode, SearchQuery};
+use agent::index::embed::Embedder;
+use agent::index::{
+    chunk_file, embedding_text, watch, Index, IndexOptions, SearchMode, SearchQuery,
+};
 use agent::walk::{walk, WalkOptions};
 use serde_json::json;
 
@@ -38,16 +39,11 @@ fn unique_texts(root: &Path, embedder: &Embedder) -> Vec<String> {
     let (files, _) = walk(root, &WalkOptions::default());
     let mut seen = HashSet::new();
     let mut texts = Vec::new();
-    let count = |s: &str| embedder.count_tokens(s);
     for f in files {
         let Ok(src) = std::fs::read_to_string(&f.path) else {
             continue;
         };
-        let limits = ChunkLimits {
-            max_tokens: MAX_TOKENS.saturating_sub(count(&f.rel) + 16).max(64),
-            ..ChunkLimits::default()
-        };
-        for c in chunk_source(f.lang, &src, limits, &count) {
+        for c in chunk_file(embedder, &f, &src) {
             if seen.insert(format!("{}\0{}", c.symbol, c.text)) {
                 texts.push(embedding_text(&f.rel, &c.symbol, &c.text));
             }
@@ -128,7 +124,7 @@ fn main() -> anyhow::Result<()> {
     let watcher = std::thread::spawn(move || {
         watch::watch(
             &mut index,
-            Duration::from_millis(100),
+            watch::DEFAULT_DEBOUNCE,
             &watcher_cancel,
             &mut |r| {
                 if let Err(e) = r {

@@ -1,6 +1,6 @@
 //! `agent index`: build, update, watch or describe the code index.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 
@@ -104,7 +104,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     }
     watch::watch(
         &mut index,
-        Duration::from_millis(200),
+        watch::DEFAULT_DEBOUNCE,
         cancel,
         &mut |result| match result {
             Ok(stats) if stats.files_indexed + stats.files_removed > 0 || args.json => {

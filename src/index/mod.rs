@@ -363,13 +363,7 @@ impl Index {
                 continue;
             };
             let embedder = self.embedder()?;
-            let count = |s: &str| embedder.count_tokens(s);
-            let header_room = count(&file.rel) + 16;
-            let limits = ChunkLimits {
-                max_tokens: embed::MAX_TOKENS.saturating_sub(header_room).max(64),
-                ..ChunkLimits::default()
-            };
-            let chunks = chunk_source(file.lang, &text, limits, &count);
+            let chunks = chunk_file(embedder, file, &text);
             file_state.chunks = chunks.len() as u32;
             for c in chunks {
                 let key = hex::encode(Sha256::digest(format!("{}\0{}", c.symbol, c.text)));
@@ -519,6 +513,18 @@ impl Index {
 /// How hybrid search fuses its two lists; chosen on the CoSQA dev split
 /// (see BENCHMARKS.md), never on the test split.
 pub const DEFAULT_FUSION: search::Fusion = search::Fusion::Linear { text_weight: 0.1 };
+
+/// Chunks a file so that each chunk, with its `path | symbol` header, fits
+/// the embedder's input (the symbol is given a fixed allowance).
+pub fn chunk_file(embedder: &Embedder, file: &SourceFile, text: &str) -> Vec<chunk::Chunk> {
+    let count = |s: &str| embedder.count_tokens(s);
+    let header_room = count(&file.rel) + 16;
+    let limits = ChunkLimits {
+        max_tokens: embed::MAX_TOKENS.saturating_sub(header_room).max(64),
+        ..ChunkLimits::default()
+    };
+    chunk_source(file.lang, text, limits, &count)
+}
 
 /// What the embedder sees: a header with the path and symbol, then the code.
 pub fn embedding_text(path: &str, symbol: &str, text: &str) -> String {

@@ -17,6 +17,11 @@ use notify_debouncer_full::{new_debouncer, DebounceEventResult};
 use super::{Index, UpdateStats};
 use crate::cancel::CancelToken;
 
+/// How long the watcher waits for a burst of events to settle. Short enough
+/// that an edit is searchable well within half a second, long enough that an
+/// editor's save (truncate, write, rename) or a checkout is one update.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
+
 /// Whether an event path can affect the index: our own `.agent/` folder and
 /// git's internals change on every write and are not source files.
 fn relevant(root: &Path, path: &Path) -> bool {

@@ -503,11 +503,6 @@ impl Index {
             disk_bytes: dir_size(&self.dir),
         })
     }
-
-    /// Compacts the chunk table (many small incremental writes add up).
-    pub fn compact(&self) -> Result<()> {
-        self.store.compact()
-    }
 }
 
 /// How hybrid search fuses its two lists; chosen on the CoSQA dev split

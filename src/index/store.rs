@@ -57,6 +57,9 @@ pub struct Hit {
 pub struct Store {
     rt: tokio::runtime::Runtime,
     table: Table,
+    /// Set once the BM25 index is seen: it is never dropped afterwards, so
+    /// searches need not list the table's indices again.
+    text_index_seen: std::sync::atomic::AtomicBool,
 }
 
 fn schema() -> SchemaRef {
@@ -214,7 +217,11 @@ impl Store {
                 Err(e) => Err(e),
             }
         })?;
-        Ok(Self { rt, table })
+        Ok(Self {
+            rt,
+            table,
+            text_index_seen: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     pub fn count_rows(&self) -> Result<usize> {
@@ -265,15 +272,15 @@ impl Store {
         Ok(())
     }
 
-    /// Compacts small fragments left by many incremental writes.
-    pub fn compact(&self) -> Result<()> {
-        self.rt.block_on(self.table.optimize(OptimizeAction::All))?;
-        Ok(())
-    }
-
     pub fn has_text_index(&self) -> Result<bool> {
+        use std::sync::atomic::Ordering;
+        if self.text_index_seen.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
         let indices = self.rt.block_on(self.table.list_indices())?;
-        Ok(indices.iter().any(|i| i.columns == ["search_text"]))
+        let found = indices.iter().any(|i| i.columns == ["search_text"]);
+        self.text_index_seen.store(found, Ordering::Relaxed);
+        Ok(found)
     }
 
     /// Nearest chunks by cosine similarity.
@@ -283,28 +290,21 @@ impl Store {
         limit: usize,
         filter: Option<&str>,
     ) -> Result<Vec<Hit>> {
-        self.rt.block_on(async {
-            let mut q = self
+        let mut hits = self.rt.block_on(async {
+            let q = self
                 .table
                 .query()
                 .nearest_to(query)?
                 .distance_type(DistanceType::Cosine)
                 .select(Select::columns(&columns_with("_distance")))
                 .limit(limit);
-            if let Some(f) = filter {
-                q = q.only_if(f);
-            }
-            let batches: Vec<RecordBatch> = q.execute().await?.try_collect().await?;
-            let mut hits = Vec::new();
-            for b in &batches {
-                hits.extend(from_batch(b, "_distance")?);
-            }
-            // Cosine distance → similarity.
-            for h in &mut hits {
-                h.score = 1.0 - h.score;
-            }
-            Ok(hits)
-        })
+            collect_hits(q, filter, "_distance").await
+        })?;
+        // Cosine distance → similarity.
+        for h in &mut hits {
+            h.score = 1.0 - h.score;
+        }
+        Ok(hits)
     }
 
     /// Best chunks by BM25 over the identifier-aware text.
@@ -313,23 +313,33 @@ impl Store {
             return Ok(Vec::new());
         }
         self.rt.block_on(async {
-            let mut q = self
+            let q = self
                 .table
                 .query()
                 .full_text_search(FullTextSearchQuery::new(query.to_string()))
                 .select(Select::columns(&columns_with("_score")))
                 .limit(limit);
-            if let Some(f) = filter {
-                q = q.only_if(f);
-            }
-            let batches: Vec<RecordBatch> = q.execute().await?.try_collect().await?;
-            let mut hits = Vec::new();
-            for b in &batches {
-                hits.extend(from_batch(b, "_score")?);
-            }
-            Ok(hits)
+            collect_hits(q, filter, "_score").await
         })
     }
+}
+
+/// Applies the optional SQL filter, runs the query and reads its rows.
+async fn collect_hits(
+    query: impl ExecutableQuery + QueryBase,
+    filter: Option<&str>,
+    score_column: &str,
+) -> Result<Vec<Hit>> {
+    let query = match filter {
+        Some(f) => query.only_if(f),
+        None => query,
+    };
+    let batches: Vec<RecordBatch> = query.execute().await?.try_collect().await?;
+    let mut hits = Vec::new();
+    for b in &batches {
+        hits.extend(from_batch(b, score_column)?);
+    }
+    Ok(hits)
 }
 
 /// A `lang = '...'` filter in the store's SQL dialect.

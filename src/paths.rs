@@ -25,6 +25,20 @@ pub fn default_chat_model() -> PathBuf {
     models_dir().join(DEFAULT_CHAT_MODEL)
 }
 
+/// The repository a command acts on: `explicit` when given (it must exist),
+/// else the workspace around the current directory.
+pub fn repo_root(explicit: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    match explicit {
+        Some(path) => path
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", path.display())),
+        None => Ok(workspace_root(
+            &std::env::current_dir().context("no current directory")?,
+        )),
+    }
+}
+
 /// The workspace a command acts on: the nearest ancestor of `start` that
 /// holds an `.agent` folder or a `.git` entry, else `start` itself.
 pub fn workspace_root(start: &std::path::Path) -> PathBuf {

@@ -125,8 +125,9 @@ fn retrieved_context(question: &str, k: usize) -> String {
     if k == 0 {
         return String::new();
     }
-    let root = crate::paths::workspace_root(&std::env::current_dir().unwrap_or_default());
-    let Ok(mut index) = crate::index::Index::open_reader(&root) else {
+    let Ok(mut index) =
+        crate::paths::repo_root(None).and_then(|root| crate::index::Index::open_reader(&root))
+    else {
         return String::new();
     };
     let results = match index.search(&crate::index::SearchQuery::new(question, k)) {
@@ -137,6 +138,7 @@ fn retrieved_context(question: &str, k: usize) -> String {
         }
     };
     let mut out = String::new();
+    let mut used = 0;
     for r in results {
         let block = format!(
             "From `{}` lines {}-{}:\n```\n{}\n```\n\n",
@@ -146,12 +148,10 @@ fn retrieved_context(question: &str, k: usize) -> String {
             break;
         }
         out.push_str(&block);
+        used += 1;
     }
-    if !out.is_empty() {
-        eprintln!(
-            "(using {} code chunks from the index)",
-            out.matches("```\n\n").count()
-        );
+    if used > 0 {
+        eprintln!("(using {used} code chunks from the index)");
     }
     out
 }

@@ -13,15 +13,7 @@ use crate::repomap::{default_cache_path, RepoMap};
 use crate::walk::WalkOptions;
 
 pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
-    let start = args
-        .path
-        .clone()
-        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
-    let root = if args.path.is_some() {
-        start
-    } else {
-        paths::workspace_root(&start)
-    };
+    let root = paths::repo_root(args.path.as_deref())?;
     if args.status {
         let status = Index::open_reader(&root)?.status()?;
         if args.json {

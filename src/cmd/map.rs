@@ -10,10 +10,7 @@ use crate::repomap::{
 };
 
 pub fn run(args: &MapArgs) -> Result<i32> {
-    let root = match &args.root {
-        Some(r) => r.canonicalize()?,
-        None => paths::workspace_root(&std::env::current_dir()?),
-    };
+    let root = paths::repo_root(args.root.as_deref())?;
     // The budget is counted with the chat model's own tokenizer.
     let provider = super::provider(&args.model)?;
     let mut map = RepoMap::open(&root, &default_cache_path(&root));

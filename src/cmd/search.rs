@@ -17,10 +17,7 @@ pub fn run(args: &SearchArgs) -> Result<i32> {
             bail!("unknown language {lang:?}: use rust, python or text");
         }
     }
-    let root = match &args.root {
-        Some(r) => r.clone(),
-        None => paths::workspace_root(&std::env::current_dir()?),
-    };
+    let root = paths::repo_root(args.root.as_deref())?;
     let mut index = Index::open_reader(&root)?;
     let results = index.search(&SearchQuery {
         text,

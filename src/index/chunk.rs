@@ -284,12 +284,14 @@ impl<'a> Chunker<'a> {
                 last += 1;
             }
             let mut text = self.text(first, last);
+            let mut exact = (self.count)(&text);
             // Per-line sums can undercount at line joins; shrink until exact.
-            while last > first && (self.count)(&text) > self.limits.max_tokens {
+            while last > first && exact > self.limits.max_tokens {
                 last -= 1;
                 text = self.text(first, last);
+                exact = (self.count)(&text);
             }
-            if (self.count)(&text) > self.limits.max_tokens {
+            if exact > self.limits.max_tokens {
                 text = truncate_to_fit(&text, self.limits.max_tokens, self.count);
             }
             self.push(path, kind, first, last, text);

@@ -369,12 +369,8 @@ impl Provider for LlamaEngine {
             }
             result.tokens.push(token.0);
             let text = utf8.push(&vocab.token_to_piece(token, false, None));
-            let (visible, stopped) = stops.push(&text);
-            if !visible.is_empty() && on_event(Event::Text(&visible)) == Flow::Stop {
-                break FinishReason::Cancelled;
-            }
-            if stopped {
-                break FinishReason::StopSequence;
+            if let Some(finish) = stops.feed(&text, on_event) {
+                break finish;
             }
             batch.clear();
             batch
@@ -384,13 +380,20 @@ impl Provider for LlamaEngine {
             self.cached.push(token);
             logits_at = 0;
         };
-        if result.finish != FinishReason::StopSequence {
-            let (tail, _) = stops.push(&utf8.flush());
-            let rest = tail + &stops.finish();
-            if !rest.is_empty() && result.finish != FinishReason::Cancelled {
-                on_event(Event::Text(&rest));
+        // An incomplete UTF-8 sequence left at the end becomes U+FFFD.
+        let tail = utf8.flush();
+        match result.finish {
+            FinishReason::StopSequence => {}
+            FinishReason::Cancelled => {
+                stops.push(&tail);
+            }
+            _ => {
+                if let Some(finish) = stops.feed(&tail, on_event) {
+                    result.finish = finish;
+                }
             }
         }
+        stops.end(result.finish, on_event);
         result.text = stops.text().to_string();
         result.completion_tokens = result.tokens.len();
         result.decode_ms = ms_since(decode_started);

@@ -262,6 +262,32 @@ impl StopScanner {
         (out, false)
     }
 
+    /// Streams one piece to `on_event`; returns why streaming must end, if it
+    /// must (the caller stopped it, or a stop sequence matched).
+    pub fn feed(
+        &mut self,
+        piece: &str,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Option<FinishReason> {
+        let (visible, stopped) = self.push(piece);
+        if !visible.is_empty() && on_event(Event::Text(&visible)) == Flow::Stop {
+            return Some(FinishReason::Cancelled);
+        }
+        stopped.then_some(FinishReason::StopSequence)
+    }
+
+    /// Ends the stream: shows the held-back tail, unless the caller stopped
+    /// the stream or a stop sequence matched.
+    pub fn end(&mut self, finish: FinishReason, on_event: &mut dyn FnMut(Event<'_>) -> Flow) {
+        if matches!(finish, FinishReason::Cancelled | FinishReason::StopSequence) {
+            return;
+        }
+        let rest = self.finish();
+        if !rest.is_empty() {
+            on_event(Event::Text(&rest));
+        }
+    }
+
     /// Flushes what was held back once generation ends without a stop match.
     pub fn finish(&mut self) -> String {
         let out = self.text[self.emitted..].to_string();

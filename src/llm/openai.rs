@@ -113,13 +113,8 @@ impl Provider for OpenAiProvider {
                 if ttft_ms == 0.0 {
                     ttft_ms = started.elapsed().as_secs_f64() * 1000.0;
                 }
-                let (visible, stopped) = stops.push(piece);
-                if !visible.is_empty() && on_event(Event::Text(&visible)) == Flow::Stop {
-                    finish = FinishReason::Cancelled;
-                    break;
-                }
-                if stopped {
-                    finish = FinishReason::StopSequence;
+                if let Some(end) = stops.feed(piece, on_event) {
+                    finish = end;
                     break;
                 }
             }
@@ -127,12 +122,7 @@ impl Provider for OpenAiProvider {
                 finish = FinishReason::Length;
             }
         }
-        if matches!(finish, FinishReason::Stop | FinishReason::Length) {
-            let rest = stops.finish();
-            if !rest.is_empty() {
-                on_event(Event::Text(&rest));
-            }
-        }
+        stops.end(finish, on_event);
         let text = stops.text().to_string();
         let count = |key: &str, fallback: usize| {
             usage

@@ -95,22 +95,12 @@ impl Provider for ScriptedProvider {
         let mut finish = FinishReason::Stop;
         // Stream word by word, like a model would.
         for piece in turn.split_inclusive(' ') {
-            let (visible, stopped) = stops.push(piece);
-            if !visible.is_empty() && on_event(Event::Text(&visible)) == Flow::Stop {
-                finish = FinishReason::Cancelled;
-                break;
-            }
-            if stopped {
-                finish = FinishReason::StopSequence;
+            if let Some(end) = stops.feed(piece, on_event) {
+                finish = end;
                 break;
             }
         }
-        if finish == FinishReason::Stop {
-            let rest = stops.finish();
-            if !rest.is_empty() {
-                on_event(Event::Text(&rest));
-            }
-        }
+        stops.end(finish, on_event);
         let text = stops.text().to_string();
         Ok(Completion {
             completion_tokens: estimate_tokens(&text),

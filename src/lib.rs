@@ -8,6 +8,8 @@
 //! - [`models`]: the model manifest, where model files live and how they are verified.
 //! - [`index`]: the live code index (chunk, embed, store in LanceDB, watch, hybrid search).
 //! - [`repomap`]: ranked, token-budgeted map of the repository's definitions.
+//! - [`tools`]: what the agent can do to the workspace (read, search, edit, patch, run), jailed and checkpointed.
+//! - [`policy`]: confirmation modes and the command policy.
 //! - [`walk`]: which files of a repository are looked at.
 //! - [`cmd`]: one module per CLI subcommand; `src/main.rs` only parses and dispatches.
 
@@ -18,5 +20,7 @@ pub mod index;
 pub mod llm;
 pub mod models;
 pub mod paths;
+pub mod policy;
 pub mod repomap;
+pub mod tools;
 pub mod walk;

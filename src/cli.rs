@@ -9,8 +9,10 @@ const AFTER_HELP: &str = "\
 Quick start:
   scripts/fetch-models                 # once: model files into models/ (verified by sha256)
   agent doctor                         # is everything in place? names the fix if not
-  agent ask --no-tools \"What is a KV cache?\"
-  agent ask -f README.md \"What does this project do?\"
+  agent index                          # index the repository (optional; enables search_semantic)
+  agent ask \"Where is the config parsed?\"       # the agent reads, searches, answers
+  agent ask \"Add a --verbose flag to the CLI\"    # ...and changes code, asking before each write
+  agent chat                           # a conversation; `agent chat --resume` continues the last one
 
 Everything runs on this machine: llama.cpp in-process, no network at run time.
 Environment: AGENT_MODELS_DIR (models folder), RUST_LOG (log filter).";
@@ -28,11 +30,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Ask the model a question and stream its answer.
-    #[command(
-        after_help = "Examples:\n  agent ask --no-tools \"Explain Rust lifetimes in two sentences\"\n  agent ask -f src/main.rs \"What does main do?\"\n  agent ask --json-schema person.json \"Invent a person\" --json\n  agent ask --model ~/models/qwen2.5-coder-7b.Q4_K_M.gguf \"...\""
-    )]
+    /// Ask a question about the code or give a coding task; the agent uses tools to answer.
+    #[command(after_help = ASK_HELP)]
     Ask(Box<AskArgs>),
+    /// A conversation with the agent in this repository (saved; resumable).
+    #[command(after_help = CHAT_HELP)]
+    Chat(Box<ChatArgs>),
+    /// List or show saved sessions.
+    Sessions(SessionsArgs),
     /// Build or update the code index of a repository (incremental; --watch keeps it live).
     #[command(
         after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n\nThe index lives in .agent/index/ at the repository root. It honours .gitignore, .ignore and .agentignore."
@@ -52,6 +57,62 @@ pub enum Command {
     Models(ModelsArgs),
     /// Check that models, ONNX Runtime and llama.cpp work; exit 0 only if `agent ask` can run.
     Doctor(DoctorArgs),
+}
+
+const ASK_HELP: &str = "\
+How it works:
+  An intent gate decides what the request needs: chat and questions about the agent are answered
+  directly; questions about the repository get read-only tools (list_dir, read_file, glob, grep,
+  search_semantic); coding tasks also get edit, apply_patch, write_file, undo and run_cmd.
+  Every tool call is generated under a grammar, so it always parses. Writes show a diff.
+
+Permissions (--mode):
+  confirm  ask before every write and command (default); reads never ask
+  human    ask before every tool call, reads included
+  yolo     never ask; the command policy still refuses dangerous commands
+  Commands are checked against built-in denials (rm -rf /, curl | sh, network tools, ...) and
+  .agent/policy.toml. `undo` (or the model's undo tool) reverts the last change set.
+
+Logs and state (in .agent/ at the workspace root):
+  sessions.sqlite         every session and message (`agent sessions list`)
+  logs/audit.jsonl        requests, intents, tool calls, decisions, diffs, commands
+  logs/trace.jsonl        each model request/response with token counts and timings
+
+Examples:
+  agent ask \"Where is the retry delay computed?\"
+  agent ask --mode yolo --verify \"python3 -m unittest\" \"Fix the failing test in tests/test_math.py\"
+  agent ask --json \"What does parse_config return?\"       # one JSON object for scripts
+  agent ask --no-tools -f src/main.rs \"What does main do?\"  # plain answer, no tools
+  agent ask --script turns.json \"...\"                      # replay recorded model turns
+  agent ask --model ~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf \"...\"
+
+Exit codes: 0 answered, 1 error, 3 no answer within --max-steps, 130 interrupted (Ctrl-C).";
+
+const CHAT_HELP: &str = "\
+Type a request and press Enter; an empty line or Ctrl-D ends the chat. Ctrl-C stops the current
+step and returns to the prompt (twice quits). Every message is saved as it happens.
+
+Examples:
+  agent chat
+  agent chat --resume            # continue the latest session
+  agent chat --resume 20261122-213000-ab12
+  agent chat --mode yolo --verify \"cargo test\"";
+
+/// How the tool loop runs.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Which actions ask for confirmation first.
+    #[arg(long, value_enum, default_value_t = crate::policy::Mode::Confirm)]
+    pub mode: crate::policy::Mode,
+    /// Most model calls per request (the last one may only be the answer).
+    #[arg(long, default_value_t = 12, value_name = "N")]
+    pub max_steps: usize,
+    /// Run this command after every write; when it fails the write is rolled back.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Leave the repository map out of the system prompt.
+    #[arg(long)]
+    pub no_map: bool,
 }
 
 /// Which model answers, and how it runs.
@@ -87,20 +148,20 @@ pub struct AskArgs {
     /// The question or instruction.
     #[arg(required = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
-    /// Answer directly, without the tool loop.
+    /// Answer directly, without the intent gate and the tool loop.
     #[arg(long)]
     pub no_tools: bool,
-    /// Attach a file's contents as context (repeatable).
+    /// Attach a file's contents as context (repeatable; with --no-tools).
     #[arg(short, long = "file", value_name = "PATH")]
     pub files: Vec<PathBuf>,
-    /// Code chunks retrieved from the repository's index (`agent index`) and
-    /// added as context; 0 turns retrieval off.
+    /// With --no-tools: code chunks retrieved from the repository's index
+    /// (`agent index`) and added as context; 0 turns retrieval off.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub context_chunks: usize,
-    /// Replace the default system prompt.
+    /// Replace the default system prompt (with --no-tools).
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
-    /// Most tokens to generate.
+    /// Most tokens per model reply.
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_tokens: usize,
     /// Sampling temperature; 0 is greedy and deterministic.
@@ -109,23 +170,73 @@ pub struct AskArgs {
     /// Nucleus sampling threshold (with --temperature > 0).
     #[arg(long, default_value_t = 0.95, value_name = "P")]
     pub top_p: f32,
-    /// Penalise repeating recent tokens (1.0 turns it off).
-    #[arg(long, default_value_t = 1.15, value_name = "X")]
-    pub repeat_penalty: f32,
+    /// Penalise repeating recent tokens; 1.0 turns it off (default: 1.15 for
+    /// plain answers, off for tool calls, whose JSON repeats by nature).
+    #[arg(long, value_name = "X")]
+    pub repeat_penalty: Option<f32>,
     /// Random seed (with --temperature > 0).
     #[arg(long, default_value_t = 42)]
     pub seed: u32,
-    /// Constrain the answer with a GBNF grammar file.
-    #[arg(long, value_name = "FILE", conflicts_with = "json_schema")]
+    /// Constrain the answer with a GBNF grammar file (with --no-tools).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "json_schema",
+        requires = "no_tools"
+    )]
     pub grammar: Option<PathBuf>,
-    /// Constrain the answer to JSON matching this JSON Schema file.
-    #[arg(long, value_name = "FILE")]
+    /// Constrain the answer to JSON matching this JSON Schema file (with --no-tools).
+    #[arg(long, value_name = "FILE", requires = "no_tools")]
     pub json_schema: Option<PathBuf>,
-    /// Print one JSON object (answer, token counts, timings) instead of streaming text.
+    /// Print one JSON object (answer, finish, intent, steps, tool calls, tokens, session) instead of streaming text.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
     pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Continue a saved session: the latest, or the one with this id.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+    /// Most tokens per model reply.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy and deterministic.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f32,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// The saved sessions of this workspace, newest first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session's messages.
+    Show {
+        /// The session id (`agent sessions list`).
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

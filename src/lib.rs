@@ -3,6 +3,8 @@
 //! The crate is split by concern; `ARCHITECTURE.md` at the repository root
 //! walks through how the pieces fit together.
 //!
+//! - [`agent`]: the intent gate and the ReAct loop (tool calls under a grammar, context budget,
+//!   sessions, audit/trace logs, terminal UX).
 //! - [`llm`]: the model providers (in-process llama.cpp, scripted, OpenAI-compatible HTTP)
 //!   behind one [`llm::Provider`] trait, plus prompts, grammars and GGUF validation.
 //! - [`models`]: the model manifest, where model files live and how they are verified.
@@ -13,6 +15,7 @@
 //! - [`walk`]: which files of a repository are looked at.
 //! - [`cmd`]: one module per CLI subcommand; `src/main.rs` only parses and dispatches.
 
+pub mod agent;
 pub mod cancel;
 pub mod cli;
 pub mod cmd;

@@ -9,7 +9,9 @@ fn main() {
     init_logging(cli.verbose);
     let cancel = agent::cancel::install_ctrl_c();
     let result = match &cli.command {
-        Command::Ask(args) => cmd::ask::run(args, &cancel),
+        Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),
+        Command::Chat(args) => cmd::chat::run(args, &cancel, cli.verbose > 0),
+        Command::Sessions(args) => cmd::sessions::run(args),
         Command::Index(args) => cmd::index::run(args, &cancel),
         Command::Search(args) => cmd::search::run(args),
         Command::Map(args) => cmd::map::run(args),

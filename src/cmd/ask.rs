@@ -1,4 +1,5 @@
-//! `agent ask`: one question, one streamed answer.
+//! `agent ask`: one request through the agent (intent gate, tool loop), or
+//! with `--no-tools` one plain streamed answer.
 
 use std::io::Write;
 use std::path::Path;
@@ -7,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::exit;
+use crate::agent::ui::{QuietUi, TerminalUi, Ui};
 use crate::cancel::CancelToken;
 use crate::cli::AskArgs;
 use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
@@ -18,17 +20,50 @@ Answer concisely and accurately. When files are attached, base your answer on th
 /// model's context anyway, and the error says so up front.
 const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
 
-pub fn run(args: &AskArgs, cancel: &CancelToken) -> Result<i32> {
+pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     let question = args.prompt.join(" ");
     if question.trim().is_empty() {
         bail!("the prompt is empty\n  fix: agent ask \"your question\"");
     }
+    if args.no_tools {
+        return answer_plain(args, &question, cancel);
+    }
+    let mut request = String::new();
+    for path in &args.files {
+        request.push_str(&attachment(path)?);
+    }
+    request.push_str(&question);
+    let sampling = Sampling {
+        temperature: args.temperature,
+        top_p: args.top_p,
+        seed: args.seed,
+        repeat_penalty: args.repeat_penalty.unwrap_or(1.0),
+    };
+    let mut session =
+        super::chat::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
+    let mut ui = TerminalUi::new(verbose);
+    let mut quiet = QuietUi;
+    let ui: &mut dyn Ui = if args.json { &mut quiet } else { &mut ui };
+    let outcome = session
+        .agent
+        .handle(&request, ui, session.approver.as_mut(), cancel)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        super::chat::print_outcome(&outcome);
+    }
+    Ok(super::chat::exit_code(&outcome))
+}
+
+/// `--no-tools`: the request (with attachments and retrieved chunks) straight
+/// to the model, the answer streamed.
+fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<i32> {
     let mut user = String::new();
     for path in &args.files {
         user.push_str(&attachment(path)?);
     }
-    user.push_str(&retrieved_context(&question, args.context_chunks));
-    user.push_str(&question);
+    user.push_str(&retrieved_context(question, args.context_chunks));
+    user.push_str(question);
 
     let grammar = match (&args.grammar, &args.json_schema) {
         (Some(path), _) => Some(Grammar::from_file(path)?),
@@ -55,7 +90,7 @@ pub fn run(args: &AskArgs, cancel: &CancelToken) -> Result<i32> {
             temperature: args.temperature,
             top_p: args.top_p,
             seed: args.seed,
-            repeat_penalty: args.repeat_penalty,
+            repeat_penalty: args.repeat_penalty.unwrap_or(1.15),
         },
         grammar,
         ..CompletionRequest::default()

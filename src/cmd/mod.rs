@@ -1,11 +1,13 @@
 //! One module per subcommand. Each `run` returns the process exit code.
 
 pub mod ask;
+pub mod chat;
 pub mod doctor;
 pub mod index;
 pub mod map;
 pub mod models;
 pub mod search;
+pub mod sessions;
 
 use anyhow::Result;
 

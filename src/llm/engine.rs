@@ -83,6 +83,11 @@ pub struct LlamaEngine {
     ctx: ManuallyDrop<LlamaContext<'static>>,
     model: &'static LlamaModel,
     template: Option<LlamaChatTemplate>,
+    /// Texts of the control tokens (`<|im_end|>`, ...). Rendered prompts are
+    /// tokenized with special-token parsing (the template's markup needs it),
+    /// so these are defused inside message contents: a file that contains
+    /// `<|im_start|>system` must stay text, not become a turn.
+    specials: Vec<String>,
     model_path: PathBuf,
     /// Tokens whose keys and values are in the context's KV cache (sequence 0).
     cached: Vec<LlamaToken>,
@@ -147,10 +152,20 @@ impl LlamaEngine {
             }
         };
         let template = model.chat_template(None).ok();
+        let vocab = model.vocab();
+        let mut specials: Vec<String> = vocab
+            .tokens()
+            .filter(|&t| vocab.is_control(t))
+            .filter_map(|t| vocab.text(t).map(|c| c.to_string_lossy().into_owned()))
+            .filter(|text| text.chars().count() >= 2)
+            .collect();
+        specials.sort();
+        specials.dedup();
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),
             model,
             template,
+            specials,
             model_path: path.clone(),
             cached: Vec::new(),
             n_ctx: n_ctx as usize,
@@ -184,7 +199,7 @@ impl LlamaEngine {
         if let Some(tmpl) = &self.template {
             let chat: Result<Vec<_>, _> = messages
                 .iter()
-                .map(|m| LlamaChatMessage::new(m.role.as_str().into(), m.content.replace('\0', "")))
+                .map(|m| LlamaChatMessage::new(m.role.as_str().into(), self.defuse(&m.content)))
                 .collect();
             match chat.map(|chat| self.model.apply_chat_template(tmpl, &chat, true)) {
                 Ok(Ok(text)) => return text,
@@ -192,7 +207,28 @@ impl LlamaEngine {
                 Err(e) => tracing::debug!("message not representable ({e}); using ChatML"),
             }
         }
-        template::chatml(messages, true)
+        let defused: Vec<Message> = messages
+            .iter()
+            .map(|m| Message::new(m.role, self.defuse(&m.content)))
+            .collect();
+        template::chatml(&defused, true)
+    }
+
+    /// Message content with control-token texts broken by a zero-width space
+    /// (and NULs dropped), so tokenizing it never yields a control token.
+    fn defuse(&self, content: &str) -> String {
+        let mut out = content.replace('\0', "");
+        for special in &self.specials {
+            if out.contains(special.as_str()) {
+                let mut chars = special.chars();
+                let first = chars.next().expect("at least two chars");
+                out = out.replace(
+                    special.as_str(),
+                    &format!("{first}\u{200B}{}", chars.as_str()),
+                );
+            }
+        }
+        out
     }
 
     /// Tokenizes a rendered prompt (special tokens such as `<|im_start|>` are parsed).
@@ -275,6 +311,10 @@ impl Provider for LlamaEngine {
 
     fn context_size(&self) -> usize {
         self.n_ctx
+    }
+
+    fn supports_grammar(&self) -> bool {
+        true
     }
 
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {

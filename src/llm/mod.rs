@@ -208,6 +208,11 @@ pub trait Provider: Send {
             .iter()
             .try_fold(0, |sum, m| Ok(sum + 4 + self.count_tokens(&m.content)?))
     }
+    /// Whether `CompletionRequest::grammar` is enforced. The agent loop only
+    /// relies on constrained calls when it is; otherwise it parses leniently.
+    fn supports_grammar(&self) -> bool {
+        false
+    }
     /// Runs one request, streaming through `on_event`.
     fn complete(
         &mut self,

@@ -74,6 +74,12 @@ impl Provider for ScriptedProvider {
         32_768
     }
 
+    /// Replies are canned, but claiming grammar support lets tests check the
+    /// grammar the loop asks for, exactly as the engine would receive it.
+    fn supports_grammar(&self) -> bool {
+        true
+    }
+
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
         Ok(estimate_tokens(text))
     }

@@ -1,0 +1,738 @@
+//! The agent: intent gate, then a ReAct loop of grammar-constrained tool
+//! calls, under the permission policy, with every step logged.
+//!
+//! One [`Agent`] is one session. [`Agent::handle`] takes a request:
+//! 1. the intent gate ([`intent`]) picks which tools the request gets:
+//!    none (chat, capability questions: one `finish` step), read-only (repo
+//!    questions, uncertain requests) or all (coding tasks);
+//! 2. each step fits the conversation into the context window ([`context`]),
+//!    asks the model for one call under a grammar of the allowed tools
+//!    ([`protocol`]), runs it through the [`crate::tools::Toolbox`] and
+//!    appends the observation;
+//! 3. `finish` ends the request; the last step of the budget may only be
+//!    `finish`, so a grammar-constrained model always answers.
+//!
+//! The system prompt ([`prompt`]) lists every tool and is built once per
+//! session, so the KV cache is reused across steps and requests. Messages go
+//! to SQLite as they happen ([`session`]); events go to JSONL ([`log`]).
+
+pub mod context;
+pub mod intent;
+pub mod log;
+pub mod prompt;
+pub mod protocol;
+pub mod session;
+pub mod ui;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::cancel::CancelToken;
+use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling};
+use crate::policy::{Mode, Policy};
+use crate::tools::checkpoint::Checkpoints;
+use crate::tools::{
+    Access, Approval, Approver, Decision, ReadLedger, SemanticSearch, ToolContext, ToolOutput,
+    ToolSpec, Toolbox, Workspace,
+};
+use context::{Kind, Turn};
+use intent::{Intent, Label};
+use log::EventLog;
+use protocol::{ToolCall, FINISH};
+use session::SessionStore;
+use ui::Ui;
+
+/// How a session runs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub workspace: PathBuf,
+    pub mode: Mode,
+    /// Model calls per request, the final `finish` included.
+    pub max_steps: usize,
+    /// Most tokens per model reply.
+    pub max_tokens: usize,
+    pub sampling: Sampling,
+    /// Run after every write; a failure rolls the write back.
+    pub verify: Option<String>,
+    /// Put the repo map in the system prompt.
+    pub repo_map: bool,
+    /// Resume this session instead of starting one.
+    pub resume: Option<String>,
+}
+
+impl AgentConfig {
+    pub fn new(workspace: &Path) -> Self {
+        Self {
+            workspace: workspace.to_path_buf(),
+            mode: Mode::Confirm,
+            max_steps: 12,
+            max_tokens: 512,
+            sampling: Sampling::greedy(),
+            verify: None,
+            repo_map: true,
+            resume: None,
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    /// The model called `finish`.
+    Answered,
+    /// The step budget ran out without an answer.
+    StepBudget,
+    /// Ctrl-C.
+    Cancelled,
+}
+
+/// The outcome of one request, as `agent ask --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub answer: String,
+    pub finish: Finish,
+    pub intent: Intent,
+    pub steps: usize,
+    pub tool_calls: usize,
+    pub invalid_tool_calls: usize,
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub reused_tokens: usize,
+    pub session_id: String,
+    pub trace_id: String,
+    pub changed_files: Vec<String>,
+    pub wall_ms: u64,
+}
+
+pub struct Agent {
+    provider: Box<dyn Provider>,
+    toolbox: Toolbox,
+    workspace: Workspace,
+    policy: Policy,
+    ledger: ReadLedger,
+    checkpoints: Checkpoints,
+    search: Option<Box<dyn SemanticSearch>>,
+    sessions: SessionStore,
+    log: EventLog,
+    config: AgentConfig,
+    turns: Vec<Turn>,
+}
+
+/// Identical consecutive calls that trigger an intervention.
+const REPEAT_LIMIT: usize = 3;
+
+impl Agent {
+    /// Opens the workspace's state (policy, checkpoints, sessions, logs) and
+    /// starts or resumes a session. `search` backs `search_semantic`.
+    pub fn new(
+        provider: Box<dyn Provider>,
+        config: AgentConfig,
+        search: Option<Box<dyn SemanticSearch>>,
+    ) -> Result<Self> {
+        let workspace = Workspace::new(&config.workspace)?;
+        let state = workspace.state_dir();
+        let policy = Policy::load(&state, config.mode)?;
+        let checkpoints = Checkpoints::open(&state)?;
+        let sessions = SessionStore::open(&state)?;
+        let toolbox = Toolbox::standard();
+
+        let (session_id, turns) = match &config.resume {
+            Some(id) => {
+                if sessions.get(id)?.is_none() {
+                    anyhow::bail!(
+                        "no session {id} in {}\n  fix: `agent sessions list` shows the sessions",
+                        state.display()
+                    );
+                }
+                (id.clone(), sessions.turns(id)?)
+            }
+            None => (String::new(), Vec::new()),
+        };
+        let log = EventLog::open(&state, &session_id);
+        Ok(Self {
+            provider,
+            toolbox,
+            workspace,
+            policy,
+            ledger: ReadLedger::default(),
+            checkpoints,
+            search,
+            sessions,
+            log,
+            config,
+            turns,
+        })
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.log.session_id
+    }
+
+    pub fn workspace(&self) -> &Path {
+        self.workspace.root()
+    }
+
+    pub fn provider_name(&self) -> String {
+        self.provider.name()
+    }
+
+    /// The session's turns so far.
+    pub fn turns(&self) -> &[Turn] {
+        &self.turns
+    }
+
+    /// Starts the session on the first request: the system prompt (with the
+    /// repo map focused on that request) is fixed from here on.
+    fn start_session(&mut self, request: &str) -> Result<()> {
+        if !self.turns.is_empty() {
+            return Ok(());
+        }
+        let id = self
+            .sessions
+            .create(request, &self.provider.name(), self.workspace.root())?;
+        self.log.session_id = id;
+        let map = self
+            .config
+            .repo_map
+            .then(|| self.repo_map(request))
+            .flatten();
+        let specs = self.toolbox.specs();
+        let system = prompt::system_prompt(&prompt::PromptParts {
+            workspace: self.workspace.root(),
+            repo_map: map.as_deref(),
+            tools: &specs,
+        });
+        self.push(Turn::new(Kind::System, system))
+    }
+
+    /// The repo map for the system prompt, or None when it cannot be built
+    /// (the loop works without it).
+    fn repo_map(&self, request: &str) -> Option<String> {
+        use crate::repomap::{budget_for_context, default_cache_path, MapOptions, RepoMap};
+        let root = self.workspace.root();
+        let mut map = RepoMap::open(root, &default_cache_path(root));
+        if let Err(e) = map.refresh() {
+            tracing::warn!("no repo map: {e:#}");
+            return None;
+        }
+        // A smaller share than `agent map` shows: the loop needs room for tool output.
+        let options = MapOptions {
+            token_budget: budget_for_context(self.provider.context_size(), 0.08),
+            focus: request
+                .split(|c: char| c.is_whitespace() || c == '`' || c == ',' || c == '?')
+                .filter(|w| w.len() > 2)
+                .map(|w| {
+                    w.trim_matches(|c: char| {
+                        !c.is_alphanumeric() && c != '_' && c != '/' && c != '.'
+                    })
+                    .to_string()
+                })
+                .collect(),
+            recent_files: Vec::new(),
+        };
+        let count = |s: &str| {
+            self.provider
+                .count_tokens(s)
+                .unwrap_or_else(|_| s.len().div_ceil(4))
+        };
+        let out = map.render(&options, &count);
+        (!out.text.trim().is_empty()).then_some(out.text)
+    }
+
+    fn push(&mut self, turn: Turn) -> Result<()> {
+        if !self.log.session_id.is_empty() {
+            self.sessions
+                .append(&self.log.session_id, &turn)
+                .context("cannot save the session")?;
+        }
+        self.turns.push(turn);
+        Ok(())
+    }
+
+    /// Runs one request to its end.
+    pub fn handle(
+        &mut self,
+        request: &str,
+        ui: &mut dyn Ui,
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> Result<Outcome> {
+        let started = Instant::now();
+        self.start_session(request)?;
+        self.log.new_trace();
+        self.log.audit("request", json!({ "text": request }));
+
+        let intent = intent::classify(request, Some(self.provider.as_mut()), cancel);
+        self.log.audit(
+            "intent",
+            json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason}),
+        );
+        ui.intent(&intent);
+        let access: &[Access] = match intent.label {
+            Label::CodingTask => &[
+                Access::Read,
+                Access::Write,
+                Access::Execute,
+                Access::Control,
+            ],
+            Label::RepoQuestion | Label::Uncertain => &[Access::Read, Access::Control],
+            Label::CapabilityQuery | Label::GeneralChat => &[Access::Control],
+        };
+        let allowed: Vec<ToolSpec> = self
+            .toolbox
+            .specs()
+            .into_iter()
+            .filter(|s| access.contains(&s.access))
+            .collect();
+        self.push(Turn::new(Kind::Request, request_message(request, &allowed)))?;
+
+        let mut outcome = Outcome {
+            answer: String::new(),
+            finish: Finish::StepBudget,
+            intent,
+            steps: 0,
+            tool_calls: 0,
+            invalid_tool_calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reused_tokens: 0,
+            session_id: self.log.session_id.clone(),
+            trace_id: self.log.trace_id.clone(),
+            changed_files: Vec::new(),
+            wall_ms: 0,
+        };
+        let max_steps = if allowed.len() == 1 {
+            1
+        } else {
+            self.config.max_steps.max(1)
+        };
+        let mut last_call: Option<(String, String)> = None;
+        let mut repeats = 0;
+
+        for step in 0..max_steps {
+            let last_step = step + 1 == max_steps;
+            let answer_next = step + 2 == max_steps;
+            outcome.steps = step + 1;
+            let Some(text) = self.generate(step, last_step, &allowed, &mut outcome, ui, cancel)?
+            else {
+                outcome.finish = Finish::Cancelled;
+                break;
+            };
+            self.push(Turn::new(Kind::Call, text.clone()))?;
+
+            let call = match protocol::parse_call(&text) {
+                Ok(call) => call,
+                Err(e) => {
+                    outcome.invalid_tool_calls += 1;
+                    self.log.audit(
+                        "tool_call",
+                        json!({"valid": false, "error": e.0, "text": text}),
+                    );
+                    self.observe(&format!("Format error: {e}"), answer_next)?;
+                    continue;
+                }
+            };
+            ui.tool_call(&call);
+            self.log.audit(
+                "tool_call",
+                json!({"valid": true, "tool": call.tool, "args": call.args, "thought": call.thought}),
+            );
+
+            if call.tool == FINISH {
+                if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
+                    outcome.answer = answer.to_string();
+                    outcome.finish = Finish::Answered;
+                    break;
+                }
+                outcome.invalid_tool_calls += 1;
+                self.observe(
+                    "Format error: finish needs {\"answer\": \"<text>\"}.",
+                    answer_next,
+                )?;
+                continue;
+            }
+            outcome.tool_calls += 1;
+
+            let key = (call.tool.clone(), call.args.to_string());
+            repeats = if last_call.as_ref() == Some(&key) {
+                repeats + 1
+            } else {
+                1
+            };
+            last_call = Some(key);
+            if repeats >= REPEAT_LIMIT {
+                self.log.audit(
+                    "intervention",
+                    json!({"tool": call.tool, "repeats": repeats}),
+                );
+                self.observe(
+                    &format!(
+                        "You made the same `{}` call {repeats} times in a row; its result will not change. \
+Use what you already have: try a different tool or different arguments, or call finish with your answer.",
+                        call.tool
+                    ),
+                    answer_next,
+                )?;
+                continue;
+            }
+
+            let output = self.run_tool(&call, &allowed, approver, cancel);
+            ui.tool_result(&call, &output);
+            for path in &output.changed {
+                if !outcome.changed_files.contains(path) {
+                    outcome.changed_files.push(path.clone());
+                }
+            }
+            let mut observation = observation_text(&call.tool, &output);
+            if output.ok && !output.changed.is_empty() {
+                if let Some(note) = self.verify(ui, cancel)? {
+                    observation.push_str(&note);
+                }
+            }
+            self.observe(&observation, answer_next)?;
+            if cancel.is_cancelled() {
+                outcome.finish = Finish::Cancelled;
+                break;
+            }
+        }
+
+        if outcome.finish == Finish::StepBudget {
+            outcome.answer = format!(
+                "(no answer within {} steps; raise --max-steps or ask a narrower question)",
+                outcome.steps
+            );
+        }
+        outcome.wall_ms = started.elapsed().as_millis() as u64;
+        self.log.audit(
+            "final",
+            json!({"finish": outcome.finish, "answer": outcome.answer, "steps": outcome.steps,
+                   "tool_calls": outcome.tool_calls, "invalid_tool_calls": outcome.invalid_tool_calls,
+                   "changed_files": outcome.changed_files, "wall_ms": outcome.wall_ms}),
+        );
+        Ok(outcome)
+    }
+
+    /// One model reply, or None when cancelled.
+    fn generate(
+        &mut self,
+        step: usize,
+        last_step: bool,
+        allowed: &[ToolSpec],
+        outcome: &mut Outcome,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<String>> {
+        let grammar = self.provider.supports_grammar().then(|| {
+            if last_step {
+                protocol::finish_grammar(allowed)
+            } else {
+                protocol::call_grammar(allowed)
+            }
+        });
+        let limit = self
+            .provider
+            .context_size()
+            .saturating_sub(self.config.max_tokens.min(self.provider.context_size() / 4));
+        let provider = &self.provider;
+        let count = |m: &[crate::llm::Message]| {
+            provider
+                .count_message_tokens(m)
+                .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
+        };
+        let (messages, fitted) = context::fit(&self.turns, limit, &count);
+        let request = CompletionRequest {
+            messages,
+            max_tokens: self.config.max_tokens,
+            sampling: self.config.sampling,
+            grammar,
+            ..CompletionRequest::default()
+        };
+        self.log.trace(
+            "llm_request",
+            json!({"step": step + 1, "messages": request.messages.len(), "last_step": last_step,
+                   "grammar": request.grammar.is_some(), "fitted": fitted,
+                   "tools": allowed.iter().map(|t| t.name).collect::<Vec<_>>()}),
+        );
+        ui.step_start(step + 1);
+        let mut streamer = ui::AnswerStreamer::default();
+        let completion = self.provider.complete(&request, &mut |event| {
+            if cancel.is_cancelled() {
+                return Flow::Stop;
+            }
+            if let Event::Text(piece) = event {
+                let visible = streamer.push(piece);
+                if !visible.is_empty() {
+                    ui.answer_text(&visible);
+                }
+            }
+            Flow::Continue
+        })?;
+        ui.step_end();
+        outcome.prompt_tokens += completion.prompt_tokens;
+        outcome.completion_tokens += completion.completion_tokens;
+        outcome.reused_tokens += completion.reused_tokens;
+        self.log.trace(
+            "llm_response",
+            json!({"step": step + 1, "text": completion.text, "finish": completion.finish,
+                   "prompt_tokens": completion.prompt_tokens, "reused_tokens": completion.reused_tokens,
+                   "completion_tokens": completion.completion_tokens, "ttft_ms": completion.ttft_ms,
+                   "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
+        );
+        if completion.finish == FinishReason::Cancelled || cancel.is_cancelled() {
+            return Ok(None);
+        }
+        Ok(Some(completion.text))
+    }
+
+    /// Runs an allowed tool; in `human` mode reads are confirmed here (the
+    /// tools confirm writes and commands themselves).
+    fn run_tool(
+        &mut self,
+        call: &ToolCall,
+        allowed: &[ToolSpec],
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> ToolOutput {
+        let Some(spec) = allowed.iter().find(|s| s.name == call.tool) else {
+            let names: Vec<&str> = allowed.iter().map(|s| s.name).collect();
+            let exists = self.toolbox.get(&call.tool).is_some();
+            self.log.audit(
+                "policy_deny",
+                json!({"tool": call.tool, "reason": if exists { "not allowed for this request" } else { "unknown tool" }}),
+            );
+            return ToolOutput::error(
+                if exists {
+                    crate::tools::ErrorClass::PolicyDenied
+                } else {
+                    crate::tools::ErrorClass::InvalidArgs
+                },
+                format!(
+                    "`{}` is {} for this request; use one of: {}",
+                    call.tool,
+                    if exists {
+                        "not available"
+                    } else {
+                        "not a tool"
+                    },
+                    names.join(", ")
+                ),
+            );
+        };
+        let mut logged = LoggingApprover {
+            inner: approver,
+            decisions: Vec::new(),
+        };
+        if spec.access == Access::Read && self.policy.needs_approval(Access::Read) {
+            let request = Approval::Read {
+                tool: call.tool.clone(),
+                summary: call.args.to_string(),
+            };
+            if logged.approve(&request) == Decision::Decline {
+                self.log_decisions(&logged.decisions);
+                return ToolOutput::error(
+                    crate::tools::ErrorClass::Declined,
+                    "the user declined this call; ask them or try something else",
+                );
+            }
+        }
+        let mut search = self.search.as_deref_mut();
+        let output = {
+            let mut ctx = ToolContext {
+                workspace: &self.workspace,
+                ledger: &mut self.ledger,
+                checkpoints: &mut self.checkpoints,
+                policy: &self.policy,
+                approver: &mut logged,
+                search: search.take().map(|s| s as &mut dyn SemanticSearch),
+                cancel,
+            };
+            self.toolbox.call(&call.tool, &call.args, &mut ctx)
+        };
+        let decisions = std::mem::take(&mut logged.decisions);
+        self.log_decisions(&decisions);
+        if output.error == Some(crate::tools::ErrorClass::PolicyDenied) {
+            self.log.audit(
+                "policy_deny",
+                json!({"tool": call.tool, "reason": output.content}),
+            );
+        }
+        self.log.audit(
+            "tool_result",
+            json!({"tool": call.tool, "ok": output.ok, "error": output.error,
+                   "exit_code": output.exit_code, "diff": output.diff, "changed": output.changed,
+                   "content": truncate(&output.content, 2000)}),
+        );
+        output
+    }
+
+    fn log_decisions(&mut self, decisions: &[(Approval, Decision)]) {
+        for (request, decision) in decisions {
+            self.log
+                .audit("confirm", json!({"request": request, "decision": decision}));
+        }
+    }
+
+    /// Runs `--verify` after a write; when it fails, the write is undone and
+    /// the note says why.
+    fn verify(&mut self, ui: &mut dyn Ui, cancel: &CancelToken) -> Result<Option<String>> {
+        let Some(command) = self.config.verify.clone() else {
+            return Ok(None);
+        };
+        ui.notice(&format!("verifying: {command}"));
+        let mut approve = crate::tools::AlwaysApprove;
+        let output = {
+            let mut ctx = ToolContext {
+                workspace: &self.workspace,
+                ledger: &mut self.ledger,
+                checkpoints: &mut self.checkpoints,
+                policy: &self.policy,
+                approver: &mut approve,
+                search: None,
+                cancel,
+            };
+            // The user gave this command on the command line: no prompt, but
+            // the same policy, timeout, output cap and scrubbed environment.
+            self.toolbox
+                .call("run_cmd", &json!({ "command": command }), &mut ctx)
+        };
+        self.log.audit(
+            "verify",
+            json!({"command": command, "ok": output.ok, "exit_code": output.exit_code}),
+        );
+        if output.ok {
+            return Ok(Some(format!("\nVerify `{command}` passed.")));
+        }
+        let undo = {
+            let mut approve = crate::tools::AlwaysApprove;
+            let mut ctx = ToolContext {
+                workspace: &self.workspace,
+                ledger: &mut self.ledger,
+                checkpoints: &mut self.checkpoints,
+                policy: &self.policy,
+                approver: &mut approve,
+                search: None,
+                cancel,
+            };
+            self.toolbox.call("undo", &json!({}), &mut ctx)
+        };
+        self.log.audit(
+            "rollback",
+            json!({"ok": undo.ok, "diff": undo.diff, "changed": undo.changed}),
+        );
+        ui.notice("verify failed; the change was rolled back");
+        Ok(Some(format!(
+            "\nVerify `{command}` FAILED, so this change was rolled back (the file is as before):\n{}",
+            output.content
+        )))
+    }
+
+    /// Appends an observation; when the next step is the last, says that
+    /// the next reply must be the answer.
+    fn observe(&mut self, text: &str, answer_next: bool) -> Result<()> {
+        let mut text = text.to_string();
+        if answer_next {
+            text.push_str(
+                "\n(Step budget: your next reply must be the finish call with your best answer.)",
+            );
+        }
+        self.push(Turn::new(Kind::Observation, text))
+    }
+}
+
+fn request_message(request: &str, allowed: &[ToolSpec]) -> String {
+    let names: Vec<&str> = allowed.iter().map(|s| s.name).collect();
+    if names == [FINISH] {
+        format!("{request}\n\n(Answer directly with the finish tool.)")
+    } else if !allowed.iter().any(|s| s.access == Access::Write) {
+        format!(
+            "{request}\n\n(This is a question: do not change files. Tools you may use: {}.)",
+            names.join(", ")
+        )
+    } else {
+        request.to_string()
+    }
+}
+
+/// The observation the model sees for a tool result.
+fn observation_text(tool: &str, output: &ToolOutput) -> String {
+    let status = match (output.ok, output.error) {
+        (true, _) => "ok".to_string(),
+        (false, Some(class)) => format!(
+            "error: {}",
+            serde_json::to_value(class)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        ),
+        (false, None) => "error".to_string(),
+    };
+    format!("[{tool} {status}]\n{}", output.content)
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Records every approval decision for the audit log.
+struct LoggingApprover<'a> {
+    inner: &'a mut dyn Approver,
+    decisions: Vec<(Approval, Decision)>,
+}
+
+impl Approver for LoggingApprover<'_> {
+    fn approve(&mut self, request: &Approval) -> Decision {
+        let decision = self.inner.approve(request);
+        self.decisions.push((request.clone(), decision));
+        decision
+    }
+}
+
+/// `search_semantic` over the workspace's code index, opened on first use
+/// (loading the embedder costs a second; many requests never search).
+pub struct IndexSearch {
+    root: PathBuf,
+    index: Option<crate::index::Index>,
+}
+
+impl IndexSearch {
+    /// None when the workspace has no index.
+    pub fn for_workspace(root: &Path) -> Option<Self> {
+        root.join(".agent/index").is_dir().then(|| Self {
+            root: root.to_path_buf(),
+            index: None,
+        })
+    }
+}
+
+impl SemanticSearch for IndexSearch {
+    fn search(&mut self, query: &str, k: usize) -> Result<Vec<crate::tools::search::Hit>> {
+        if self.index.is_none() {
+            self.index = Some(crate::index::Index::open_reader(&self.root)?);
+        }
+        let index = self.index.as_mut().expect("just opened");
+        Ok(index
+            .search(&crate::index::SearchQuery::new(query, k))?
+            .into_iter()
+            .map(|r| crate::tools::search::Hit {
+                path: r.path,
+                start_line: r.start_line as usize,
+                end_line: r.end_line as usize,
+                symbol: r.symbol,
+                score: r.score,
+                text: r.text,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,55 @@
+//! `agent sessions list|show`: the saved conversations of this workspace.
+
+use anyhow::{bail, Result};
+
+use super::exit;
+use crate::agent::session::SessionStore;
+use crate::cli::{SessionsArgs, SessionsCommand};
+
+pub fn run(args: &SessionsArgs) -> Result<i32> {
+    let root = crate::paths::repo_root(None)?;
+    let store = SessionStore::open(&root.join(".agent"))?;
+    match &args.command {
+        SessionsCommand::List { limit, json } => {
+            let sessions = store.list(*limit)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&sessions)?);
+            } else if sessions.is_empty() {
+                eprintln!(
+                    "no sessions yet in {}; start one with `agent chat` or `agent ask`",
+                    root.display()
+                );
+            } else {
+                for s in sessions {
+                    println!(
+                        "{}  {}  {:>4} msgs  {}",
+                        s.id,
+                        s.updated.get(..16).unwrap_or(&s.updated).replace('T', " "),
+                        s.messages,
+                        s.title.replace('\n', " ")
+                    );
+                }
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let Some(info) = store.get(id)? else {
+                bail!("no session {id}\n  fix: `agent sessions list` shows the sessions");
+            };
+            let messages = store.messages(id)?;
+            if *json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({"session": info, "messages": messages})
+                    )?
+                );
+            } else {
+                println!("session {} ({}, {})", info.id, info.model, info.created);
+                for m in messages {
+                    println!("\n── {} · {} ──\n{}", m.kind, m.ts, m.content.trim_end());
+                }
+            }
+        }
+    }
+    Ok(exit::OK)
+}

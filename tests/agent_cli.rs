@@ -1,0 +1,182 @@
+//! `agent ask`, `agent chat` and `agent sessions` through the real binary:
+//! replayed sessions (`--script`) and the real tiny model end to end.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(
+        dir.path().join("calc.py"),
+        "def add(a, b):\n    \"\"\"Sum of two numbers.\"\"\"\n    return a + b\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.md"), "# calc\nA tiny calculator.\n").unwrap();
+    dir
+}
+
+fn agent_in(dir: &Path) -> Command {
+    let mut cmd = common::agent_bin();
+    cmd.current_dir(dir).stdin(Stdio::null());
+    cmd
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_replayed_session_prints_the_json_contract_and_is_saved() {
+    let dir = repo();
+    let script = dir.path().join("turns.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"content": r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#},
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["answer"], "add is in calc.py");
+    assert_eq!(v["finish"], "answered");
+    assert_eq!(v["intent"]["label"], "REPO_QUESTION");
+    assert_eq!(v["tool_calls"], 1);
+    assert_eq!(v["invalid_tool_calls"], 0);
+    for key in [
+        "steps",
+        "prompt_tokens",
+        "completion_tokens",
+        "session_id",
+        "trace_id",
+        "changed_files",
+    ] {
+        assert!(!v[key].is_null(), "{key} missing: {v}");
+    }
+
+    let list = agent_in(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let sessions = json_of(&list);
+    assert_eq!(sessions[0]["id"], v["session_id"]);
+    let show = agent_in(dir.path())
+        .args(["sessions", "show"])
+        .arg(v["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&show.stdout).contains("def add"));
+}
+
+#[test]
+fn without_a_terminal_confirm_mode_declines_writes() {
+    let dir = repo();
+    let script = dir.path().join("turns.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "could not"}}"#
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = agent_in(dir.path())
+        .args(["ask", "--script"])
+        .arg(&script)
+        .arg("Create new.py with x = 1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join("new.py").exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--mode yolo"), "{err}");
+}
+
+#[test]
+fn an_unknown_session_is_a_clear_error() {
+    let dir = repo();
+    let out = agent_in(dir.path())
+        .args(["chat", "--resume", "nope", "--script", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agent sessions list"));
+}
+
+#[test]
+fn the_real_tiny_model_runs_the_loop_end_to_end() {
+    let dir = repo();
+    let out = agent_in(dir.path())
+        .args([
+            "ask",
+            "--json",
+            "--mode",
+            "yolo",
+            "--max-steps",
+            "3",
+            "--max-tokens",
+            "160",
+        ])
+        .arg("--model")
+        .arg(common::tiny_model())
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    // The last step may only be `finish`, so even a 135M model answers.
+    assert_eq!(v["finish"], "answered", "{v}");
+    assert!(out.status.success());
+    // Every call was generated under the grammar, so every call parsed.
+    assert_eq!(v["invalid_tool_calls"], 0, "{v}");
+    assert!(v["steps"].as_u64().unwrap() >= 1);
+    assert!(v["completion_tokens"].as_u64().unwrap() > 0);
+
+    let logs = dir.path().join(".agent/logs");
+    let audit = std::fs::read_to_string(logs.join("audit.jsonl")).unwrap();
+    let trace = std::fs::read_to_string(logs.join("trace.jsonl")).unwrap();
+    assert!(audit.contains("\"event\":\"intent\""));
+    assert!(audit.contains("\"event\":\"final\""));
+    assert!(trace.contains("\"event\":\"llm_response\""));
+    assert!(dir.path().join(".agent/sessions.sqlite").is_file());
+    // A question never changes files.
+    assert_eq!(v["changed_files"].as_array().unwrap().len(), 0);
+}

@@ -11,6 +11,8 @@
 //! [`Approver`], every command through [`crate::policy::Policy`] first.
 //! A refused or declined action changes nothing and says why.
 
+mod args;
+pub mod change;
 pub mod checkpoint;
 pub mod diff;
 pub mod edit;
@@ -25,7 +27,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use crate::cancel::CancelToken;
 use crate::policy::Policy;
@@ -198,7 +201,21 @@ pub struct Toolbox {
 impl Toolbox {
     /// All built-in tools, in the order the system prompt lists them.
     pub fn standard() -> Self {
-        todo!("helper: list_dir, read_file, glob, grep, search_semantic, edit, apply_patch, write_file, undo, run_cmd, finish")
+        Self {
+            tools: vec![
+                Box::new(fs::ListDir),
+                Box::new(fs::ReadFile),
+                Box::new(fs::Glob),
+                Box::new(grep::Grep),
+                Box::new(search::SearchSemantic),
+                Box::new(edit::Edit),
+                Box::new(patch::ApplyPatch),
+                Box::new(fs::WriteFile),
+                Box::new(checkpoint::Undo),
+                Box::new(shell::RunCmd),
+                Box::new(Finish),
+            ],
+        }
     }
 
     /// Only the tools whose access class is in `allowed` (read-only for repo questions).
@@ -225,9 +242,41 @@ impl Toolbox {
 
     /// Runs `name` with `args`; an unknown name is an `InvalidArgs` output
     /// listing the tools that exist.
+    ///
+    /// Arguments sent as a JSON string holding an object are unwrapped. In
+    /// `human` mode a read asks first ([`Approval::Read`]); writes and commands
+    /// ask inside their tools, where the diff or command is known.
     pub fn call(&self, name: &str, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let unwrapped;
+        let args = match args {
+            Value::String(s) if s.trim_start().starts_with('{') => {
+                match serde_json::from_str::<Value>(s) {
+                    Ok(v) => {
+                        unwrapped = v;
+                        &unwrapped
+                    }
+                    Err(_) => args,
+                }
+            }
+            _ => args,
+        };
         match self.get(name) {
-            Some(tool) => tool.run(args, ctx),
+            Some(tool) => {
+                let spec = tool.spec();
+                if spec.access == Access::Read && ctx.policy.needs_approval(Access::Read) {
+                    let request = Approval::Read {
+                        tool: spec.name.to_string(),
+                        summary: args.to_string(),
+                    };
+                    if ctx.approver.approve(&request) == Decision::Decline {
+                        return ToolOutput::error(
+                            ErrorClass::Declined,
+                            "the user declined this call; ask the user or try something else",
+                        );
+                    }
+                }
+                tool.run(args, ctx)
+            }
             None => ToolOutput::error(
                 ErrorClass::InvalidArgs,
                 format!(
@@ -239,6 +288,40 @@ impl Toolbox {
                         .join(", ")
                 ),
             ),
+        }
+    }
+}
+
+/// Lowercase hex sha256 of `bytes` (the read ledger's hash).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `finish`: ends the turn with the answer for the user.
+pub struct Finish;
+
+impl Tool for Finish {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "finish",
+            description: "End your turn: give the final answer or a short summary of what you did for the user.",
+            parameters: json!({
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"]
+            }),
+            access: Access::Control,
+        }
+    }
+
+    fn run(&self, args: &Value, _ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let a = match args::Args::new(args, "finish", r#"{"answer": "Done: ..."}"#) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        match a.req_str("answer") {
+            Ok(answer) => ToolOutput::ok(answer),
+            Err(e) => e,
         }
     }
 }

@@ -12,3 +12,88 @@ pub struct Hit {
     pub score: f32,
     pub text: String,
 }
+
+use serde_json::{json, Value};
+
+use super::args::Args;
+use super::grep::cut;
+use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// Lines of each hit's text shown.
+pub const SNIPPET_LINES: usize = 6;
+
+/// `search_semantic`: finds code by meaning through the code index.
+pub struct SearchSemantic;
+
+impl Tool for SearchSemantic {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "search_semantic",
+            description: "Find code by meaning (e.g. \"where are HTTP retries handled\") in the code index; returns path:lines, symbol and a snippet. Use grep for exact names.",
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "k": {"type": "integer", "description": "how many results (default 5, max 20)"}
+                },
+                "required": ["query"]
+            }),
+            access: Access::Read,
+        }
+    }
+
+    fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let a = match Args::new(args, "search_semantic", r#"{"query": "where the config file is parsed", "k": 5}"#) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let (query, k) = match (a.req_str("query"), a.opt_int("k")) {
+            (Ok(q), Ok(k)) => (q, k.unwrap_or(5).clamp(1, 20) as usize),
+            (Err(e), _) | (_, Err(e)) => return e,
+        };
+        if query.trim().is_empty() {
+            return a.error("`query` is empty");
+        }
+        let Some(search) = ctx.search.as_deref_mut() else {
+            return ToolOutput::error(
+                ErrorClass::NotFound,
+                "no code index for this workspace (the user can build it with `agent index`); use grep instead",
+            );
+        };
+        let hits = match search.search(&query, k) {
+            Ok(h) => h,
+            Err(e) => {
+                return ToolOutput::error(
+                    ErrorClass::Io,
+                    format!("the code index failed: {e:#}; use grep instead"),
+                )
+            }
+        };
+        if hits.is_empty() {
+            return ToolOutput::ok(format!(
+                "no results for `{query}`; try other words, or grep for a name"
+            ));
+        }
+        ToolOutput::ok(format_hits(&hits))
+    }
+}
+
+/// `path:start-end  symbol` and a trimmed snippet per hit.
+pub fn format_hits(hits: &[Hit]) -> String {
+    let mut out = String::new();
+    for h in hits {
+        let symbol = if h.symbol.is_empty() { "" } else { h.symbol.as_str() };
+        out.push_str(&format!("{}:{}-{}  {symbol}", h.path, h.start_line, h.end_line).trim_end().to_string());
+        out.push('\n');
+        let lines: Vec<&str> = h.text.lines().filter(|l| !l.trim().is_empty()).collect();
+        for l in lines.iter().take(SNIPPET_LINES) {
+            out.push_str("    ");
+            out.push_str(&cut(l.trim_end(), 160));
+            out.push('\n');
+        }
+        if lines.len() > SNIPPET_LINES {
+            out.push_str(&format!("    … ({} more lines; read_file to see them)\n", lines.len() - SNIPPET_LINES));
+        }
+    }
+    out.trim_end().to_string()
+}

@@ -1,1 +1,472 @@
-//! TODO(helper)
+//! `run_cmd`: a shell command under the policy, in its own process group.
+//!
+//! Order: the command policy first (a denied command never runs), then the
+//! approval, then `sh -c` with stdin closed and the environment scrubbed of
+//! secrets ([`crate::policy::Policy::command_env`]). The process group is
+//! killed on timeout or Ctrl-C. Combined stdout+stderr is kept as its first
+//! and last 4 KiB. A failure is classified from the output (syntax, missing
+//! dependency, test failure, permission) with a one-line hint for the model.
+//!
+//! Files a command changes are NOT checkpointed: `undo` cannot revert them.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::args::Args;
+use super::fs::{not_found, resolve};
+use super::grep::cut;
+use super::{Access, Approval, Decision, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
+use crate::cancel::CancelToken;
+use crate::policy::MAX_TIMEOUT_S;
+
+/// Bytes kept from the start of the output.
+pub const OUTPUT_HEAD: usize = 4096;
+/// Bytes kept from the end of the output.
+pub const OUTPUT_TAIL: usize = 4096;
+
+/// Set for every command: no pagers, no prompts, no colours.
+const FIXED_ENV: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("NO_COLOR", "1"),
+    ("CARGO_TERM_COLOR", "never"),
+    ("PYTHONUNBUFFERED", "1"),
+];
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+const SIGKILL: i32 = 9;
+
+fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) has no memory effects; a negative pid names the
+    // process group the child leads (set up by `process_group(0)`).
+    unsafe {
+        kill(-(pgid as i32), SIGKILL);
+    }
+}
+
+/// First and last bytes of a stream, and how long it was.
+#[derive(Debug, Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: u64,
+}
+
+impl Capture {
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if self.head.len() < OUTPUT_HEAD {
+            let take = bytes.len().min(OUTPUT_HEAD - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.len() >= OUTPUT_TAIL {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - OUTPUT_TAIL..]);
+        } else {
+            let overflow = (self.tail.len() + bytes.len()).saturating_sub(OUTPUT_TAIL);
+            self.tail.drain(..overflow);
+            self.tail.extend(bytes);
+        }
+    }
+
+    fn render(&self) -> String {
+        let kept = self.head.len() as u64 + self.tail.len() as u64;
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let head = String::from_utf8_lossy(&self.head);
+        let tail = String::from_utf8_lossy(&tail);
+        if kept >= self.total {
+            format!("{head}{tail}")
+        } else {
+            format!(
+                "{head}\n... {} bytes omitted ...\n{tail}",
+                self.total - kept
+            )
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone)]
+pub struct CmdResult {
+    /// Exit code; a signal death is 128 + the signal; `None` when killed by us.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    /// Combined stdout+stderr, capped (head and tail).
+    pub output: String,
+    pub output_bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// Runs `sh -c command` in `cwd` with exactly `env`, in its own process
+/// group, stdin null; kills the group on timeout or cancellation.
+pub fn run_command(
+    command: &str,
+    cwd: &Path,
+    env: Vec<(OsString, OsString)>,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> std::io::Result<CmdResult> {
+    let start = Instant::now();
+    let (mut reader, writer) = std::io::pipe()?;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .env_clear()
+        .envs(env)
+        .envs(FIXED_ENV.iter().copied())
+        .env("PWD", cwd)
+        .process_group(0);
+    let mut child = cmd.spawn()?;
+    // Our copies of the write end must close, or the reader never sees EOF.
+    drop(cmd);
+    let pgid = child.id();
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    {
+        let capture = Arc::clone(&capture);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Ok(mut c) = capture.lock() {
+                            c.push(&buf[..n]);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            let _ = done_tx.send(());
+        });
+    }
+    let mut timed_out = false;
+    let mut cancelled = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() >= timeout {
+            timed_out = true;
+        } else if cancel.is_cancelled() {
+            cancelled = true;
+        }
+        if timed_out || cancelled {
+            kill_group(pgid);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(15));
+    };
+    // Background processes may still hold the pipe: give them a moment, then stop them.
+    if done_rx.recv_timeout(Duration::from_millis(500)).is_err() {
+        kill_group(pgid);
+        let _ = done_rx.recv_timeout(Duration::from_secs(2));
+    }
+    let (output, output_bytes) = match capture.lock() {
+        Ok(c) => (c.render(), c.total),
+        Err(_) => (String::new(), 0),
+    };
+    let exit_code = status.map(|s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
+    Ok(CmdResult {
+        exit_code,
+        timed_out,
+        cancelled,
+        output,
+        output_bytes,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// What kind of failure an output shows, and a one-line hint (with the line
+/// that gave it away).
+pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
+    let find = |needles: &[&str]| -> Option<String> {
+        output
+            .lines()
+            .find(|l| needles.iter().any(|n| l.contains(n)))
+            .map(|l| cut(l.trim(), 160))
+    };
+    const MISSING: &[&str] = &[
+        "ModuleNotFoundError",
+        "No module named",
+        "command not found",
+        "unresolved import",
+        "can't find crate",
+        "cannot find -l",
+        "Cannot find module",
+        "error[E0432]",
+        "error[E0433]",
+        "error[E0463]",
+        "ImportError",
+        "package not found",
+        "not installed",
+    ];
+    const SYNTAX: &[&str] = &[
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "error: expected",
+        "error[E",
+        "syntax error",
+        "Syntax error",
+        "ParseError",
+        "parse error",
+        "Unexpected token",
+        "unexpected token",
+    ];
+    const TESTS: &[&str] = &[
+        "test result: FAILED",
+        "AssertionError",
+        "FAILED (",
+        "FAILED ",
+        "failures:",
+        "FAIL:",
+        "--- FAIL",
+        "Tests failed",
+        "tests failed",
+        "assertion failed",
+        "AssertionFailedError",
+    ];
+    const PERMISSION: &[&str] = &["Permission denied", "EACCES", "Operation not permitted"];
+    if let Some(l) = find(MISSING).or_else(|| {
+        (exit_code == 127).then(|| find(&["not found"]).unwrap_or_else(|| "exit code 127".into()))
+    }) {
+        return (
+            ErrorClass::MissingDependency,
+            format!("missing dependency: {l}. Check the name; if it is really missing, tell the user (installing needs their OK) or use what is installed"),
+        );
+    }
+    if let Some(l) = find(SYNTAX) {
+        return (
+            ErrorClass::Syntax,
+            format!("syntax/compile error: {l}. Open the file at the reported line, fix it, run again"),
+        );
+    }
+    let counted_failures = output.lines().find(|l| {
+        // pytest: "=== 1 failed, 2 passed in 0.1s ==="
+        let w: Vec<&str> = l.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        w.windows(2).any(|p| p[0].parse::<u32>().is_ok_and(|n| n > 0) && (p[1] == "failed" || p[1] == "failing"))
+    });
+    if let Some(l) = find(TESTS).or_else(|| counted_failures.map(|l| cut(l.trim(), 160))) {
+        return (
+            ErrorClass::TestFailure,
+            format!("tests failed: {l}. Read the failure above, fix the code (or the test if it is wrong), run the tests again"),
+        );
+    }
+    if let Some(l) = find(PERMISSION).or_else(|| (exit_code == 126).then(|| "exit code 126".into())) {
+        return (
+            ErrorClass::Permission,
+            format!("permission denied: {l}. Do not use sudo; use a path inside the workspace or make a script executable with chmod +x"),
+        );
+    }
+    (
+        ErrorClass::CommandFailed,
+        format!("the command failed with exit code {exit_code}; read the output above"),
+    )
+}
+
+pub struct RunCmd;
+
+impl Tool for RunCmd {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "run_cmd",
+            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. Changes it makes cannot be undone.",
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "cwd": {"type": "string", "description": "folder relative to the workspace root (default \".\")"},
+                    "timeout_s": {"type": "integer", "description": "seconds before the command is killed (default 60, max 600)"}
+                },
+                "required": ["command"]
+            }),
+            access: Access::Execute,
+        }
+    }
+
+    fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let a = match Args::new(args, "run_cmd", r#"{"command": "python3 -m pytest -q", "timeout_s": 120}"#) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let (command, cwd, timeout) = match (a.req_str("command"), a.opt_str("cwd"), a.opt_int("timeout_s")) {
+            (Ok(c), Ok(d), Ok(t)) => (c, d.unwrap_or_else(|| ".".into()), t),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
+        };
+        if command.trim().is_empty() {
+            return a.error("`command` is empty");
+        }
+        let timeout_s = timeout
+            .map(|t| t.clamp(1, MAX_TIMEOUT_S as i64) as u64)
+            .unwrap_or(ctx.policy.timeout_s);
+        if let Err(reason) = ctx.policy.check_command(&command) {
+            return ToolOutput::error(ErrorClass::PolicyDenied, reason);
+        }
+        let dir = match resolve(ctx, &cwd) {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        if !dir.exists() {
+            return not_found(ctx, &cwd, &dir);
+        }
+        if !dir.is_dir() {
+            return a.error(format_args!("cwd `{cwd}` is a file, not a folder"));
+        }
+        let rel = ctx.workspace.relative(&dir);
+        if ctx.policy.needs_approval(Access::Execute) {
+            let request = Approval::Command {
+                command: command.clone(),
+                cwd: rel.clone(),
+            };
+            if ctx.approver.approve(&request) == Decision::Decline {
+                return ToolOutput::error(
+                    ErrorClass::Declined,
+                    "the user declined to run this command; ask the user or try something else",
+                );
+            }
+        }
+        let env = ctx.policy.command_env();
+        let r = match run_command(&command, &dir, env, Duration::from_secs(timeout_s), ctx.cancel) {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")),
+        };
+        let body = if r.output.trim().is_empty() {
+            "(no output)".to_string()
+        } else {
+            r.output.trim_end().to_string()
+        };
+        if r.timed_out {
+            return ToolOutput {
+                ok: false,
+                content: format!(
+                    "timed out after {timeout_s}s; the command and its children were killed. Use a larger timeout_s (max {MAX_TIMEOUT_S}) or a faster command. Output so far:\n{body}"
+                ),
+                error: Some(ErrorClass::Timeout),
+                ..ToolOutput::default()
+            };
+        }
+        if r.cancelled {
+            return ToolOutput {
+                ok: false,
+                content: format!("cancelled by the user (Ctrl-C); the command was stopped. Output so far:\n{body}"),
+                error: Some(ErrorClass::CommandFailed),
+                ..ToolOutput::default()
+            };
+        }
+        let code = r.exit_code.unwrap_or(-1);
+        if code == 0 {
+            return ToolOutput {
+                ok: true,
+                content: format!("exit code 0\n{body}"),
+                exit_code: Some(0),
+                ..ToolOutput::default()
+            };
+        }
+        let (class, hint) = classify(code, &r.output);
+        ToolOutput {
+            ok: false,
+            content: format!("exit code {code}\nhint: {hint}\n{body}"),
+            exit_code: Some(code),
+            error: Some(class),
+            ..ToolOutput::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cmd: &str, timeout: u64) -> CmdResult {
+        run_command(
+            cmd,
+            Path::new("/tmp"),
+            std::env::vars_os().collect(),
+            Duration::from_secs(timeout),
+            &CancelToken::new(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn captures_combined_output_and_exit_code() {
+        let r = run("echo out; echo err 1>&2; exit 3", 10);
+        assert_eq!(r.exit_code, Some(3));
+        assert!(r.output.contains("out\n") && r.output.contains("err\n"), "{}", r.output);
+    }
+
+    #[test]
+    fn timeout_kills_the_group() {
+        let t = Instant::now();
+        let r = run("sleep 10 & sleep 10; echo never", 1);
+        assert!(r.timed_out);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(!r.output.contains("never"));
+    }
+
+    #[test]
+    fn cancellation_stops_the_command() {
+        let cancel = CancelToken::new();
+        let c2 = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            c2.cancel();
+        });
+        let t = Instant::now();
+        let r = run_command("sleep 10", Path::new("/tmp"), vec![], Duration::from_secs(30), &cancel).unwrap();
+        assert!(r.cancelled);
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn output_cap_keeps_head_and_tail() {
+        let mut c = Capture::default();
+        c.push(b"HEAD");
+        c.push(&vec![b'x'; 20_000]);
+        c.push(b"TAIL");
+        let s = c.render();
+        assert!(s.starts_with("HEAD"));
+        assert!(s.ends_with("TAIL"));
+        assert!(s.contains(&format!("... {} bytes omitted ...", 20_008 - OUTPUT_HEAD - OUTPUT_TAIL)), "{}", &s[4000..4200]);
+        let mut small = Capture::default();
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(small.render(), "abcdef");
+    }
+
+    #[test]
+    fn classification() {
+        assert_eq!(classify(1, "ModuleNotFoundError: No module named 'x'").0, ErrorClass::MissingDependency);
+        assert_eq!(classify(127, "sh: 1: nosuch: not found").0, ErrorClass::MissingDependency);
+        assert_eq!(classify(1, "  File \"x.py\", line 1\nSyntaxError: invalid syntax").0, ErrorClass::Syntax);
+        assert_eq!(classify(101, "error[E0308]: mismatched types").0, ErrorClass::Syntax);
+        assert_eq!(classify(101, "error[E0432]: unresolved import `foo`").0, ErrorClass::MissingDependency);
+        assert_eq!(classify(101, "test result: FAILED. 1 passed; 1 failed").0, ErrorClass::TestFailure);
+        assert_eq!(classify(1, "==== 2 failed, 3 passed in 0.2s ====").0, ErrorClass::TestFailure);
+        assert_eq!(classify(1, "cat: x: Permission denied").0, ErrorClass::Permission);
+        assert_eq!(classify(2, "something odd").0, ErrorClass::CommandFailed);
+        let (_, hint) = classify(1, "Traceback\nModuleNotFoundError: No module named 'nosuchmod'");
+        assert!(hint.contains("No module named 'nosuchmod'"), "{hint}");
+    }
+}

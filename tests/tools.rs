@@ -748,19 +748,31 @@ fn declined_writes_leave_files_and_checkpoints_untouched() {
 }
 
 #[test]
-fn human_mode_asks_before_reads() {
+fn human_mode_asks_before_writes_and_commands_but_reads_are_the_callers() {
     let mut h = Harness::with_mode(Mode::Human);
     h.write("a.txt", "x\n");
-    let out = h.call_with(
-        "read_file",
-        json!({"path": "a.txt"}),
-        &mut AlwaysDecline,
-        None,
-    );
-    err(&out, ErrorClass::Declined);
+    // The loop asks for reads before `call` (one prompt, not two).
     let mut rec = Recorder::default();
     ok(&h.call_with("read_file", json!({"path": "a.txt"}), &mut rec, None));
-    assert!(matches!(&rec.0[0], Approval::Read { tool, .. } if tool == "read_file"));
+    assert!(rec.0.is_empty());
+    err(
+        &h.call_with(
+            "write_file",
+            json!({"path": "b.txt", "content": "x"}),
+            &mut AlwaysDecline,
+            None,
+        ),
+        ErrorClass::Declined,
+    );
+    err(
+        &h.call_with(
+            "run_cmd",
+            json!({"command": "true"}),
+            &mut AlwaysDecline,
+            None,
+        ),
+        ErrorClass::Declined,
+    );
     // finish never asks.
     ok(&h.call_with("finish", json!({"answer": "x"}), &mut AlwaysDecline, None));
 }

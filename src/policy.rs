@@ -331,8 +331,19 @@ impl SimpleCommand {
                 1
             } else if matches!(
                 name,
-                "then" | "do" | "else" | "elif" | "if" | "while" | "until" | "time" | "nohup"
-                    | "command" | "builtin" | "exec" | "unbuffer"
+                "then"
+                    | "do"
+                    | "else"
+                    | "elif"
+                    | "if"
+                    | "while"
+                    | "until"
+                    | "time"
+                    | "nohup"
+                    | "command"
+                    | "builtin"
+                    | "exec"
+                    | "unbuffer"
             ) {
                 1 + flags_len(&w[1..], &[])
             } else if name == "env" {
@@ -855,8 +866,16 @@ fn looks_remote(arg: &str) -> bool {
 }
 
 const BLOCK_DEVICES: &[&str] = &[
-    "/dev/sd", "/dev/hd", "/dev/vd", "/dev/xvd", "/dev/nvme", "/dev/mmcblk", "/dev/disk",
-    "/dev/mapper/", "/dev/md", "/dev/loop",
+    "/dev/sd",
+    "/dev/hd",
+    "/dev/vd",
+    "/dev/xvd",
+    "/dev/nvme",
+    "/dev/mmcblk",
+    "/dev/disk",
+    "/dev/mapper/",
+    "/dev/md",
+    "/dev/loop",
 ];
 
 /// Rules for one simple command.
@@ -865,7 +884,10 @@ fn command_denial(cmd: &SimpleCommand, allow_network: bool) -> Option<Denial> {
     // Redirection onto a disk: `> /dev/sda`.
     for pair in cmd.words.windows(2) {
         if pair[0].contains('>') && BLOCK_DEVICES.iter().any(|d| pair[1].starts_with(d)) {
-            return Denial::hard("raw-disk", format!("writing to `{}` destroys a disk", pair[1]));
+            return Denial::hard(
+                "raw-disk",
+                format!("writing to `{}` destroys a disk", pair[1]),
+            );
         }
     }
     let first = words.first()?;
@@ -894,14 +916,12 @@ fn command_denial(cmd: &SimpleCommand, allow_network: bool) -> Option<Denial> {
                 }
             }
         }
-        "chmod" | "chown" | "chgrp" => {
-            if has_recursive_flag(args) {
-                if let Some(t) = operands(args).into_iter().find(|t| dangerous_target(t)) {
-                    return Denial::hard(
-                        "recursive-chmod-root",
-                        format!("`{name} -R` on `{t}` changes a whole system tree"),
-                    );
-                }
+        "chmod" | "chown" | "chgrp" if has_recursive_flag(args) => {
+            if let Some(t) = operands(args).into_iter().find(|t| dangerous_target(t)) {
+                return Denial::hard(
+                    "recursive-chmod-root",
+                    format!("`{name} -R` on `{t}` changes a whole system tree"),
+                );
             }
         }
         "dd" => {
@@ -919,7 +939,10 @@ fn command_denial(cmd: &SimpleCommand, allow_network: bool) -> Option<Denial> {
             return Denial::hard("shutdown", format!("`{name}` stops the machine"));
         }
         "init" | "telinit" if matches!(args.first().map(String::as_str), Some("0" | "6")) => {
-            return Denial::hard("shutdown", format!("`{name} {}` stops the machine", args[0]));
+            return Denial::hard(
+                "shutdown",
+                format!("`{name} {}` stops the machine", args[0]),
+            );
         }
         "systemctl"
             if args.iter().any(|a| {
@@ -931,8 +954,7 @@ fn command_denial(cmd: &SimpleCommand, allow_network: bool) -> Option<Denial> {
         {
             return Denial::hard("shutdown", "`systemctl` power actions stop the machine");
         }
-        "kill" if args.len() >= 2 && args.last().is_some_and(|a| a == "-1") =>
-        {
+        "kill" if args.len() >= 2 && args.last().is_some_and(|a| a == "-1") => {
             return Denial::hard("kill-all", "`kill -1` kills every process of the user");
         }
         _ => {}
@@ -953,7 +975,11 @@ fn network_denial(name: &str, args: &[String]) -> Option<Denial> {
         | "socat" | "aria2c" | "mosh" | "lftp" | "http" | "https" | "xh" => {
             Denial::net(format!("`{name}` reaches the network"))
         }
-        "rsync" if operands(args).iter().any(|a| looks_remote(a) || a.contains("::")) => {
+        "rsync"
+            if operands(args)
+                .iter()
+                .any(|a| looks_remote(a) || a.contains("::")) =>
+        {
             Denial::net("`rsync` to or from a remote host reaches the network")
         }
         "git" => {
@@ -995,9 +1021,7 @@ fn network_denial(name: &str, args: &[String]) -> Option<Denial> {
             Some(s @ ("add" | "sync" | "lock")) => {
                 Denial::net(format!("`uv {s}` downloads packages"))
             }
-            Some(s @ ("pip" | "tool"))
-                if args.iter().any(|a| a == "install" || a == "sync") =>
-            {
+            Some(s @ ("pip" | "tool")) if args.iter().any(|a| a == "install" || a == "sync") => {
                 Denial::net(format!("`uv {s} install` downloads packages"))
             }
             _ => None,
@@ -1156,7 +1180,9 @@ mod tests {
             assert!(r.is_err(), "{cmd} should be denied");
             assert!(r.unwrap_err().contains("pipe-to-shell"), "{cmd}");
         }
-        assert!(p.check_command("curl https://example.com -o x.json").is_ok());
+        assert!(p
+            .check_command("curl https://example.com -o x.json")
+            .is_ok());
     }
 
     #[test]

@@ -35,9 +35,7 @@ impl<'a> Args<'a> {
     }
 
     fn get(&self, key: &str) -> Option<&'a Value> {
-        self.obj
-            .and_then(|m| m.get(key))
-            .filter(|v| !v.is_null())
+        self.obj.and_then(|m| m.get(key)).filter(|v| !v.is_null())
     }
 
     pub fn error(&self, msg: impl std::fmt::Display) -> ToolOutput {
@@ -57,11 +55,14 @@ impl<'a> Args<'a> {
         } else {
             format!(" (got: {})", got.join(", "))
         };
-        self.error(format_args!("missing required argument `{key}` ({ty}){got}"))
+        self.error(format_args!(
+            "missing required argument `{key}` ({ty}){got}"
+        ))
     }
 
     pub fn req_str(&self, key: &str) -> ArgResult<String> {
-        self.opt_str(key)?.ok_or_else(|| self.missing(key, "string"))
+        self.opt_str(key)?
+            .ok_or_else(|| self.missing(key, "string"))
     }
 
     /// A string; numbers and booleans are taken as their text.
@@ -70,10 +71,7 @@ impl<'a> Args<'a> {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(Some(v.to_string())),
-            Some(v) => Err(self.error(format_args!(
-                "`{key}` must be a string, not {}",
-                kind(v)
-            ))),
+            Some(v) => Err(self.error(format_args!("`{key}` must be a string, not {}", kind(v)))),
         }
     }
 

@@ -173,10 +173,22 @@ pub fn apply(
             }
             None => {
                 ctx.ledger.hashes.remove(&c.abs);
+                remove_empty_parents(&c.abs, ctx.workspace.root());
             }
         }
     }
     Ok(applied)
+}
+
+/// After a deletion: removes the folders it left empty, up to (not including) `root`.
+fn remove_empty_parents(path: &Path, root: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d == root || !d.starts_with(root) || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
 }
 
 fn current_mode(path: &Path) -> Option<u32> {
@@ -246,10 +258,16 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         atomic_write(&p, b"new", None).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         let n = dir.path().join("a/b/new.txt");
         atomic_write(&n, b"x", Some(0o600)).unwrap();
-        assert_eq!(std::fs::metadata(&n).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&n).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 }

@@ -115,7 +115,8 @@ impl Checkpoints {
         let tmp = self
             .dir
             .join(format!("{TMP_PREFIX}{id}-{}", std::process::id()));
-        std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        std::fs::create_dir_all(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
         let result = (|| -> anyhow::Result<ChangeSet> {
             let mut saved = Vec::with_capacity(files.len());
             for (i, f) in files.iter().enumerate() {
@@ -148,7 +149,8 @@ impl Checkpoints {
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&tmp);
         }
-        let set = result.with_context(|| format!("cannot save a checkpoint in {}", self.dir.display()))?;
+        let set = result
+            .with_context(|| format!("cannot save a checkpoint in {}", self.dir.display()))?;
         // Prune the oldest sets.
         let mut all = ids;
         all.push(next);
@@ -162,13 +164,17 @@ impl Checkpoints {
 
     fn read_set(&self, id: u64) -> anyhow::Result<ChangeSet> {
         let path = self.dir.join(format!("{id:06}")).join(MANIFEST);
-        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_slice(&bytes).with_context(|| format!("{} is damaged", path.display()))
     }
 
     /// Every saved change set, oldest first.
     pub fn list(&self) -> anyhow::Result<Vec<ChangeSet>> {
-        self.ids()?.into_iter().map(|id| self.read_set(id)).collect()
+        self.ids()?
+            .into_iter()
+            .map(|id| self.read_set(id))
+            .collect()
     }
 
     /// The most recent change set.
@@ -235,8 +241,12 @@ impl Tool for Undo {
         }
         let set = match ctx.checkpoints.last() {
             Ok(Some(s)) => s,
-            Ok(None) => return ToolOutput::ok("nothing to undo: no change of this workspace is recorded"),
-            Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot read checkpoints: {e:#}")),
+            Ok(None) => {
+                return ToolOutput::ok("nothing to undo: no change of this workspace is recorded")
+            }
+            Err(e) => {
+                return ToolOutput::error(ErrorClass::Io, format!("cannot read checkpoints: {e:#}"))
+            }
         };
         let mut changes = Vec::new();
         let mut changed_since = Vec::new();
@@ -255,7 +265,10 @@ impl Tool for Undo {
                 Ok(_) => match std::fs::read(&abs) {
                     Ok(b) => Some(b),
                     Err(e) => {
-                        return ToolOutput::error(ErrorClass::Io, format!("cannot read {}: {e}", f.path))
+                        return ToolOutput::error(
+                            ErrorClass::Io,
+                            format!("cannot read {}: {e}", f.path),
+                        )
                     }
                 },
                 Err(_) => None,
@@ -286,7 +299,10 @@ impl Tool for Undo {
             );
         }
         let mut content = if applied.stats.is_empty() {
-            format!("undid `{}`: the files already had their earlier content", set.summary)
+            format!(
+                "undid `{}`: the files already had their earlier content",
+                set.summary
+            )
         } else {
             let parts: Vec<String> = applied
                 .stats
@@ -307,7 +323,9 @@ impl Tool for Undo {
         }
         let left = ctx.checkpoints.len();
         if left > 0 {
-            content.push_str(&format!("\n{left} earlier change set(s) can still be undone"));
+            content.push_str(&format!(
+                "\n{left} earlier change set(s) can still be undone"
+            ));
         }
         ToolOutput {
             ok: true,
@@ -332,8 +350,18 @@ mod tests {
             .save(
                 "edit a",
                 &[
-                    Snapshot { rel: "a.txt", before: Some(b"old"), mode: Some(0o644), after: Some(b"new") },
-                    Snapshot { rel: "n.txt", before: None, mode: None, after: Some(b"x") },
+                    Snapshot {
+                        rel: "a.txt",
+                        before: Some(b"old"),
+                        mode: Some(0o644),
+                        after: Some(b"new"),
+                    },
+                    Snapshot {
+                        rel: "n.txt",
+                        before: None,
+                        mode: None,
+                        after: Some(b"x"),
+                    },
                 ],
             )
             .unwrap();
@@ -344,7 +372,10 @@ mod tests {
         assert_eq!(last.summary, "edit a");
         assert_eq!(cp2.content(&last, &last.files[0]).unwrap().unwrap(), b"old");
         assert_eq!(cp2.content(&last, &last.files[1]).unwrap(), None);
-        assert_eq!(last.files[0].after.as_deref(), Some(sha256_hex(b"new").as_str()));
+        assert_eq!(
+            last.files[0].after.as_deref(),
+            Some(sha256_hex(b"new").as_str())
+        );
 
         for i in 0..Checkpoints::MAX_SETS + 3 {
             cp.save(&format!("s{i}"), &[]).unwrap();

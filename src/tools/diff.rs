@@ -88,13 +88,19 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let new = "a\nb\nc\nd\nE\nf\ng\nh\n";
         let d = file_diff(Some("x.txt"), Some("x.txt"), old, new);
-        assert!(d.starts_with("--- a/x.txt\n+++ b/x.txt\n@@ -2,7 +2,7 @@\n"), "{d}");
+        assert!(
+            d.starts_with("--- a/x.txt\n+++ b/x.txt\n@@ -2,7 +2,7 @@\n"),
+            "{d}"
+        );
         assert!(d.contains("-e\n+E\n"), "{d}");
         assert_eq!(count(&d), (1, 1));
         assert_eq!(file_diff(Some("x"), Some("x"), old, old), "");
 
         let created = file_diff(None, Some("n.txt"), "", "1\n2\n");
-        assert!(created.starts_with("--- /dev/null\n+++ b/n.txt\n"), "{created}");
+        assert!(
+            created.starts_with("--- /dev/null\n+++ b/n.txt\n"),
+            "{created}"
+        );
         assert_eq!(count(&created), (2, 0));
         let deleted = file_diff(Some("n.txt"), None, "1\n2\n", "");
         assert_eq!(count(&deleted), (0, 2));

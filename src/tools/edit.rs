@@ -72,12 +72,16 @@ impl Tool for Edit {
         let rel = ctx.workspace.relative(&abs);
         match std::fs::metadata(&abs) {
             Ok(m) if m.is_dir() => {
-                return ToolOutput::error(ErrorClass::InvalidArgs, format!("{rel} is a folder, not a file"))
+                return ToolOutput::error(
+                    ErrorClass::InvalidArgs,
+                    format!("{rel} is a folder, not a file"),
+                )
             }
             Ok(_) => {}
             Err(_) => {
                 let mut out = not_found(ctx, &path, &abs);
-                out.content.push_str(" (to create a new file use write_file)");
+                out.content
+                    .push_str(" (to create a new file use write_file)");
                 return out;
             }
         }
@@ -96,13 +100,19 @@ impl Tool for Edit {
         };
         // A model writes `\n`; a CRLF file has `\r\n`.
         let (old_text, new_text) = if content.contains("\r\n") && !old_text.contains('\r') {
-            (old_text.replace('\n', "\r\n"), new_text.replace('\n', "\r\n"))
+            (
+                old_text.replace('\n', "\r\n"),
+                new_text.replace('\n', "\r\n"),
+            )
         } else {
             (old_text, new_text)
         };
         let positions: Vec<usize> = content.match_indices(&old_text).map(|(i, _)| i).collect();
         if positions.is_empty() {
-            return ToolOutput::error(ErrorClass::NoMatch, no_match_message(&rel, &content, &old_text));
+            return ToolOutput::error(
+                ErrorClass::NoMatch,
+                no_match_message(&rel, &content, &old_text),
+            );
         }
         if positions.len() > 1 && !all {
             let lines: Vec<String> = positions
@@ -144,11 +154,17 @@ impl Tool for Edit {
         } else if new_text.is_empty() {
             format!("text removed at line {first_line}")
         } else {
-            format!("new text at lines {first_line}-{}", first_line + new_lines - 1)
+            format!(
+                "new text at lines {first_line}-{}",
+                first_line + new_lines - 1
+            )
         };
         ToolOutput {
             ok: true,
-            content: format!("edited {rel}: +{} -{} lines ({where_})", stat.added, stat.removed),
+            content: format!(
+                "edited {rel}: +{} -{} lines ({where_})",
+                stat.added, stat.removed
+            ),
             diff: Some(applied.diff.clone()),
             changed: vec![rel],
             ..ToolOutput::default()

@@ -103,8 +103,15 @@ pub(crate) fn not_found(ctx: &ToolContext<'_>, given: &str, abs: &Path) -> ToolO
     } else {
         format!("did you mean: {}?", similar.join(", "))
     };
-    let shown = if given.trim().is_empty() { rel } else { given.to_string() };
-    ToolOutput::error(ErrorClass::NotFound, format!("{shown} does not exist; {hint}"))
+    let shown = if given.trim().is_empty() {
+        rel
+    } else {
+        given.to_string()
+    };
+    ToolOutput::error(
+        ErrorClass::NotFound,
+        format!("{shown} does not exist; {hint}"),
+    )
 }
 
 fn human_size(bytes: u64) -> String {
@@ -261,11 +268,19 @@ impl Tool for ReadFile {
     }
 
     fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
-        let a = match Args::new(args, "read_file", r#"{"path": "src/main.rs", "start_line": 1}"#) {
+        let a = match Args::new(
+            args,
+            "read_file",
+            r#"{"path": "src/main.rs", "start_line": 1}"#,
+        ) {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let (path, start, end) = match (a.req_str("path"), a.opt_int("start_line"), a.opt_int("end_line")) {
+        let (path, start, end) = match (
+            a.req_str("path"),
+            a.opt_int("start_line"),
+            a.opt_int("end_line"),
+        ) {
             (Ok(p), Ok(s), Ok(e)) => (p, s, e),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
         };
@@ -363,7 +378,11 @@ pub struct RangeRead {
 /// Streams a file once: hashes all of it, counts its lines and keeps lines
 /// `start..=end` within the per-call caps. `None` for binary files (a NUL in
 /// the first 8 KiB).
-pub fn read_range(path: &Path, start: usize, end: Option<usize>) -> std::io::Result<Option<RangeRead>> {
+pub fn read_range(
+    path: &Path,
+    start: usize,
+    end: Option<usize>,
+) -> std::io::Result<Option<RangeRead>> {
     let mut f = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -446,7 +465,10 @@ fn finish_line(kept: &[u8], full_len: usize) -> String {
         s.pop();
     }
     if full_len > kept.len() {
-        s.push_str(&format!(" … [line cut: {} more bytes]", full_len - kept.len()));
+        s.push_str(&format!(
+            " … [line cut: {} more bytes]",
+            full_len - kept.len()
+        ));
     }
     s
 }
@@ -533,9 +555,7 @@ impl Tool for Glob {
         }
         let mut out = found.join("\n");
         if more > 0 {
-            out.push_str(&format!(
-                "\n... {more} more files; use a narrower pattern"
-            ));
+            out.push_str(&format!("\n... {more} more files; use a narrower pattern"));
         }
         ToolOutput::ok(out)
     }
@@ -593,7 +613,9 @@ impl Tool for WriteFile {
             }
             Ok(_) => match std::fs::read(&abs) {
                 Ok(b) => Some(b),
-                Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}")),
+                Err(e) => {
+                    return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}"))
+                }
             },
             Err(_) => None,
         };
@@ -618,7 +640,10 @@ impl Tool for WriteFile {
         let text = match applied.stats.first() {
             None => format!("{rel} already has exactly this content; nothing changed"),
             Some(_) if created => format!("created {rel} ({lines} lines)"),
-            Some(s) => format!("wrote {rel}: +{} -{} lines ({lines} lines now)", s.added, s.removed),
+            Some(s) => format!(
+                "wrote {rel}: +{} -{} lines ({lines} lines now)",
+                s.added, s.removed
+            ),
         };
         ToolOutput {
             ok: true,
@@ -684,7 +709,11 @@ mod tests {
         let long = "x".repeat(5000);
         std::fs::write(&p, format!("{long}\nshort\n")).unwrap();
         let r = read_range(&p, 1, None).unwrap().unwrap();
-        assert!(r.lines[0].contains("line cut: 3000 more bytes"), "{}", &r.lines[0][1990..]);
+        assert!(
+            r.lines[0].contains("line cut: 3000 more bytes"),
+            "{}",
+            &r.lines[0][1990..]
+        );
         assert_eq!(r.lines[1], "short");
 
         std::fs::write(&p, b"caf\xe9\n").unwrap();

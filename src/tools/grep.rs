@@ -45,7 +45,11 @@ impl Tool for Grep {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let (path, glob, ci) = match (a.opt_str("path"), a.opt_str("glob"), a.opt_bool("case_insensitive")) {
+        let (path, glob, ci) = match (
+            a.opt_str("path"),
+            a.opt_str("glob"),
+            a.opt_bool("case_insensitive"),
+        ) {
             (Ok(p), Ok(g), Ok(c)) => (p.unwrap_or_else(|| ".".into()), g, c.unwrap_or(false)),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
         };

@@ -243,9 +243,10 @@ impl Toolbox {
     /// Runs `name` with `args`; an unknown name is an `InvalidArgs` output
     /// listing the tools that exist.
     ///
-    /// Arguments sent as a JSON string holding an object are unwrapped. In
-    /// `human` mode a read asks first ([`Approval::Read`]); writes and commands
-    /// ask inside their tools, where the diff or command is known.
+    /// Arguments sent as a JSON string holding an object are unwrapped.
+    /// Writes and commands ask the [`Approver`] inside their tools (where the
+    /// diff or command is known); the `human`-mode approval of reads
+    /// ([`Approval::Read`]) is the caller's, before `call`.
     pub fn call(&self, name: &str, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
         let unwrapped;
         let args = match args {
@@ -261,22 +262,7 @@ impl Toolbox {
             _ => args,
         };
         match self.get(name) {
-            Some(tool) => {
-                let spec = tool.spec();
-                if spec.access == Access::Read && ctx.policy.needs_approval(Access::Read) {
-                    let request = Approval::Read {
-                        tool: spec.name.to_string(),
-                        summary: args.to_string(),
-                    };
-                    if ctx.approver.approve(&request) == Decision::Decline {
-                        return ToolOutput::error(
-                            ErrorClass::Declined,
-                            "the user declined this call; ask the user or try something else",
-                        );
-                    }
-                }
-                tool.run(args, ctx)
-            }
+            Some(tool) => tool.run(args, ctx),
             None => ToolOutput::error(
                 ErrorClass::InvalidArgs,
                 format!(

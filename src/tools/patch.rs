@@ -89,7 +89,8 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
     while lo < hi && (all[lo].trim().is_empty() || all[lo].trim_start().starts_with("```")) {
         lo += 1;
     }
-    while hi > lo && (all[hi - 1].trim().is_empty() || all[hi - 1].trim_start().starts_with("```")) {
+    while hi > lo && (all[hi - 1].trim().is_empty() || all[hi - 1].trim_start().starts_with("```"))
+    {
         hi -= 1;
     }
     if lo >= hi || all[lo].trim() != "*** Begin Patch" {
@@ -219,7 +220,11 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
             }
             // Bare blank lines at the end of a hunk are separators, not context.
             for c in &mut chunks {
-                while c.lines.last().is_some_and(|(t, s)| *t == Tag::Keep && s.is_empty()) {
+                while c
+                    .lines
+                    .last()
+                    .is_some_and(|(t, s)| *t == Tag::Keep && s.is_empty())
+                {
                     c.lines.pop();
                 }
             }
@@ -227,7 +232,10 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
             if let Some(c) = chunks.iter().find(|c| c.lines.is_empty()) {
                 return Err(format!("line {}: hunk has no lines", c.line_no));
             }
-            if let Some(c) = chunks.iter().find(|c| c.lines.iter().all(|(t, _)| *t == Tag::Keep)) {
+            if let Some(c) = chunks
+                .iter()
+                .find(|c| c.lines.iter().all(|(t, _)| *t == Tag::Keep))
+            {
                 return Err(format!(
                     "line {}: hunk changes nothing (no `-` or `+` lines)",
                     c.line_no
@@ -274,7 +282,11 @@ fn hunk_context(rest: &str) -> Option<String> {
 /// match at the very end is preferred.
 pub fn seek(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<usize> {
     if pattern.is_empty() {
-        return Some(if eof { lines.len() } else { from.min(lines.len()) });
+        return Some(if eof {
+            lines.len()
+        } else {
+            from.min(lines.len())
+        });
     }
     if pattern.len() > lines.len() {
         return None;
@@ -286,7 +298,12 @@ pub fn seek(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Opt
         |a, b| a.trim() == b.trim(),
     ];
     for eq in tiers {
-        let at = |s: usize| pattern.iter().enumerate().all(|(k, p)| eq(&lines[s + k], p));
+        let at = |s: usize| {
+            pattern
+                .iter()
+                .enumerate()
+                .all(|(k, p)| eq(&lines[s + k], p))
+        };
         if eof && last_start >= from && at(last_start) {
             return Some(last_start);
         }
@@ -307,7 +324,11 @@ struct Lines {
 }
 
 fn split_lines(content: &str) -> Lines {
-    let eol = if content.contains("\r\n") { "\r\n" } else { "\n" };
+    let eol = if content.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
     let final_newline = content.ends_with('\n') || content.is_empty();
     let mut lines: Vec<String> = content
         .split('\n')
@@ -356,7 +377,9 @@ pub fn apply_chunks(content: &str, chunks: &[Chunk], path: &str) -> Result<Strin
         } else {
             seek(&lines, &old, from, chunk.eof).or_else(|| {
                 // The @@ line may have matched too late; retry from the cursor.
-                (from != cursor).then(|| seek(&lines, &old, cursor, chunk.eof)).flatten()
+                (from != cursor)
+                    .then(|| seek(&lines, &old, cursor, chunk.eof))
+                    .flatten()
             })
         };
         let Some(pos) = pos else {
@@ -385,14 +408,23 @@ pub fn apply_chunks(content: &str, chunks: &[Chunk], path: &str) -> Result<Strin
     Ok(out)
 }
 
-fn hunk_error(path: &str, k: usize, chunk: &Chunk, old: &[String], lines: &[String], cursor: usize) -> String {
+fn hunk_error(
+    path: &str,
+    k: usize,
+    chunk: &Chunk,
+    old: &[String],
+    lines: &[String],
+    cursor: usize,
+) -> String {
     let mut msg = format!(
         "{path}: hunk {} (patch line {}) does not match the file",
         k + 1,
         chunk.line_no
     );
     if cursor > 0 {
-        msg.push_str(&format!(" after line {cursor} (hunks must be in file order)"));
+        msg.push_str(&format!(
+            " after line {cursor} (hunks must be in file order)"
+        ));
     }
     msg.push_str(". Expected these lines:\n");
     for l in old.iter().take(8) {
@@ -402,7 +434,11 @@ fn hunk_error(path: &str, k: usize, chunk: &Chunk, old: &[String], lines: &[Stri
         msg.push_str(&format!("  … ({} more)\n", old.len() - 8));
     }
     // Nearest place: the line most like the first non-blank expected line.
-    let probe = old.iter().map(|l| l.trim()).find(|l| !l.is_empty()).unwrap_or("");
+    let probe = old
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let best = lines
         .iter()
         .enumerate()
@@ -485,13 +521,20 @@ impl Tool for ApplyPatch {
             Err(e) => return e,
         };
         if applied.stats.is_empty() {
-            return ToolOutput::ok("the patch changes nothing: the files already have this content");
+            return ToolOutput::ok(
+                "the patch changes nothing: the files already have this content",
+            );
         }
         ToolOutput {
             ok: true,
             content: format!(
                 "applied patch: {}",
-                applied.stats.iter().map(|s| s.line()).collect::<Vec<_>>().join(", ")
+                applied
+                    .stats
+                    .iter()
+                    .map(|s| s.line())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             diff: Some(applied.diff),
             changed: applied.stats.into_iter().map(|s| s.rel).collect(),
@@ -505,8 +548,11 @@ impl Tool for ApplyPatch {
 fn plan(ctx: &ToolContext<'_>, ops: &[Op]) -> Result<Vec<FileChange>, ToolOutput> {
     let mut seen = HashSet::new();
     let mut changes = Vec::new();
-    let fail = |class, msg: String| ToolOutput::error(class, format!("{msg}. Nothing was written."));
-    let target = |path: &str, seen: &mut HashSet<std::path::PathBuf>| -> Result<(std::path::PathBuf, String), ToolOutput> {
+    let fail =
+        |class, msg: String| ToolOutput::error(class, format!("{msg}. Nothing was written."));
+    let target = |path: &str,
+                  seen: &mut HashSet<std::path::PathBuf>|
+     -> Result<(std::path::PathBuf, String), ToolOutput> {
         let abs = resolve(ctx, path)?;
         ctx.workspace
             .check_writable(&abs)
@@ -520,7 +566,10 @@ fn plan(ctx: &ToolContext<'_>, ops: &[Op]) -> Result<Vec<FileChange>, ToolOutput
         }
         Ok((abs, rel))
     };
-    let read_existing = |abs: &std::path::Path, rel: &str, verb: &str| -> Result<Vec<u8>, ToolOutput> {
+    let read_existing = |abs: &std::path::Path,
+                         rel: &str,
+                         verb: &str|
+     -> Result<Vec<u8>, ToolOutput> {
         match std::fs::metadata(abs) {
             Ok(m) if m.is_dir() => Err(fail(ErrorClass::InvalidArgs, format!("cannot {verb} {rel}: it is a folder"))),
             Ok(_) => std::fs::read(abs)
@@ -545,37 +594,77 @@ fn plan(ctx: &ToolContext<'_>, ops: &[Op]) -> Result<Vec<FileChange>, ToolOutput
                 if !lines.is_empty() {
                     content.push('\n');
                 }
-                changes.push(FileChange { abs, rel, old: None, new: Some(content.into_bytes()), mode: None });
+                changes.push(FileChange {
+                    abs,
+                    rel,
+                    old: None,
+                    new: Some(content.into_bytes()),
+                    mode: None,
+                });
             }
             Op::Delete { path } => {
                 let (abs, rel) = target(path, &mut seen)?;
                 let old = read_existing(&abs, &rel, "delete")?;
-                changes.push(FileChange { abs, rel, old: Some(old), new: None, mode: None });
+                changes.push(FileChange {
+                    abs,
+                    rel,
+                    old: Some(old),
+                    new: None,
+                    mode: None,
+                });
             }
-            Op::Update { path, move_to, chunks } => {
+            Op::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
                 let (abs, rel) = target(path, &mut seen)?;
                 let old = read_existing(&abs, &rel, "update")?;
                 let Ok(text) = std::str::from_utf8(&old) else {
-                    return Err(fail(ErrorClass::InvalidArgs, format!("{rel} is not UTF-8 text; it cannot be patched")));
+                    return Err(fail(
+                        ErrorClass::InvalidArgs,
+                        format!("{rel} is not UTF-8 text; it cannot be patched"),
+                    ));
                 };
-                let new = apply_chunks(text, chunks, &rel).map_err(|e| ToolOutput::error(ErrorClass::NoMatch, e))?;
+                let new = apply_chunks(text, chunks, &rel)
+                    .map_err(|e| ToolOutput::error(ErrorClass::NoMatch, e))?;
                 match move_to {
                     Some(to) => {
                         let (dest, dest_rel) = target(to, &mut seen)?;
                         if dest.exists() {
                             return Err(fail(
                                 ErrorClass::InvalidArgs,
-                                format!("cannot move {rel} to {dest_rel}: {dest_rel} already exists"),
+                                format!(
+                                    "cannot move {rel} to {dest_rel}: {dest_rel} already exists"
+                                ),
                             ));
                         }
                         let mode = std::fs::metadata(&abs).ok().map(|m| {
                             use std::os::unix::fs::PermissionsExt;
                             m.permissions().mode() & 0o7777
                         });
-                        changes.push(FileChange { abs, rel, old: Some(old), new: None, mode: None });
-                        changes.push(FileChange { abs: dest, rel: dest_rel, old: None, new: Some(new.into_bytes()), mode });
+                        changes.push(FileChange {
+                            abs,
+                            rel,
+                            old: Some(old),
+                            new: None,
+                            mode: None,
+                        });
+                        changes.push(FileChange {
+                            abs: dest,
+                            rel: dest_rel,
+                            old: None,
+                            new: Some(new.into_bytes()),
+                            mode,
+                        });
                     }
-                    None => changes.push(FileChange { abs, rel, old: Some(old), new: Some(new.into_bytes()), mode: None }),
+                    None => changes.push(FileChange {
+                        abs,
+                        rel,
+                        old: Some(old),
+                        new: Some(new.into_bytes()),
+                        mode: None,
+                    }),
                 }
             }
         }
@@ -602,10 +691,17 @@ mod tests {
         assert_eq!(ops.len(), 3);
         assert_eq!(
             ops[0],
-            Op::Add { path: "a.py".into(), lines: vec!["x = 1".into(), "".into(), "y = 2".into()] }
+            Op::Add {
+                path: "a.py".into(),
+                lines: vec!["x = 1".into(), "".into(), "y = 2".into()]
+            }
         );
         match &ops[1] {
-            Op::Update { path, move_to, chunks } => {
+            Op::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
                 assert_eq!(path, "b.rs");
                 assert_eq!(move_to.as_deref(), Some("c.rs"));
                 assert_eq!(chunks.len(), 1);
@@ -615,12 +711,19 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(ops[2], Op::Delete { path: "d.txt".into() });
+        assert_eq!(
+            ops[2],
+            Op::Delete {
+                path: "d.txt".into()
+            }
+        );
     }
 
     #[test]
     fn parse_errors_name_the_line() {
-        assert!(parse("*** Update File: x\n").unwrap_err().contains("Begin Patch"));
+        assert!(parse("*** Update File: x\n")
+            .unwrap_err()
+            .contains("Begin Patch"));
         let e = parse("*** Begin Patch\n*** Update File: x\n-a\n+b\n").unwrap_err();
         assert!(e.contains("End Patch"), "{e}");
         let e = parse("*** Begin Patch\n*** Update File: x\n-a\nfoo\n*** End Patch").unwrap_err();
@@ -658,7 +761,12 @@ mod tests {
     #[test]
     fn failing_hunk_shows_nearest_lines() {
         let file = "def f():\n    return 1\n";
-        let e = apply_chunks(file, &upd(" def f():\n-    return 2\n+    return 3"), "m.py").unwrap_err();
+        let e = apply_chunks(
+            file,
+            &upd(" def f():\n-    return 2\n+    return 3"),
+            "m.py",
+        )
+        .unwrap_err();
         assert!(e.contains("m.py: hunk 1"), "{e}");
         assert!(e.contains("   1| def f():"), "{e}");
         assert!(e.contains("Nothing was written"), "{e}");

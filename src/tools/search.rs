@@ -1,6 +1,11 @@
 //! `search_semantic`: the code index behind a tool.
 
 use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::args::Args;
+use super::grep::cut;
+use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// One retrieved chunk.
 #[derive(Debug, Clone, Serialize)]
@@ -12,12 +17,6 @@ pub struct Hit {
     pub score: f32,
     pub text: String,
 }
-
-use serde_json::{json, Value};
-
-use super::args::Args;
-use super::grep::cut;
-use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Lines of each hit's text shown.
 pub const SNIPPET_LINES: usize = 6;
@@ -43,7 +42,11 @@ impl Tool for SearchSemantic {
     }
 
     fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
-        let a = match Args::new(args, "search_semantic", r#"{"query": "where the config file is parsed", "k": 5}"#) {
+        let a = match Args::new(
+            args,
+            "search_semantic",
+            r#"{"query": "where the config file is parsed", "k": 5}"#,
+        ) {
             Ok(a) => a,
             Err(e) => return e,
         };
@@ -82,8 +85,8 @@ impl Tool for SearchSemantic {
 pub fn format_hits(hits: &[Hit]) -> String {
     let mut out = String::new();
     for h in hits {
-        let symbol = if h.symbol.is_empty() { "" } else { h.symbol.as_str() };
-        out.push_str(&format!("{}:{}-{}  {symbol}", h.path, h.start_line, h.end_line).trim_end().to_string());
+        let head = format!("{}:{}-{}  {}", h.path, h.start_line, h.end_line, h.symbol);
+        out.push_str(head.trim_end());
         out.push('\n');
         let lines: Vec<&str> = h.text.lines().filter(|l| !l.trim().is_empty()).collect();
         for l in lines.iter().take(SNIPPET_LINES) {
@@ -92,7 +95,10 @@ pub fn format_hits(hits: &[Hit]) -> String {
             out.push('\n');
         }
         if lines.len() > SNIPPET_LINES {
-            out.push_str(&format!("    … ({} more lines; read_file to see them)\n", lines.len() - SNIPPET_LINES));
+            out.push_str(&format!(
+                "    … ({} more lines; read_file to see them)\n",
+                lines.len() - SNIPPET_LINES
+            ));
         }
     }
     out.trim_end().to_string()

@@ -259,13 +259,20 @@ pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
     if let Some(l) = find(SYNTAX) {
         return (
             ErrorClass::Syntax,
-            format!("syntax/compile error: {l}. Open the file at the reported line, fix it, run again"),
+            format!(
+                "syntax/compile error: {l}. Open the file at the reported line, fix it, run again"
+            ),
         );
     }
     let counted_failures = output.lines().find(|l| {
         // pytest: "=== 1 failed, 2 passed in 0.1s ==="
-        let w: Vec<&str> = l.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-        w.windows(2).any(|p| p[0].parse::<u32>().is_ok_and(|n| n > 0) && (p[1] == "failed" || p[1] == "failing"))
+        let w: Vec<&str> = l
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        w.windows(2).any(|p| {
+            p[0].parse::<u32>().is_ok_and(|n| n > 0) && (p[1] == "failed" || p[1] == "failing")
+        })
     });
     if let Some(l) = find(TESTS).or_else(|| counted_failures.map(|l| cut(l.trim(), 160))) {
         return (
@@ -273,7 +280,8 @@ pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
             format!("tests failed: {l}. Read the failure above, fix the code (or the test if it is wrong), run the tests again"),
         );
     }
-    if let Some(l) = find(PERMISSION).or_else(|| (exit_code == 126).then(|| "exit code 126".into())) {
+    if let Some(l) = find(PERMISSION).or_else(|| (exit_code == 126).then(|| "exit code 126".into()))
+    {
         return (
             ErrorClass::Permission,
             format!("permission denied: {l}. Do not use sudo; use a path inside the workspace or make a script executable with chmod +x"),
@@ -306,11 +314,19 @@ impl Tool for RunCmd {
     }
 
     fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
-        let a = match Args::new(args, "run_cmd", r#"{"command": "python3 -m pytest -q", "timeout_s": 120}"#) {
+        let a = match Args::new(
+            args,
+            "run_cmd",
+            r#"{"command": "python3 -m pytest -q", "timeout_s": 120}"#,
+        ) {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let (command, cwd, timeout) = match (a.req_str("command"), a.opt_str("cwd"), a.opt_int("timeout_s")) {
+        let (command, cwd, timeout) = match (
+            a.req_str("command"),
+            a.opt_str("cwd"),
+            a.opt_int("timeout_s"),
+        ) {
             (Ok(c), Ok(d), Ok(t)) => (c, d.unwrap_or_else(|| ".".into()), t),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
         };
@@ -347,9 +363,17 @@ impl Tool for RunCmd {
             }
         }
         let env = ctx.policy.command_env();
-        let r = match run_command(&command, &dir, env, Duration::from_secs(timeout_s), ctx.cancel) {
+        let r = match run_command(
+            &command,
+            &dir,
+            env,
+            Duration::from_secs(timeout_s),
+            ctx.cancel,
+        ) {
             Ok(r) => r,
-            Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")),
+            Err(e) => {
+                return ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}"))
+            }
         };
         let body = if r.output.trim().is_empty() {
             "(no output)".to_string()
@@ -413,7 +437,11 @@ mod tests {
     fn captures_combined_output_and_exit_code() {
         let r = run("echo out; echo err 1>&2; exit 3", 10);
         assert_eq!(r.exit_code, Some(3));
-        assert!(r.output.contains("out\n") && r.output.contains("err\n"), "{}", r.output);
+        assert!(
+            r.output.contains("out\n") && r.output.contains("err\n"),
+            "{}",
+            r.output
+        );
     }
 
     #[test]
@@ -434,7 +462,14 @@ mod tests {
             c2.cancel();
         });
         let t = Instant::now();
-        let r = run_command("sleep 10", Path::new("/tmp"), vec![], Duration::from_secs(30), &cancel).unwrap();
+        let r = run_command(
+            "sleep 10",
+            Path::new("/tmp"),
+            vec![],
+            Duration::from_secs(30),
+            &cancel,
+        )
+        .unwrap();
         assert!(r.cancelled);
         assert!(t.elapsed() < Duration::from_secs(5));
     }
@@ -448,7 +483,14 @@ mod tests {
         let s = c.render();
         assert!(s.starts_with("HEAD"));
         assert!(s.ends_with("TAIL"));
-        assert!(s.contains(&format!("... {} bytes omitted ...", 20_008 - OUTPUT_HEAD - OUTPUT_TAIL)), "{}", &s[4000..4200]);
+        assert!(
+            s.contains(&format!(
+                "... {} bytes omitted ...",
+                20_008 - OUTPUT_HEAD - OUTPUT_TAIL
+            )),
+            "{}",
+            &s[4000..4200]
+        );
         let mut small = Capture::default();
         small.push(b"abc");
         small.push(b"def");
@@ -457,16 +499,43 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert_eq!(classify(1, "ModuleNotFoundError: No module named 'x'").0, ErrorClass::MissingDependency);
-        assert_eq!(classify(127, "sh: 1: nosuch: not found").0, ErrorClass::MissingDependency);
-        assert_eq!(classify(1, "  File \"x.py\", line 1\nSyntaxError: invalid syntax").0, ErrorClass::Syntax);
-        assert_eq!(classify(101, "error[E0308]: mismatched types").0, ErrorClass::Syntax);
-        assert_eq!(classify(101, "error[E0432]: unresolved import `foo`").0, ErrorClass::MissingDependency);
-        assert_eq!(classify(101, "test result: FAILED. 1 passed; 1 failed").0, ErrorClass::TestFailure);
-        assert_eq!(classify(1, "==== 2 failed, 3 passed in 0.2s ====").0, ErrorClass::TestFailure);
-        assert_eq!(classify(1, "cat: x: Permission denied").0, ErrorClass::Permission);
+        assert_eq!(
+            classify(1, "ModuleNotFoundError: No module named 'x'").0,
+            ErrorClass::MissingDependency
+        );
+        assert_eq!(
+            classify(127, "sh: 1: nosuch: not found").0,
+            ErrorClass::MissingDependency
+        );
+        assert_eq!(
+            classify(1, "  File \"x.py\", line 1\nSyntaxError: invalid syntax").0,
+            ErrorClass::Syntax
+        );
+        assert_eq!(
+            classify(101, "error[E0308]: mismatched types").0,
+            ErrorClass::Syntax
+        );
+        assert_eq!(
+            classify(101, "error[E0432]: unresolved import `foo`").0,
+            ErrorClass::MissingDependency
+        );
+        assert_eq!(
+            classify(101, "test result: FAILED. 1 passed; 1 failed").0,
+            ErrorClass::TestFailure
+        );
+        assert_eq!(
+            classify(1, "==== 2 failed, 3 passed in 0.2s ====").0,
+            ErrorClass::TestFailure
+        );
+        assert_eq!(
+            classify(1, "cat: x: Permission denied").0,
+            ErrorClass::Permission
+        );
         assert_eq!(classify(2, "something odd").0, ErrorClass::CommandFailed);
-        let (_, hint) = classify(1, "Traceback\nModuleNotFoundError: No module named 'nosuchmod'");
+        let (_, hint) = classify(
+            1,
+            "Traceback\nModuleNotFoundError: No module named 'nosuchmod'",
+        );
         assert!(hint.contains("No module named 'nosuchmod'"), "{hint}");
     }
 }

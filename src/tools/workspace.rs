@@ -179,8 +179,14 @@ mod tests {
         let canon = root.canonicalize().unwrap();
 
         assert_eq!(ws.resolve("src/a.rs").unwrap(), canon.join("src/a.rs"));
-        assert_eq!(ws.resolve("./src/../src/a.rs").unwrap(), canon.join("src/a.rs"));
-        assert_eq!(ws.resolve("new/dir/f.txt").unwrap(), canon.join("new/dir/f.txt"));
+        assert_eq!(
+            ws.resolve("./src/../src/a.rs").unwrap(),
+            canon.join("src/a.rs")
+        );
+        assert_eq!(
+            ws.resolve("new/dir/f.txt").unwrap(),
+            canon.join("new/dir/f.txt")
+        );
         assert_eq!(ws.resolve("").unwrap(), canon);
         assert_eq!(ws.resolve(".").unwrap(), canon);
         let abs = canon.join("src/a.rs");
@@ -215,6 +221,8 @@ mod tests {
         }
         assert!(ws.check_writable(&ws.resolve("src/x.rs").unwrap()).is_ok());
         assert!(ws.check_writable(&ws.resolve(".").unwrap()).is_err());
-        assert!(ws.check_writable(&ws.resolve(".gitignore").unwrap()).is_ok());
+        assert!(ws
+            .check_writable(&ws.resolve(".gitignore").unwrap())
+            .is_ok());
     }
 }

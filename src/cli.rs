@@ -231,11 +231,17 @@ pub enum SessionsCommand {
         json: bool,
     },
     /// One session's messages.
+    #[command(
+        after_help = "Examples:\n  agent sessions show 20261122-213000-ab12\n  agent sessions show 20261122-213000-ab12 --script > turns.json\n  agent ask --script turns.json \"<the same request>\"   # replay it against the real tools"
+    )]
     Show {
         /// The session id (`agent sessions list`).
         id: String,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "script")]
         json: bool,
+        /// Print the model's replies as a JSON list for `agent ask --script` (reproduce a session).
+        #[arg(long)]
+        script: bool,
     },
 }
 

@@ -180,3 +180,50 @@ fn the_real_tiny_model_runs_the_loop_end_to_end() {
     // A question never changes files.
     assert_eq!(v["changed_files"].as_array().unwrap().len(), 0);
 }
+
+#[test]
+fn an_exported_session_replays_to_the_same_result() {
+    let first = repo();
+    let script = first.path().join("turns.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            r#"{"thought": "t", "tool": "edit", "args": {"path": "calc.py", "old_text": "return a + b", "new_text": "return b + a"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "swapped"}}"#
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let request = "Swap the operands in add in calc.py";
+    let run = |dir: &Path, script: &Path| {
+        let out = agent_in(dir)
+            .args(["ask", "--json", "--mode", "yolo", "--script"])
+            .arg(script)
+            .arg(request)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_of(&out)
+    };
+    let original = run(first.path(), &script);
+    let exported = agent_in(first.path())
+        .args(["sessions", "show", "--script"])
+        .arg(original["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    let second = repo();
+    let replay_script = second.path().join("replay.json");
+    std::fs::write(&replay_script, &exported.stdout).unwrap();
+    let replayed = run(second.path(), &replay_script);
+    assert_eq!(replayed["answer"], original["answer"]);
+    assert_eq!(replayed["changed_files"], original["changed_files"]);
+    assert_eq!(
+        std::fs::read_to_string(first.path().join("calc.py")).unwrap(),
+        std::fs::read_to_string(second.path().join("calc.py")).unwrap()
+    );
+}

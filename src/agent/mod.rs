@@ -267,7 +267,13 @@ impl Agent {
         self.log.new_trace();
         self.log.audit("request", json!({ "text": request }));
 
-        let intent = intent::classify(request, Some(self.provider.as_mut()), cancel);
+        // A scripted provider replays the loop's turns only (what `agent
+        // sessions show --script` exports), so it is not asked for labels.
+        let intent = if self.provider.name() == "scripted" {
+            intent::classify(request, None, cancel)
+        } else {
+            intent::classify(request, Some(self.provider.as_mut()), cancel)
+        };
         self.log.audit(
             "intent",
             json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason}),
@@ -318,12 +324,12 @@ impl Agent {
             let last_step = step + 1 == max_steps;
             let answer_next = step + 2 == max_steps;
             outcome.steps = step + 1;
-            let Some(text) = self.generate(step, last_step, &allowed, &mut outcome, ui, cancel)?
+            let Some((text, finish)) =
+                self.generate(step, last_step, &allowed, &mut outcome, ui, cancel)?
             else {
                 outcome.finish = Finish::Cancelled;
                 break;
             };
-            self.push(Turn::new(Kind::Call, text.clone()))?;
 
             let call = match protocol::parse_call(&text) {
                 Ok(call) => call,
@@ -333,10 +339,22 @@ impl Agent {
                         "tool_call",
                         json!({"valid": false, "error": e.0, "text": text}),
                     );
-                    self.observe(&format!("Format error: {e}"), answer_next)?;
+                    // Keep only the start of a broken reply: small models copy
+                    // their previous turn, and a runaway reply breeds another.
+                    self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
+                    let why = if finish == FinishReason::Length {
+                        format!(
+                            "your reply was cut off at {} tokens. Keep the thought short and reply with one complete JSON call",
+                            self.config.max_tokens
+                        )
+                    } else {
+                        e.0
+                    };
+                    self.observe(&format!("Format error: {why}"), answer_next)?;
                     continue;
                 }
             };
+            self.push(Turn::new(Kind::Call, text))?;
             ui.tool_call(&call);
             self.log.audit(
                 "tool_call",
@@ -426,7 +444,7 @@ Use what you already have: try a different tool or different arguments, or call 
         outcome: &mut Outcome,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<(String, FinishReason)>> {
         let grammar = self.provider.supports_grammar().then(|| {
             if last_step {
                 protocol::finish_grammar(allowed)
@@ -486,7 +504,7 @@ Use what you already have: try a different tool or different arguments, or call 
         if completion.finish == FinishReason::Cancelled || cancel.is_cancelled() {
             return Ok(None);
         }
-        Ok(Some(completion.text))
+        Ok(Some((completion.text, completion.finish)))
     }
 
     /// Runs an allowed tool; in `human` mode reads are confirmed here (the

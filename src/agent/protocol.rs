@@ -41,7 +41,7 @@ pub const FINISH: &str = "finish";
 /// A grammar admitting exactly one call to one of `tools`.
 pub fn call_grammar(tools: &[ToolSpec]) -> Grammar {
     let mut rules = vec![
-        r#"root ::= "{" ws "\"thought\"" ws ":" ws string "," ws "\"tool\"" ws ":" ws call ws "}""#
+        r#"root ::= "{" ws "\"thought\"" ws ":" ws thought "," ws "\"tool\"" ws ":" ws call ws "}""#
             .to_string(),
     ];
     let mut alternatives = Vec::new();
@@ -55,6 +55,9 @@ pub fn call_grammar(tools: &[ToolSpec]) -> Grammar {
         ));
     }
     rules.push(format!("call ::= {}", alternatives.join(" | ")));
+    rules.push(format!(
+        r#"thought ::= "\"" char{{0,{MAX_THOUGHT_CHARS}}} "\"""#
+    ));
     rules.push(PRIMITIVES.to_string());
     Grammar::new(rules.join("\n") + "\n")
 }
@@ -65,7 +68,13 @@ pub fn finish_grammar(tools: &[ToolSpec]) -> Grammar {
     call_grammar(&finish)
 }
 
-const PRIMITIVES: &str = r#"ws ::= [ \t\n]{0,8}
+// Compact JSON: at most one space between tokens; pretty-printing costs a
+// small model tokens and time on every call.
+/// Longest thought, in characters: small models otherwise ramble in the
+/// thought until the token budget cuts the call off.
+pub const MAX_THOUGHT_CHARS: usize = 200;
+
+const PRIMITIVES: &str = r#"ws ::= " "?
 string ::= "\"" char* "\""
 char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
 integer ::= "-"? [0-9] [0-9]{0,9}

@@ -10,6 +10,7 @@ use console::style;
 
 use super::intent::Intent;
 use super::protocol::{ToolCall, FINISH};
+use crate::tools::diff::colored;
 use crate::tools::{Approval, Approver, Decision, ToolOutput};
 
 /// The loop reports progress through this.
@@ -116,7 +117,7 @@ impl Ui for TerminalUi {
 
     fn tool_result(&mut self, _call: &ToolCall, output: &ToolOutput) {
         if let Some(diff) = &output.diff {
-            eprint!("{}", colored_diff(diff));
+            eprint!("{}", colored(diff));
         }
         let first = output.content.lines().next().unwrap_or_default();
         if output.ok {
@@ -170,27 +171,6 @@ fn truncate_chars(s: &str, n: usize) -> String {
     out
 }
 
-/// A unified diff with added lines green and removed lines red.
-pub fn colored_diff(diff: &str) -> String {
-    let mut out = String::new();
-    for line in diff.lines() {
-        let styled = if line.starts_with("+++") || line.starts_with("---") {
-            style(line).bold().to_string()
-        } else if line.starts_with('+') {
-            style(line).green().to_string()
-        } else if line.starts_with('-') {
-            style(line).red().to_string()
-        } else if line.starts_with("@@") {
-            style(line).cyan().to_string()
-        } else {
-            line.to_string()
-        };
-        out.push_str(&styled);
-        out.push('\n');
-    }
-    out
-}
-
 /// Asks on the terminal. Without a terminal it cannot ask, so it declines
 /// and says how to allow the action.
 pub struct TerminalApprover {
@@ -221,7 +201,7 @@ impl Approver for TerminalApprover {
         }
         let what = match request {
             Approval::Write { paths, diff } => {
-                eprint!("{}", colored_diff(diff));
+                eprint!("{}", colored(diff));
                 format!("apply this change to {}?", paths.join(", "))
             }
             Approval::Command { command, cwd } => {

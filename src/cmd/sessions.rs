@@ -31,12 +31,21 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
                 }
             }
         }
-        SessionsCommand::Show { id, json } => {
+        SessionsCommand::Show { id, json, script } => {
             let Some(info) = store.get(id)? else {
                 bail!("no session {id}\n  fix: `agent sessions list` shows the sessions");
             };
             let messages = store.messages(id)?;
-            if *json {
+            if *script {
+                // The model's side of the conversation, in order: replayed
+                // with `agent ask --script`, the same calls hit the real tools.
+                let turns: Vec<&str> = messages
+                    .iter()
+                    .filter(|m| m.kind == "call")
+                    .map(|m| m.content.as_str())
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&turns)?);
+            } else if *json {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(

@@ -404,3 +404,31 @@ fn a_session_resumes_with_its_history() {
         "same system prompt"
     );
 }
+
+#[test]
+fn ctrl_c_ends_the_request_and_keeps_the_session() {
+    let dir = repo();
+    let model = Recorder::new(&[READ_CALC, &finish("never")]);
+    let config = AgentConfig {
+        mode: Mode::Yolo,
+        repo_map: false,
+        ..AgentConfig::new(dir.path())
+    };
+    let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let outcome = agent
+        .handle(
+            "Where is the function add defined?",
+            &mut QuietUi,
+            &mut AlwaysApprove,
+            &cancel,
+        )
+        .unwrap();
+    assert_eq!(outcome.finish, Finish::Cancelled);
+    let store = agent::agent::session::SessionStore::open(&dir.path().join(".agent")).unwrap();
+    let turns = store.turns(&outcome.session_id).unwrap();
+    assert!(turns
+        .iter()
+        .any(|t| t.message.content.starts_with("Where is")));
+}

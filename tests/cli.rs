@@ -71,7 +71,7 @@ fn ask_with_a_json_schema_prints_schema_valid_json() {
     )
     .unwrap();
     let out = agent_bin()
-        .args(["ask", "--json-schema"])
+        .args(["ask", "--no-tools", "--json-schema"])
         .arg(&schema)
         .args(["What is 3 + 4?"])
         .output()
@@ -91,7 +91,7 @@ fn ask_replays_a_script_without_a_model() {
     let script = dir.path().join("turns.json");
     std::fs::write(&script, r#"["The answer is 42."]"#).unwrap();
     let out = agent_bin()
-        .args(["ask", "--script"])
+        .args(["ask", "--no-tools", "--script"])
         .arg(&script)
         .args(["--model", "/definitely/not/here.gguf", "question"])
         .output()
@@ -168,7 +168,7 @@ fn an_attached_file_reaches_the_model() {
     let note = dir.path().join("note.txt");
     std::fs::write(&note, "The secret project codename is BLUEFALCON.").unwrap();
     let out = agent_bin()
-        .args(["ask", "--max-tokens", "30", "-f"])
+        .args(["ask", "--no-tools", "--max-tokens", "30", "-f"])
         .arg(&note)
         .arg("What is the secret project codename? Reply with the codename only.")
         .output()
@@ -204,6 +204,7 @@ fn ctrl_c_stops_generation_and_keeps_the_partial_answer() {
     let mut child = agent_bin()
         .args([
             "ask",
+            "--no-tools",
             "--max-tokens",
             "4000",
             "--ctx-size",

@@ -1631,7 +1631,7 @@ def bench(tasks, args):
               "(build it, or set AGENT_BIN)", file=sys.stderr)
         return 1
     model_path = args.model or os.environ.get("AGENT_MODEL")
-    model = os.path.basename(model_path) if model_path else "default"
+    model = os.path.basename(model_path) if model_path else "SmolLM2-135M-Instruct.Q4_1.gguf (default)"
     base = Path(tempfile.mkdtemp(prefix="agent-tasks-"))
     rows, total_start = [], time.monotonic()
     print(f"agent {agent}, model {model}, {len(tasks)} tasks, timeout {args.timeout:g} s per task", file=sys.stderr)

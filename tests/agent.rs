@@ -432,3 +432,61 @@ fn ctrl_c_ends_the_request_and_keeps_the_session() {
         .iter()
         .any(|t| t.message.content.starts_with("Where is")));
 }
+
+struct FakeIndex;
+impl agent::tools::SemanticSearch for FakeIndex {
+    fn search(&mut self, _query: &str, k: usize) -> anyhow::Result<Vec<agent::tools::search::Hit>> {
+        assert_eq!(k, 4);
+        Ok(vec![agent::tools::search::Hit {
+            path: "src/calc.py".into(),
+            start_line: 1,
+            end_line: 2,
+            symbol: "add".into(),
+            score: 0.9,
+            text: "def add(a, b):\n    return a + b".into(),
+        }])
+    }
+}
+
+#[test]
+fn with_an_index_a_request_starts_from_its_best_matches() {
+    let dir = repo();
+    let model = Recorder::new(&[&finish("src/calc.py")]);
+    let config = AgentConfig {
+        repo_map: false,
+        ..AgentConfig::new(dir.path())
+    };
+    let mut agent = Agent::new(Box::new(model.clone()), config, Some(Box::new(FakeIndex))).unwrap();
+    let outcome = agent
+        .handle(
+            "Where is the function add defined?",
+            &mut QuietUi,
+            &mut AlwaysApprove,
+            &CancelToken::new(),
+        )
+        .unwrap();
+    assert_eq!(outcome.finish, Finish::Answered);
+    let messages = &model.requests()[0].messages;
+    // system, request, the synthetic search call, its observation
+    assert_eq!(messages.len(), 4);
+    assert!(messages[2].content.contains("\"tool\":\"search_semantic\""));
+    assert!(
+        messages[3].content.contains("src/calc.py"),
+        "{}",
+        messages[3].content
+    );
+    // Chat gets no prefetch (the script is used up, so the model call fails).
+    assert!(agent
+        .handle(
+            "thanks",
+            &mut QuietUi,
+            &mut AlwaysApprove,
+            &CancelToken::new()
+        )
+        .is_err());
+    let prefetches = events(dir.path(), "audit.jsonl")
+        .iter()
+        .filter(|e| e["event"] == "prefetch")
+        .count();
+    assert_eq!(prefetches, 1);
+}

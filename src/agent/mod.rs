@@ -62,6 +62,8 @@ pub struct AgentConfig {
     pub repo_map: bool,
     /// Resume this session instead of starting one.
     pub resume: Option<String>,
+    /// Code-index matches fetched before the first step (0: none).
+    pub prefetch: usize,
 }
 
 impl AgentConfig {
@@ -75,6 +77,7 @@ impl AgentConfig {
             verify: None,
             repo_map: true,
             resume: None,
+            prefetch: 4,
         }
     }
 }
@@ -121,6 +124,15 @@ pub struct Agent {
     log: EventLog,
     config: AgentConfig,
     turns: Vec<Turn>,
+}
+
+/// One model reply in the loop.
+struct Reply {
+    text: String,
+    /// Ended by the token budget or a detected loop, not by the model.
+    cut_off: bool,
+    /// The `answer` of a finish call, as far as it was generated.
+    partial_answer: String,
 }
 
 /// Identical consecutive calls that trigger an intervention.
@@ -296,6 +308,9 @@ impl Agent {
             .filter(|s| access.contains(&s.access))
             .collect();
         self.push(Turn::new(Kind::Request, request_message(request, &allowed)))?;
+        if self.config.prefetch > 0 && access.contains(&Access::Read) {
+            self.prefetch(request, ui, cancel)?;
+        }
 
         let mut outcome = Outcome {
             answer: String::new(),
@@ -324,15 +339,27 @@ impl Agent {
             let last_step = step + 1 == max_steps;
             let answer_next = step + 2 == max_steps;
             outcome.steps = step + 1;
-            let Some((text, finish)) =
-                self.generate(step, last_step, &allowed, &mut outcome, ui, cancel)?
+            let Some(reply) = self.generate(step, last_step, &allowed, &mut outcome, ui, cancel)?
             else {
                 outcome.finish = Finish::Cancelled;
                 break;
             };
+            let text = reply.text;
 
             let call = match protocol::parse_call(&text) {
                 Ok(call) => call,
+                Err(_) if reply.cut_off && !reply.partial_answer.trim().is_empty() => {
+                    // A finish call cut off (token budget or a loop): the
+                    // model was answering, so keep what it said once.
+                    self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
+                    outcome.answer = protocol::salvage_answer(&reply.partial_answer);
+                    outcome.finish = Finish::Answered;
+                    self.log.audit(
+                        "tool_call",
+                        json!({"valid": false, "salvaged": true, "text": truncate(&text, 2000)}),
+                    );
+                    break;
+                }
                 Err(e) => {
                     outcome.invalid_tool_calls += 1;
                     self.log.audit(
@@ -342,7 +369,7 @@ impl Agent {
                     // Keep only the start of a broken reply: small models copy
                     // their previous turn, and a runaway reply breeds another.
                     self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
-                    let why = if finish == FinishReason::Length {
+                    let why = if reply.cut_off {
                         format!(
                             "your reply was cut off at {} tokens. Keep the thought short and reply with one complete JSON call",
                             self.config.max_tokens
@@ -444,7 +471,7 @@ Use what you already have: try a different tool or different arguments, or call 
         outcome: &mut Outcome,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
-    ) -> Result<Option<(String, FinishReason)>> {
+    ) -> Result<Option<Reply>> {
         let grammar = self.provider.supports_grammar().then(|| {
             if last_step {
                 protocol::finish_grammar(allowed)
@@ -477,7 +504,9 @@ Use what you already have: try a different tool or different arguments, or call 
                    "tools": allowed.iter().map(|t| t.name).collect::<Vec<_>>()}),
         );
         ui.step_start(step + 1);
-        let mut streamer = ui::AnswerStreamer::default();
+        let mut streamer = protocol::AnswerStreamer::default();
+        let mut answer = String::new();
+        let mut looped = false;
         let completion = self.provider.complete(&request, &mut |event| {
             if cancel.is_cancelled() {
                 return Flow::Stop;
@@ -486,6 +515,13 @@ Use what you already have: try a different tool or different arguments, or call 
                 let visible = streamer.push(piece);
                 if !visible.is_empty() {
                     ui.answer_text(&visible);
+                    answer.push_str(&visible);
+                    // A small model's answer can loop until the token budget
+                    // runs out; stop it early and keep what it said once.
+                    if protocol::is_looping(&answer) {
+                        looped = true;
+                        return Flow::Stop;
+                    }
                 }
             }
             Flow::Continue
@@ -501,10 +537,55 @@ Use what you already have: try a different tool or different arguments, or call 
                    "completion_tokens": completion.completion_tokens, "ttft_ms": completion.ttft_ms,
                    "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
         );
-        if completion.finish == FinishReason::Cancelled || cancel.is_cancelled() {
+        if cancel.is_cancelled() {
             return Ok(None);
         }
-        Ok(Some((completion.text, completion.finish)))
+        Ok(Some(Reply {
+            text: completion.text,
+            cut_off: looped || completion.finish == FinishReason::Length,
+            partial_answer: answer,
+        }))
+    }
+
+    /// Starts a request with the code index's best matches, as if the model
+    /// had searched first: one step saved, and even a small model starts from
+    /// the right files. The synthetic call also shows the call format by
+    /// example. Nothing happens without an index.
+    fn prefetch(&mut self, request: &str, ui: &mut dyn Ui, cancel: &CancelToken) -> Result<()> {
+        if self.search.is_none() {
+            return Ok(());
+        }
+        let call = ToolCall {
+            thought: "Search the code index for the request first.".into(),
+            tool: "search_semantic".into(),
+            args: json!({"query": request, "k": self.config.prefetch}),
+        };
+        let mut approve = crate::tools::AlwaysApprove;
+        let output = {
+            let mut search = self.search.as_deref_mut();
+            let mut ctx = ToolContext {
+                workspace: &self.workspace,
+                ledger: &mut self.ledger,
+                checkpoints: &mut self.checkpoints,
+                policy: &self.policy,
+                approver: &mut approve,
+                search: search.take().map(|s| s as &mut dyn SemanticSearch),
+                cancel,
+            };
+            self.toolbox.call(&call.tool, &call.args, &mut ctx)
+        };
+        if !output.ok {
+            tracing::info!("no prefetch: {}", output.content);
+            return Ok(());
+        }
+        ui.tool_call(&call);
+        ui.tool_result(&call, &output);
+        self.log.audit(
+            "prefetch",
+            json!({"tool": call.tool, "args": call.args, "content": truncate(&output.content, 2000)}),
+        );
+        self.push(Turn::new(Kind::Call, serde_json::to_string(&call)?))?;
+        self.observe(&observation_text(&call.tool, &output), false)
     }
 
     /// Runs an allowed tool; in `human` mode reads are confirmed here (the

@@ -326,9 +326,162 @@ fn args_signature(schema: &Value) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
+/// Pulls the `answer` string of a `finish` call out of a reply while it is
+/// generated, so the answer streams even though the reply is JSON. Replies
+/// that are not a finish call show nothing.
+#[derive(Debug, Default)]
+pub struct AnswerStreamer {
+    text: String,
+    /// Byte offset in `text` where undecoded answer characters start.
+    cursor: Option<usize>,
+    done: bool,
+}
+
+impl AnswerStreamer {
+    pub fn push(&mut self, piece: &str) -> String {
+        self.text.push_str(piece);
+        if self.done {
+            return String::new();
+        }
+        if self.cursor.is_none() {
+            self.cursor = answer_start(&self.text);
+        }
+        let Some(start) = self.cursor else {
+            return String::new();
+        };
+        let mut out = String::new();
+        let rest = &self.text[start..];
+        let mut consumed = 0;
+        let mut chars = rest.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => {
+                    self.done = true;
+                    consumed = i + 1;
+                    break;
+                }
+                '\\' => {
+                    let Some(&(_, e)) = chars.peek() else { break };
+                    let decoded = match e {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        '"' => '"',
+                        '\\' => '\\',
+                        '/' => '/',
+                        'u' => {
+                            let hex = rest.get(i + 2..i + 6);
+                            match hex.and_then(|h| u32::from_str_radix(h, 16).ok()) {
+                                Some(code) => {
+                                    out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                                    for _ in 0..5 {
+                                        chars.next();
+                                    }
+                                    consumed = i + 6;
+                                    continue;
+                                }
+                                None => break, // incomplete escape: wait for more
+                            }
+                        }
+                        other => other,
+                    };
+                    chars.next();
+                    out.push(decoded);
+                    consumed = i + 2;
+                }
+                c => {
+                    out.push(c);
+                    consumed = i + c.len_utf8();
+                }
+            }
+        }
+        self.cursor = Some(start + consumed);
+        out
+    }
+}
+
+/// Where the answer string's content begins in a finish call, once visible.
+fn answer_start(text: &str) -> Option<usize> {
+    let tool = text.find("\"tool\"")?;
+    let after_tool = &text[tool + 6..];
+    let name_start = after_tool.find('"')?;
+    if !after_tool[name_start..].starts_with("\"finish\"") {
+        return None;
+    }
+    let answer = text.find("\"answer\"")?;
+    let after = &text[answer + 8..];
+    let colon = after.find(':')?;
+    let quote = after[colon..].find('"')?;
+    Some(answer + 8 + colon + quote + 1)
+}
+
+/// A cut-off answer made presentable: a degenerate loop ("It is X. It is
+/// X. It is X.") is cut at its first repeat, and the cut is marked.
+pub fn salvage_answer(partial: &str) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = String::new();
+    for sentence in partial.split_inclusive(['.', '\n', '!', '?']) {
+        let key = sentence.trim();
+        if !key.is_empty() && !seen.insert(key.to_string()) {
+            break;
+        }
+        out.push_str(sentence);
+    }
+    format!("{} …(cut off)", out.trim_end())
+}
+
+/// Whether a growing answer has fallen into a loop: its last 40 characters
+/// already occur at least twice before.
+pub fn is_looping(answer: &str) -> bool {
+    const TAIL: usize = 40;
+    if answer.len() < TAIL * 4 {
+        return false;
+    }
+    let mut start = answer.len() - TAIL;
+    while !answer.is_char_boundary(start) {
+        start -= 1;
+    }
+    answer.matches(&answer[start..]).count() >= 3
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    fn stream(pieces: &[&str]) -> String {
+        let mut s = AnswerStreamer::default();
+        pieces.iter().map(|p| s.push(p)).collect()
+    }
+
+    #[test]
+    fn finish_answers_stream_decoded_piece_by_piece() {
+        let out = stream(&[
+            "{\"thought\": \"done\", \"tool\": \"fin",
+            "ish\", \"args\": {\"answer\": \"Line one\\",
+            "nIt is in \\\"src/a.rs\\\" \\u00e9",
+            "\"}}",
+        ]);
+        assert_eq!(out, "Line one\nIt is in \"src/a.rs\" é");
+    }
+
+    #[test]
+    fn other_calls_show_nothing() {
+        let out = stream(&[
+            "{\"thought\": \"the answer is\", \"tool\": \"read_file\", \"args\": {\"path\": \"answer\"}}",
+        ]);
+        assert_eq!(out, "");
+    }
+
+    #[test]
+    fn loops_are_detected_and_cut_at_the_first_repeat() {
+        let looped = "It is a calculator. It is a new project. ".repeat(10);
+        assert!(is_looping(&looped));
+        assert!(!is_looping("A long answer that says different things in each sentence, about many parts of the code base, and which does not repeat itself at all."));
+        assert_eq!(
+            salvage_answer(&looped),
+            "It is a calculator. It is a new project. …(cut off)"
+        );
+    }
+
     use crate::tools::Access;
     use serde_json::json;
 

@@ -36,8 +36,8 @@ use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Samplin
 use crate::policy::{Mode, Policy};
 use crate::tools::checkpoint::Checkpoints;
 use crate::tools::{
-    Access, Approval, Approver, Decision, ReadLedger, SemanticSearch, ToolContext, ToolOutput,
-    ToolSpec, Toolbox, Workspace,
+    Access, AlwaysApprove, Approval, Approver, Decision, ReadLedger, SemanticSearch, ToolContext,
+    ToolOutput, ToolSpec, Toolbox, Workspace,
 };
 use context::{Kind, Turn};
 use intent::{Intent, Label};
@@ -547,6 +547,30 @@ Use what you already have: try a different tool or different arguments, or call 
         }))
     }
 
+    /// Runs one tool with this session's workspace, ledger, checkpoints,
+    /// policy and index.
+    fn call_tool(
+        &mut self,
+        name: &str,
+        args: &serde_json::Value,
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> ToolOutput {
+        let mut ctx = ToolContext {
+            workspace: &self.workspace,
+            ledger: &mut self.ledger,
+            checkpoints: &mut self.checkpoints,
+            policy: &self.policy,
+            approver,
+            search: self
+                .search
+                .as_deref_mut()
+                .map(|s| s as &mut dyn SemanticSearch),
+            cancel,
+        };
+        self.toolbox.call(name, args, &mut ctx)
+    }
+
     /// Starts a request with the code index's best matches, as if the model
     /// had searched first: one step saved, and even a small model starts from
     /// the right files. The synthetic call also shows the call format by
@@ -560,20 +584,7 @@ Use what you already have: try a different tool or different arguments, or call 
             tool: "search_semantic".into(),
             args: json!({"query": request, "k": self.config.prefetch}),
         };
-        let mut approve = crate::tools::AlwaysApprove;
-        let output = {
-            let mut search = self.search.as_deref_mut();
-            let mut ctx = ToolContext {
-                workspace: &self.workspace,
-                ledger: &mut self.ledger,
-                checkpoints: &mut self.checkpoints,
-                policy: &self.policy,
-                approver: &mut approve,
-                search: search.take().map(|s| s as &mut dyn SemanticSearch),
-                cancel,
-            };
-            self.toolbox.call(&call.tool, &call.args, &mut ctx)
-        };
+        let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
         if !output.ok {
             tracing::info!("no prefetch: {}", output.content);
             return Ok(());
@@ -639,19 +650,7 @@ Use what you already have: try a different tool or different arguments, or call 
                 );
             }
         }
-        let mut search = self.search.as_deref_mut();
-        let output = {
-            let mut ctx = ToolContext {
-                workspace: &self.workspace,
-                ledger: &mut self.ledger,
-                checkpoints: &mut self.checkpoints,
-                policy: &self.policy,
-                approver: &mut logged,
-                search: search.take().map(|s| s as &mut dyn SemanticSearch),
-                cancel,
-            };
-            self.toolbox.call(&call.tool, &call.args, &mut ctx)
-        };
+        let output = self.call_tool(&call.tool, &call.args, &mut logged, cancel);
         let decisions = std::mem::take(&mut logged.decisions);
         self.log_decisions(&decisions);
         if output.error == Some(crate::tools::ErrorClass::PolicyDenied) {
@@ -683,22 +682,10 @@ Use what you already have: try a different tool or different arguments, or call 
             return Ok(None);
         };
         ui.notice(&format!("verifying: {command}"));
-        let mut approve = crate::tools::AlwaysApprove;
-        let output = {
-            let mut ctx = ToolContext {
-                workspace: &self.workspace,
-                ledger: &mut self.ledger,
-                checkpoints: &mut self.checkpoints,
-                policy: &self.policy,
-                approver: &mut approve,
-                search: None,
-                cancel,
-            };
-            // The user gave this command on the command line: no prompt, but
-            // the same policy, timeout, output cap and scrubbed environment.
-            self.toolbox
-                .call("run_cmd", &json!({ "command": command }), &mut ctx)
-        };
+        // The user gave this command on the command line: no prompt, but
+        // the same policy, timeout, output cap and scrubbed environment.
+        let run = json!({ "command": command });
+        let output = self.call_tool("run_cmd", &run, &mut AlwaysApprove, cancel);
         self.log.audit(
             "verify",
             json!({"command": command, "ok": output.ok, "exit_code": output.exit_code}),
@@ -706,19 +693,7 @@ Use what you already have: try a different tool or different arguments, or call 
         if output.ok {
             return Ok(Some(format!("\nVerify `{command}` passed.")));
         }
-        let undo = {
-            let mut approve = crate::tools::AlwaysApprove;
-            let mut ctx = ToolContext {
-                workspace: &self.workspace,
-                ledger: &mut self.ledger,
-                checkpoints: &mut self.checkpoints,
-                policy: &self.policy,
-                approver: &mut approve,
-                search: None,
-                cancel,
-            };
-            self.toolbox.call("undo", &json!({}), &mut ctx)
-        };
+        let undo = self.call_tool("undo", &json!({}), &mut AlwaysApprove, cancel);
         self.log.audit(
             "rollback",
             json!({"ok": undo.ok, "diff": undo.diff, "changed": undo.changed}),

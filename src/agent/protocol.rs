@@ -86,16 +86,7 @@ boolean ::= "true" | "false"
 /// the schema's `required` list), then optional ones (alphabetical), each
 /// optional one skippable.
 fn object_rule(schema: &Value) -> String {
-    let empty = Map::new();
-    let props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let (props, required) = properties(schema);
     let kv = |name: &str| -> String {
         format!(
             r#"{} ws ":" ws {}"#,
@@ -135,6 +126,21 @@ fn object_rule(schema: &Value) -> String {
         }
     }
     format!(r#""{{" ws {body} ws "}}""#)
+}
+
+/// An object schema's properties and its `required` list (in order).
+fn properties(schema: &Value) -> (&Map<String, Value>, Vec<&str>) {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or_else(|| EMPTY.get_or_init(Map::new));
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    (props, required)
 }
 
 /// GBNF for one property value.
@@ -296,16 +302,7 @@ pub fn describe_tools(tools: &[ToolSpec]) -> String {
 
 /// `{"path": string, "start_line"?: integer}`: compact for a small context.
 fn args_signature(schema: &Value) -> String {
-    let empty = Map::new();
-    let props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let (props, required) = properties(schema);
     let mut names: Vec<&String> = props.keys().collect();
     names.sort_by_key(|n| required.iter().position(|r| r == n).unwrap_or(usize::MAX));
     let parts: Vec<String> = names

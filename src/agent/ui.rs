@@ -43,14 +43,18 @@ pub struct TerminalUi {
     answering: bool,
     /// Print the thoughts and full tool output too (`-v`).
     pub verbose: bool,
+    /// Print the diff of each write; off when the confirmation prompt has
+    /// already shown it.
+    pub show_diffs: bool,
 }
 
 impl TerminalUi {
-    pub fn new(verbose: bool) -> Self {
+    pub fn new(verbose: bool, show_diffs: bool) -> Self {
         Self {
             spinner: None,
             answering: false,
             verbose,
+            show_diffs,
         }
     }
 
@@ -116,7 +120,7 @@ impl Ui for TerminalUi {
     }
 
     fn tool_result(&mut self, _call: &ToolCall, output: &ToolOutput) {
-        if let Some(diff) = &output.diff {
+        if let Some(diff) = output.diff.as_ref().filter(|_| self.show_diffs) {
             eprint!("{}", colored(diff));
         }
         let first = output.content.lines().next().unwrap_or_default();
@@ -196,9 +200,8 @@ impl Default for TerminalApprover {
 
 impl Approver for TerminalApprover {
     fn approve(&mut self, request: &Approval) -> Decision {
-        if self.always {
-            return Decision::Approve;
-        }
+        // The diff or command is shown even when no question follows
+        // ("always"): the terminal UI leaves showing diffs to this prompt.
         let what = match request {
             Approval::Write { paths, diff } => {
                 eprint!("{}", colored(diff));
@@ -210,6 +213,9 @@ impl Approver for TerminalApprover {
             }
             Approval::Read { tool, summary } => format!("allow {tool} {summary}?"),
         };
+        if self.always {
+            return Decision::Approve;
+        }
         if !self.interactive {
             eprintln!(
                 "{} {what} declined: no terminal to ask on (use --mode yolo to allow changes and commands)",

@@ -12,6 +12,7 @@ use crate::agent::ui::{QuietUi, TerminalUi, Ui};
 use crate::cancel::CancelToken;
 use crate::cli::AskArgs;
 use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
+use crate::policy::Mode;
 
 const SYSTEM_PROMPT: &str = "You are agent, a careful coding assistant running entirely on the user's machine. \
 Answer concisely and accurately. When files are attached, base your answer on them and say when they do not contain the answer.";
@@ -41,7 +42,7 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     };
     let mut session =
         super::chat::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
-    let mut ui = TerminalUi::new(verbose);
+    let mut ui = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let mut quiet = QuietUi;
     let ui: &mut dyn Ui = if args.json { &mut quiet } else { &mut ui };
     let outcome = session

@@ -118,7 +118,7 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
         }
     );
     let watcher = IndexWatcher::start(session.agent.workspace());
-    let mut ui = TerminalUi::new(verbose);
+    let mut ui = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let stdin = std::io::stdin();
     loop {
         eprint!("› ");

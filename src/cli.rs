@@ -151,7 +151,7 @@ pub struct AskArgs {
     /// Answer directly, without the intent gate and the tool loop.
     #[arg(long)]
     pub no_tools: bool,
-    /// Attach a file's contents as context (repeatable; with --no-tools).
+    /// Attach a file's contents to the request (repeatable).
     #[arg(short, long = "file", value_name = "PATH")]
     pub files: Vec<PathBuf>,
     /// With --no-tools: code chunks retrieved from the repository's index

@@ -56,8 +56,15 @@ pub struct Intent {
 pub const CONFIDENT: f32 = 0.6;
 
 /// Classifies `request`; `model` is asked only when the heuristics are
-/// unsure (and when it is given).
-pub fn classify(request: &str, model: Option<&mut dyn Provider>, cancel: &CancelToken) -> Intent {
+/// unsure (and when it is given). `system` is the session's system prompt:
+/// the label request starts with it, so the model's KV cache keeps the
+/// session's prefix instead of being overwritten by a one-off prompt.
+pub fn classify(
+    request: &str,
+    model: Option<&mut dyn Provider>,
+    system: Option<&Message>,
+    cancel: &CancelToken,
+) -> Intent {
     let guess = heuristic(request);
     if guess.confidence >= CONFIDENT {
         return guess;
@@ -65,7 +72,7 @@ pub fn classify(request: &str, model: Option<&mut dyn Provider>, cancel: &Cancel
     let Some(model) = model else {
         return guess;
     };
-    match ask_model(request, model, cancel) {
+    match ask_model(request, model, system, cancel) {
         Ok(Some(label)) => Intent {
             label,
             confidence: 0.5,
@@ -82,17 +89,25 @@ pub fn classify(request: &str, model: Option<&mut dyn Provider>, cancel: &Cancel
 fn ask_model(
     request: &str,
     model: &mut dyn Provider,
+    system: Option<&Message>,
     cancel: &CancelToken,
 ) -> anyhow::Result<Option<Label>> {
     let labels: Vec<&str> = Label::ALL.iter().map(|l| l.as_str()).collect();
-    let system = "Classify the user's message for a coding assistant working in a code repository. Labels:\n\
+    let instructions = "Classify the user's message for a coding assistant working in a code repository. Labels:\n\
 CODING_TASK: asks to change, add, fix, refactor or write code or files.\n\
 REPO_QUESTION: asks about this repository's code, files, or behaviour.\n\
 CAPABILITY_QUERY: asks what the assistant is or can do.\n\
 GENERAL_CHAT: greetings, thanks, or general questions not about this repository.\n\
 UNCERTAIN: none of these clearly.\n\
 Reply with the label only.";
-    let mut req = CompletionRequest::new(vec![Message::system(system), Message::user(request)]);
+    let messages = match system {
+        Some(system) => vec![
+            system.clone(),
+            Message::user(format!("{instructions}\n\nMessage: {request}")),
+        ],
+        None => vec![Message::system(instructions), Message::user(request)],
+    };
+    let mut req = CompletionRequest::new(messages);
     req.max_tokens = 12;
     req.grammar = Some(Grammar::one_of(&labels));
     let completion = model.complete(&req, &mut |_| {
@@ -399,9 +414,17 @@ mod tests {
         let request = "the thing with the numbers";
         assert!(heuristic(request).confidence < CONFIDENT);
         let mut model = ScriptedProvider::new(vec!["REPO_QUESTION".into()]);
-        let intent = classify(request, Some(&mut model), &CancelToken::new());
+        let system = Message::system("the session's system prompt");
+        let intent = classify(
+            request,
+            Some(&mut model),
+            Some(&system),
+            &CancelToken::new(),
+        );
         assert_eq!(intent.label, Label::RepoQuestion);
         assert!(intent.reason.contains("model decided"), "{}", intent.reason);
+        // The session's system prompt leads, so its KV cache survives the label call.
+        assert_eq!(model.requests[0].messages[0], system);
         let grammar = model.requests[0].grammar.as_ref().expect("constrained");
         assert!(grammar.gbnf.contains("\"CODING_TASK\""));
     }
@@ -412,6 +435,7 @@ mod tests {
         let intent = classify(
             "the thing with the numbers",
             Some(&mut model),
+            None,
             &CancelToken::new(),
         );
         assert_eq!(intent.label, heuristic("the thing with the numbers").label);

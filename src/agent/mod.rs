@@ -281,10 +281,16 @@ impl Agent {
 
         // A scripted provider replays the loop's turns only (what `agent
         // sessions show --script` exports), so it is not asked for labels.
+        let system = self.turns.first().map(|t| t.message.clone());
         let intent = if self.provider.name() == "scripted" {
-            intent::classify(request, None, cancel)
+            intent::classify(request, None, None, cancel)
         } else {
-            intent::classify(request, Some(self.provider.as_mut()), cancel)
+            intent::classify(
+                request,
+                Some(self.provider.as_mut()),
+                system.as_ref(),
+                cancel,
+            )
         };
         self.log.audit(
             "intent",

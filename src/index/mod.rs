@@ -304,6 +304,7 @@ impl Index {
         }
         if stats.files_indexed > 0 || stats.files_removed > 0 {
             self.store.refresh_text_index()?;
+            self.store.compact_if_fragmented()?;
         }
         self.state.set_meta("last_update", &now_rfc3339())?;
         stats.seconds = started.elapsed().as_secs_f64();

@@ -19,7 +19,7 @@ use futures::TryStreamExt;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
-use lancedb::table::{OptimizeAction, OptimizeOptions};
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::{Connection, DistanceType, Table};
 
 use super::embed::DIM;
@@ -27,6 +27,13 @@ use super::embed::DIM;
 const TABLE: &str = "chunks";
 /// Rows are deleted by path in groups of this many (SQL `IN` lists).
 const DELETE_GROUP: usize = 256;
+/// Small data files above which a writer compacts the table: every
+/// incremental update adds files, and a watcher running for days would
+/// otherwise slow every search down with thousands of them.
+const COMPACT_ABOVE_SMALL_FRAGMENTS: usize = 32;
+/// Table versions older than this are pruned after a compaction; readers
+/// reload the latest version on every query, so none holds one this old.
+const KEEP_VERSIONS_HOURS: i64 = 1;
 
 /// One chunk as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -272,6 +279,43 @@ impl Store {
         Ok(())
     }
 
+    /// Merges small data files and prunes old table versions once the small
+    /// files pile up; returns whether it did. Indices are remapped by the
+    /// compaction itself.
+    pub fn compact_if_fragmented(&self) -> Result<bool> {
+        self.rt
+            .block_on(async {
+                let stats = self.table.stats().await?;
+                if stats.fragment_stats.num_small_fragments <= COMPACT_ABOVE_SMALL_FRAGMENTS {
+                    return Ok(false);
+                }
+                self.table
+                    .optimize(OptimizeAction::Compact {
+                        options: CompactionOptions::default(),
+                        remap_options: None,
+                    })
+                    .await?;
+                self.table
+                    .optimize(OptimizeAction::Prune {
+                        older_than: Some(lancedb::table::Duration::hours(KEEP_VERSIONS_HOURS)),
+                        delete_unverified: None,
+                        error_if_tagged_old_versions: None,
+                    })
+                    .await?;
+                Ok::<_, lancedb::Error>(true)
+            })
+            .map_err(Into::into)
+    }
+
+    /// Data files in the table: (all, small).
+    pub fn fragments(&self) -> Result<(usize, usize)> {
+        let stats = self.rt.block_on(self.table.stats())?;
+        Ok((
+            stats.fragment_stats.num_fragments,
+            stats.fragment_stats.num_small_fragments,
+        ))
+    }
+
     pub fn has_text_index(&self) -> Result<bool> {
         use std::sync::atomic::Ordering;
         if self.text_index_seen.load(Ordering::Relaxed) {
@@ -368,6 +412,39 @@ mod tests {
             search_text: text.into(),
             vector,
         }
+    }
+
+    #[test]
+    fn many_small_writes_are_compacted_and_stay_searchable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..(COMPACT_ABOVE_SMALL_FRAGMENTS + 4) {
+            store
+                .add(&[row(&format!("f{i}.rs"), &format!("word{i} shared"), 1.0)])
+                .unwrap();
+        }
+        store.refresh_text_index().unwrap();
+        let (_, small) = store.fragments().unwrap();
+        assert!(small > COMPACT_ABOVE_SMALL_FRAGMENTS, "{small}");
+        assert!(store.compact_if_fragmented().unwrap());
+        let (all, _) = store.fragments().unwrap();
+        assert!(all < 4, "{all} fragments after compaction");
+        assert_eq!(
+            store.count_rows().unwrap(),
+            COMPACT_ABOVE_SMALL_FRAGMENTS + 4
+        );
+        let hits = store.text_search("word7", 5, None).unwrap();
+        assert_eq!(hits[0].row.path, "f7.rs");
+        let mut q = vec![0.0; DIM];
+        q[0] = 1.0;
+        assert_eq!(
+            store.vector_search(&q, 50, None).unwrap().len(),
+            COMPACT_ABOVE_SMALL_FRAGMENTS + 4
+        );
+        assert!(
+            !store.compact_if_fragmented().unwrap(),
+            "nothing left to compact"
+        );
     }
 
     #[test]

@@ -490,3 +490,38 @@ fn with_an_index_a_request_starts_from_its_best_matches() {
         .count();
     assert_eq!(prefetches, 1);
 }
+
+#[test]
+fn a_request_after_an_unfinished_one_keeps_turns_alternating() {
+    let dir = repo();
+    let model = Recorder::new(&[READ_CALC, &finish("hi")]);
+    let config = AgentConfig {
+        mode: Mode::Yolo,
+        repo_map: false,
+        max_steps: 1,
+        ..AgentConfig::new(dir.path())
+    };
+    let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
+    let first = agent
+        .handle(
+            "What does src/calc.py contain?",
+            &mut QuietUi,
+            &mut AlwaysApprove,
+            &CancelToken::new(),
+        )
+        .unwrap();
+    assert_eq!(first.finish, Finish::StepBudget);
+    agent
+        .handle(
+            "thanks",
+            &mut QuietUi,
+            &mut AlwaysApprove,
+            &CancelToken::new(),
+        )
+        .unwrap();
+    let messages = &model.requests()[1].messages;
+    assert!(
+        messages[1..].windows(2).all(|w| w[0].role != w[1].role),
+        "{messages:#?}"
+    );
+}

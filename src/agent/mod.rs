@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::cancel::CancelToken;
-use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling};
+use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Role, Sampling};
 use crate::policy::{Mode, Policy};
 use crate::tools::checkpoint::Checkpoints;
 use crate::tools::{
@@ -276,6 +276,20 @@ impl Agent {
     ) -> Result<Outcome> {
         let started = Instant::now();
         self.start_session(request)?;
+        if self
+            .turns
+            .last()
+            .is_some_and(|t| t.message.role == Role::User)
+        {
+            // The previous request ended without a reply (Ctrl-C, step
+            // budget): close it, so user and assistant turns still alternate.
+            let closing = ToolCall {
+                thought: "The previous request was stopped.".into(),
+                tool: FINISH.into(),
+                args: json!({"answer": "(stopped before an answer)"}),
+            };
+            self.push(Turn::new(Kind::Call, serde_json::to_string(&closing)?))?;
+        }
         self.log.new_trace();
         self.log.audit("request", json!({ "text": request }));
 

@@ -365,6 +365,11 @@ fn a_write_that_fails_verification_is_rolled_back() {
         "status: good\n"
     );
     assert!(last_user_message(&r.requests[2]).contains("rolled back"));
+    assert!(
+        r.outcome.changed_files.is_empty(),
+        "{:?}",
+        r.outcome.changed_files
+    );
 }
 
 #[test]

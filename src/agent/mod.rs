@@ -448,15 +448,20 @@ Use what you already have: try a different tool or different arguments, or call 
 
             let output = self.run_tool(&call, &allowed, approver, cancel);
             ui.tool_result(&call, &output);
-            for path in &output.changed {
-                if !outcome.changed_files.contains(path) {
-                    outcome.changed_files.push(path.clone());
-                }
-            }
+            let newly_changed: Vec<String> = output
+                .changed
+                .iter()
+                .filter(|p| !outcome.changed_files.contains(p))
+                .cloned()
+                .collect();
+            outcome.changed_files.extend(newly_changed.iter().cloned());
             let mut observation = observation_text(&call.tool, &output);
             if output.ok && !output.changed.is_empty() {
-                if let Some(note) = self.verify(ui, cancel)? {
+                if let Some((note, rolled_back)) = self.verify(ui, cancel)? {
                     observation.push_str(&note);
+                    if rolled_back {
+                        outcome.changed_files.retain(|p| !newly_changed.contains(p));
+                    }
                 }
             }
             self.observe(&observation, answer_next)?;
@@ -697,7 +702,7 @@ Use what you already have: try a different tool or different arguments, or call 
 
     /// Runs `--verify` after a write; when it fails, the write is undone and
     /// the note says why.
-    fn verify(&mut self, ui: &mut dyn Ui, cancel: &CancelToken) -> Result<Option<String>> {
+    fn verify(&mut self, ui: &mut dyn Ui, cancel: &CancelToken) -> Result<Option<(String, bool)>> {
         let Some(command) = self.config.verify.clone() else {
             return Ok(None);
         };
@@ -711,17 +716,30 @@ Use what you already have: try a different tool or different arguments, or call 
             json!({"command": command, "ok": output.ok, "exit_code": output.exit_code}),
         );
         if output.ok {
-            return Ok(Some(format!("\nVerify `{command}` passed.")));
+            return Ok(Some((format!("\nVerify `{command}` passed."), false)));
         }
         let undo = self.call_tool("undo", &json!({}), &mut AlwaysApprove, cancel);
         self.log.audit(
             "rollback",
             json!({"ok": undo.ok, "diff": undo.diff, "changed": undo.changed}),
         );
+        if !undo.ok {
+            ui.notice("verify failed, and so did the rollback");
+            return Ok(Some((
+                format!(
+                    "\nVerify `{command}` FAILED, and rolling the change back failed too ({}):\n{}",
+                    undo.content, output.content
+                ),
+                false,
+            )));
+        }
         ui.notice("verify failed; the change was rolled back");
-        Ok(Some(format!(
-            "\nVerify `{command}` FAILED, so this change was rolled back (the file is as before):\n{}",
-            output.content
+        Ok(Some((
+            format!(
+                "\nVerify `{command}` FAILED, so this change was rolled back (the file is as before):\n{}",
+                output.content
+            ),
+            true,
         )))
     }
 

@@ -94,12 +94,17 @@ pub struct Skipped {
 #[derive(Debug, Clone)]
 pub struct WalkOptions {
     pub max_file_bytes: u64,
+    /// Read each file's first bytes to skip binary, minified and generated
+    /// files. Callers that read whole files anyway can turn this off and run
+    /// [`sniff`] on the bytes they read, sparing a second open per file.
+    pub sniff: bool,
 }
 
 impl Default for WalkOptions {
     fn default() -> Self {
         Self {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            sniff: true,
         }
     }
 }
@@ -187,7 +192,10 @@ pub fn check_file(path: &Path, opts: &WalkOptions) -> Result<(u64, i64), String>
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos() as i64);
-    let mut head = vec![0u8; 8192.min(meta.len() as usize)];
+    if !opts.sniff {
+        return Ok((meta.len(), mtime_ns));
+    }
+    let mut head = vec![0u8; SNIFF_BYTES.min(meta.len() as usize)];
     {
         use std::io::Read;
         let mut f = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
@@ -199,6 +207,9 @@ pub fn check_file(path: &Path, opts: &WalkOptions) -> Result<(u64, i64), String>
     }
     Ok((meta.len(), mtime_ns))
 }
+
+/// How many leading bytes [`sniff`] looks at.
+pub const SNIFF_BYTES: usize = 8192;
 
 /// Classifies a file by its first bytes: binary, minified or generated.
 pub fn sniff(head: &[u8]) -> Option<&'static str> {

@@ -46,6 +46,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     let options = IndexOptions {
         walk: WalkOptions {
             max_file_bytes: args.max_file_kb * 1024,
+            ..WalkOptions::default()
         },
         ..IndexOptions::default()
     };

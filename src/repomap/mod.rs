@@ -195,7 +195,12 @@ impl RepoMap {
     /// hashed and re-parsed only if their content changed, vanished files are
     /// dropped. Errors of single files are not errors of the refresh.
     pub fn refresh(&mut self) -> anyhow::Result<RefreshStats> {
-        let (listed, _skipped) = walk::walk(&self.root, &WalkOptions::default());
+        // Files are sniffed when they are read for tagging, not twice.
+        let no_sniff = WalkOptions {
+            sniff: false,
+            ..WalkOptions::default()
+        };
+        let (listed, _skipped) = walk::walk(&self.root, &no_sniff);
         let listed: Vec<SourceFile> = listed
             .into_iter()
             .filter(|f| tags::is_taggable(f.lang))
@@ -388,13 +393,20 @@ fn tag_one(tagger: &mut tags::Tagger, job: &Job, cached: Option<&CachedFile>) ->
     if cached.is_some_and(|c| c.hash == hash) {
         return Outcome::Unchanged { size, mtime_ns };
     }
-    let src = String::from_utf8_lossy(&bytes);
+    // Binary, minified or generated files get no tags, but are cached like
+    // the rest so that they are not read again until they change.
+    let worth_tagging = walk::sniff(&bytes[..bytes.len().min(walk::SNIFF_BYTES)]).is_none();
+    let tags = if worth_tagging {
+        tagger.tag(job.lang, &String::from_utf8_lossy(&bytes))
+    } else {
+        tags::FileTags::default()
+    };
     Outcome::Tagged(CachedFile {
         hash,
         size,
         mtime_ns,
         checked_ns: 0,
-        tags: tagger.tag(job.lang, &src),
+        tags,
     })
 }
 

@@ -6,7 +6,7 @@
 //! fixed, and ties are broken by path then line. Hash maps are used for
 //! lookups and accumulation only, never iterated.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::tags::{Def, DefKind, FileTags, ScopeKind};
 
@@ -196,9 +196,9 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
     // name → its definers: a range of `slots`, one per (defining file, name),
     // files ascending, with the best `target_weight` of its definitions there.
     let mut slots: Vec<(u32, f64)> = Vec::new();
-    let mut definers: HashMap<&str, std::ops::Range<u32>> = HashMap::new();
+    let mut definers: HashMap<&str, std::ops::Range<u32>> = HashMap::default();
     {
-        let mut by_name: HashMap<&str, Vec<(u32, f64)>> = HashMap::new();
+        let mut by_name: HashMap<&str, Vec<(u32, f64)>> = HashMap::default();
         for (fi, (_, tags)) in files.iter().enumerate() {
             for d in tags.defs.iter().filter(|d| !in_test_module(tags, d)) {
                 let weight = target_weight(tags, d);
@@ -218,7 +218,7 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             definers.insert(name, start..slots.len() as u32);
         }
     }
-    let mut modules: HashMap<&str, Vec<u32>> = HashMap::new();
+    let mut modules: HashMap<&str, Vec<u32>> = HashMap::default();
     for (fi, (rel, _)) in files.iter().enumerate() {
         if let Some(m) = module_name(rel) {
             modules.entry(m).or_default().push(fi as u32);

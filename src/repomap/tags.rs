@@ -12,7 +12,7 @@
 //! are only token trees to the grammar, so their bodies are parsed again as
 //! items with `set_included_ranges`, keeping real byte and line positions.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -327,7 +327,7 @@ impl Tagger {
     /// [`skeleton`](super::skeleton)) and tree-sitter parses the rest; if the
     /// lexer cannot follow the file, the whole file is parsed.
     pub fn tag(&mut self, lang: Lang, src: &str) -> FileTags {
-        let mut refs: HashMap<&str, u32> = HashMap::new();
+        let mut refs: HashMap<&str, u32> = HashMap::default();
         let mut count = |r| *refs.entry(r).or_insert(0) += 1;
         let skeleton = match lang {
             Lang::Rust => super::skeleton::rust(src, &mut count),
@@ -455,7 +455,7 @@ impl<'s> Builder<'s> {
             src,
             lang,
             tags: FileTags::default(),
-            scope_ids: HashMap::new(),
+            scope_ids: HashMap::default(),
             refs,
         }
     }
@@ -790,7 +790,7 @@ mod tests {
     }
 
     const RUST_SRC: &str = r#"
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use crate::llm::{Provider, LlmError as Error};
 
 /// The engine.

@@ -530,3 +530,28 @@ fn a_request_after_an_unfinished_one_keeps_turns_alternating() {
         "{messages:#?}"
     );
 }
+
+#[test]
+fn copying_the_prefetched_search_counts_towards_the_repeat_limit() {
+    let dir = repo();
+    let request = "Where is the function add defined?";
+    let copy = serde_json::json!({"thought": "x", "tool": "search_semantic",
+        "args": {"query": request, "k": 4}})
+    .to_string();
+    let model = Recorder::new(&[&copy, &copy, &finish("src/calc.py")]);
+    let config = AgentConfig {
+        repo_map: false,
+        ..AgentConfig::new(dir.path())
+    };
+    let mut agent = Agent::new(Box::new(model.clone()), config, Some(Box::new(FakeIndex))).unwrap();
+    agent
+        .handle(
+            request,
+            &mut QuietUi,
+            &mut AlwaysApprove,
+            &CancelToken::new(),
+        )
+        .unwrap();
+    // prefetch + two copies = three identical calls: the second copy is not run.
+    assert!(last_user_message(&model.requests()[2]).contains("same `search_semantic` call 3 times"));
+}

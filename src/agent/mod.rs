@@ -328,8 +328,15 @@ impl Agent {
             .filter(|s| access.contains(&s.access))
             .collect();
         self.push(Turn::new(Kind::Request, request_message(request, &allowed)))?;
+        // The prefetched search counts as the model's first call, so copying
+        // it again and again (small models do) meets the intervention sooner.
+        let mut last_call: Option<(String, String)> = None;
+        let mut repeats = 0;
         if self.config.prefetch > 0 && access.contains(&Access::Read) {
-            self.prefetch(request, ui, cancel)?;
+            if let Some(call) = self.prefetch(request, ui, cancel)? {
+                last_call = Some((call.tool, call.args.to_string()));
+                repeats = 1;
+            }
         }
 
         let mut outcome = Outcome {
@@ -352,9 +359,6 @@ impl Agent {
         } else {
             self.config.max_steps.max(1)
         };
-        let mut last_call: Option<(String, String)> = None;
-        let mut repeats = 0;
-
         for step in 0..max_steps {
             let last_step = step + 1 == max_steps;
             let answer_next = step + 2 == max_steps;
@@ -599,10 +603,15 @@ Use what you already have: try a different tool or different arguments, or call 
     /// Starts a request with the code index's best matches, as if the model
     /// had searched first: one step saved, and even a small model starts from
     /// the right files. The synthetic call also shows the call format by
-    /// example. Nothing happens without an index.
-    fn prefetch(&mut self, request: &str, ui: &mut dyn Ui, cancel: &CancelToken) -> Result<()> {
+    /// example. Nothing happens without an index. Returns the call made.
+    fn prefetch(
+        &mut self,
+        request: &str,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<ToolCall>> {
         if self.search.is_none() {
-            return Ok(());
+            return Ok(None);
         }
         let call = ToolCall {
             thought: "Search the code index for the request first.".into(),
@@ -612,7 +621,7 @@ Use what you already have: try a different tool or different arguments, or call 
         let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
         if !output.ok {
             tracing::info!("no prefetch: {}", output.content);
-            return Ok(());
+            return Ok(None);
         }
         ui.tool_call(&call);
         ui.tool_result(&call, &output);
@@ -621,7 +630,8 @@ Use what you already have: try a different tool or different arguments, or call 
             json!({"tool": call.tool, "args": call.args, "content": truncate(&output.content, 2000)}),
         );
         self.push(Turn::new(Kind::Call, serde_json::to_string(&call)?))?;
-        self.observe(&observation_text(&call.tool, &output), false)
+        self.observe(&observation_text(&call.tool, &output), false)?;
+        Ok(Some(call))
     }
 
     /// Runs an allowed tool; in `human` mode reads are confirmed here (the

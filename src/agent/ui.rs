@@ -25,6 +25,13 @@ pub trait Ui {
     fn notice(&mut self, text: &str);
 }
 
+/// A spinner on stderr; invisible when stderr is not a terminal.
+pub fn spinner(message: String) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
 /// Shows nothing (`--json`, tests).
 pub struct QuietUi;
 impl Ui for QuietUi {
@@ -83,9 +90,7 @@ impl Ui for TerminalUi {
 
     fn step_start(&mut self, step: usize) {
         self.answering = false;
-        self.spinner = Some(super::super::cmd::spinner(format!(
-            "thinking (step {step})"
-        )));
+        self.spinner = Some(spinner(format!("thinking (step {step})")));
     }
 
     fn answer_text(&mut self, text: &str) {

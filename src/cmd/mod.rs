@@ -55,9 +55,4 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
     Ok(Box::new(engine?))
 }
 
-/// A spinner on stderr; invisible when stderr is not a terminal.
-pub fn spinner(message: String) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
-    bar.enable_steady_tick(std::time::Duration::from_millis(100));
-    bar
-}
+pub use crate::agent::ui::spinner;

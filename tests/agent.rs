@@ -12,7 +12,7 @@ use agent::cancel::CancelToken;
 use agent::llm::scripted::ScriptedProvider;
 use agent::llm::{Completion, CompletionRequest, Event, Flow, LlmError, Provider};
 use agent::policy::Mode;
-use agent::tools::{AlwaysApprove, AlwaysDecline, Approver};
+use agent::tools::{AlwaysApprove, AlwaysDecline, Approver, SemanticSearch};
 
 /// A scripted provider whose requests the test can read after the agent
 /// (which owns the provider) is done.
@@ -74,6 +74,35 @@ struct Run {
     requests: Vec<CompletionRequest>,
 }
 
+/// An agent on `dir` (no repo map) replaying `turns`, and its recorder.
+fn start(
+    dir: &Path,
+    mode: Mode,
+    turns: &[&str],
+    search: Option<Box<dyn SemanticSearch>>,
+    tweak: impl FnOnce(&mut AgentConfig),
+) -> (Agent, Recorder) {
+    let model = Recorder::new(turns);
+    let mut config = AgentConfig {
+        mode,
+        repo_map: false,
+        ..AgentConfig::new(dir)
+    };
+    tweak(&mut config);
+    let agent = Agent::new(Box::new(model.clone()), config, search).unwrap();
+    (agent, model)
+}
+
+/// One request, approving everything, never cancelled.
+fn ask(agent: &mut Agent, request: &str) -> anyhow::Result<Outcome> {
+    agent.handle(
+        request,
+        &mut QuietUi,
+        &mut AlwaysApprove,
+        &CancelToken::new(),
+    )
+}
+
 fn run_with(
     dir: &Path,
     mode: Mode,
@@ -82,14 +111,7 @@ fn run_with(
     approver: &mut dyn Approver,
     tweak: impl FnOnce(&mut AgentConfig),
 ) -> Run {
-    let model = Recorder::new(turns);
-    let mut config = AgentConfig {
-        mode,
-        repo_map: false,
-        ..AgentConfig::new(dir)
-    };
-    tweak(&mut config);
-    let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
+    let (mut agent, model) = start(dir, mode, turns, None, tweak);
     let outcome = agent
         .handle(request, &mut QuietUi, approver, &CancelToken::new())
         .unwrap();
@@ -386,21 +408,11 @@ fn chat_and_capability_questions_skip_the_tool_loop() {
 fn a_session_resumes_with_its_history() {
     let dir = repo();
     let first = run(dir.path(), Mode::Yolo, &[&finish("hi")], "hello");
-    let model = Recorder::new(&[&finish("again")]);
-    let config = AgentConfig {
-        resume: Some(first.outcome.session_id.clone()),
-        repo_map: false,
-        ..AgentConfig::new(dir.path())
-    };
-    let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
-    let outcome = agent
-        .handle(
-            "thanks",
-            &mut QuietUi,
-            &mut AlwaysApprove,
-            &CancelToken::new(),
-        )
-        .unwrap();
+    let resume = Some(first.outcome.session_id.clone());
+    let (mut agent, model) = start(dir.path(), Mode::Confirm, &[&finish("again")], None, |c| {
+        c.resume = resume
+    });
+    let outcome = ask(&mut agent, "thanks").unwrap();
     assert_eq!(outcome.session_id, first.outcome.session_id);
     let req = &model.requests()[0];
     assert!(req.messages.iter().any(|m| m.content.starts_with("hello")));
@@ -413,13 +425,13 @@ fn a_session_resumes_with_its_history() {
 #[test]
 fn ctrl_c_ends_the_request_and_keeps_the_session() {
     let dir = repo();
-    let model = Recorder::new(&[READ_CALC, &finish("never")]);
-    let config = AgentConfig {
-        mode: Mode::Yolo,
-        repo_map: false,
-        ..AgentConfig::new(dir.path())
-    };
-    let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
+    let (mut agent, _) = start(
+        dir.path(),
+        Mode::Yolo,
+        &[READ_CALC, &finish("never")],
+        None,
+        |_| {},
+    );
     let cancel = CancelToken::new();
     cancel.cancel();
     let outcome = agent
@@ -439,7 +451,7 @@ fn ctrl_c_ends_the_request_and_keeps_the_session() {
 }
 
 struct FakeIndex;
-impl agent::tools::SemanticSearch for FakeIndex {
+impl SemanticSearch for FakeIndex {
     fn search(&mut self, _query: &str, k: usize) -> anyhow::Result<Vec<agent::tools::search::Hit>> {
         assert_eq!(k, 4);
         Ok(vec![agent::tools::search::Hit {
@@ -456,20 +468,15 @@ impl agent::tools::SemanticSearch for FakeIndex {
 #[test]
 fn with_an_index_a_request_starts_from_its_best_matches() {
     let dir = repo();
-    let model = Recorder::new(&[&finish("src/calc.py")]);
-    let config = AgentConfig {
-        repo_map: false,
-        ..AgentConfig::new(dir.path())
-    };
-    let mut agent = Agent::new(Box::new(model.clone()), config, Some(Box::new(FakeIndex))).unwrap();
-    let outcome = agent
-        .handle(
-            "Where is the function add defined?",
-            &mut QuietUi,
-            &mut AlwaysApprove,
-            &CancelToken::new(),
-        )
-        .unwrap();
+    let index: Option<Box<dyn SemanticSearch>> = Some(Box::new(FakeIndex));
+    let (mut agent, model) = start(
+        dir.path(),
+        Mode::Confirm,
+        &[&finish("src/calc.py")],
+        index,
+        |_| {},
+    );
+    let outcome = ask(&mut agent, "Where is the function add defined?").unwrap();
     assert_eq!(outcome.finish, Finish::Answered);
     let messages = &model.requests()[0].messages;
     // system, request, the synthetic search call, its observation
@@ -481,14 +488,7 @@ fn with_an_index_a_request_starts_from_its_best_matches() {
         messages[3].content
     );
     // Chat gets no prefetch (the script is used up, so the model call fails).
-    assert!(agent
-        .handle(
-            "thanks",
-            &mut QuietUi,
-            &mut AlwaysApprove,
-            &CancelToken::new()
-        )
-        .is_err());
+    assert!(ask(&mut agent, "thanks").is_err());
     let prefetches = events(dir.path(), "audit.jsonl")
         .iter()
         .filter(|e| e["event"] == "prefetch")
@@ -499,31 +499,16 @@ fn with_an_index_a_request_starts_from_its_best_matches() {
 #[test]
 fn a_request_after_an_unfinished_one_keeps_turns_alternating() {
     let dir = repo();
-    let model = Recorder::new(&[READ_CALC, &finish("hi")]);
-    let config = AgentConfig {
-        mode: Mode::Yolo,
-        repo_map: false,
-        max_steps: 1,
-        ..AgentConfig::new(dir.path())
-    };
-    let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
-    let first = agent
-        .handle(
-            "What does src/calc.py contain?",
-            &mut QuietUi,
-            &mut AlwaysApprove,
-            &CancelToken::new(),
-        )
-        .unwrap();
+    let (mut agent, model) = start(
+        dir.path(),
+        Mode::Yolo,
+        &[READ_CALC, &finish("hi")],
+        None,
+        |c| c.max_steps = 1,
+    );
+    let first = ask(&mut agent, "What does src/calc.py contain?").unwrap();
     assert_eq!(first.finish, Finish::StepBudget);
-    agent
-        .handle(
-            "thanks",
-            &mut QuietUi,
-            &mut AlwaysApprove,
-            &CancelToken::new(),
-        )
-        .unwrap();
+    ask(&mut agent, "thanks").unwrap();
     let messages = &model.requests()[1].messages;
     assert!(
         messages[1..].windows(2).all(|w| w[0].role != w[1].role),
@@ -538,20 +523,10 @@ fn copying_the_prefetched_search_counts_towards_the_repeat_limit() {
     let copy = serde_json::json!({"thought": "x", "tool": "search_semantic",
         "args": {"query": request, "k": 4}})
     .to_string();
-    let model = Recorder::new(&[&copy, &copy, &finish("src/calc.py")]);
-    let config = AgentConfig {
-        repo_map: false,
-        ..AgentConfig::new(dir.path())
-    };
-    let mut agent = Agent::new(Box::new(model.clone()), config, Some(Box::new(FakeIndex))).unwrap();
-    agent
-        .handle(
-            request,
-            &mut QuietUi,
-            &mut AlwaysApprove,
-            &CancelToken::new(),
-        )
-        .unwrap();
+    let turns = [copy.as_str(), &copy, &finish("src/calc.py")];
+    let index: Option<Box<dyn SemanticSearch>> = Some(Box::new(FakeIndex));
+    let (mut agent, model) = start(dir.path(), Mode::Confirm, &turns, index, |_| {});
+    ask(&mut agent, request).unwrap();
     // prefetch + two copies = three identical calls: the second copy is not run.
     assert!(last_user_message(&model.requests()[2]).contains("same `search_semantic` call 3 times"));
 }

@@ -11,6 +11,7 @@ use console::style;
 use super::intent::Intent;
 use super::protocol::{ToolCall, FINISH};
 use crate::tools::diff::colored;
+use crate::tools::grep::cut;
 use crate::tools::{Approval, Approver, Decision, ToolOutput};
 
 /// The loop reports progress through this.
@@ -133,10 +134,10 @@ impl Ui for TerminalUi {
             let lines = output.content.lines().count();
             eprintln!(
                 "  {}",
-                style(format!("{} ({lines} lines)", truncate_chars(first, 100))).dim()
+                style(format!("{} ({lines} lines)", cut(first, 100))).dim()
             );
         } else {
-            eprintln!("  {} {}", style("✗").red(), truncate_chars(first, 160));
+            eprintln!("  {} {}", style("✗").red(), cut(first, 160));
         }
         if self.verbose {
             eprintln!("{}", style(&output.content).dim());
@@ -162,22 +163,13 @@ fn summarize_args(args: &serde_json::Value) -> String {
                 other => other.to_string(),
             };
             if k == "path" || k == "command" || k == "pattern" || k == "query" {
-                truncate_chars(&v, 80)
+                cut(&v, 80)
             } else {
-                format!("{k}={}", truncate_chars(&v, 40))
+                format!("{k}={}", cut(&v, 40))
             }
         })
         .collect();
     parts.join(" ")
-}
-
-fn truncate_chars(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(n).collect();
-    out.push('…');
-    out
 }
 
 /// Asks on the terminal. Without a terminal it cannot ask, so it declines

@@ -31,6 +31,13 @@ fn repo() -> tempfile::TempDir {
     dir
 }
 
+/// Model turns for `--script`, as `turns.json` in `dir`.
+fn write_script(dir: &Path, turns: Value) -> std::path::PathBuf {
+    let path = dir.join("turns.json");
+    std::fs::write(&path, turns.to_string()).unwrap();
+    path
+}
+
 fn agent_in(dir: &Path) -> Command {
     let mut cmd = common::agent_bin();
     cmd.current_dir(dir).stdin(Stdio::null());
@@ -50,16 +57,13 @@ fn json_of(out: &std::process::Output) -> Value {
 #[test]
 fn a_replayed_session_prints_the_json_contract_and_is_saved() {
     let dir = repo();
-    let script = dir.path().join("turns.json");
-    std::fs::write(
-        &script,
+    let script = write_script(
+        dir.path(),
         serde_json::json!([
             {"content": r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#},
             r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
-        ])
-        .to_string(),
-    )
-    .unwrap();
+        ]),
+    );
     let out = agent_in(dir.path())
         .args(["ask", "--json", "--mode", "yolo", "--script"])
         .arg(&script)
@@ -105,16 +109,13 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
 #[test]
 fn without_a_terminal_confirm_mode_declines_writes() {
     let dir = repo();
-    let script = dir.path().join("turns.json");
-    std::fs::write(
-        &script,
+    let script = write_script(
+        dir.path(),
         serde_json::json!([
             r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
             r#"{"thought": "t", "tool": "finish", "args": {"answer": "could not"}}"#
-        ])
-        .to_string(),
-    )
-    .unwrap();
+        ]),
+    );
     let out = agent_in(dir.path())
         .args(["ask", "--script"])
         .arg(&script)
@@ -184,17 +185,14 @@ fn the_real_tiny_model_runs_the_loop_end_to_end() {
 #[test]
 fn an_exported_session_replays_to_the_same_result() {
     let first = repo();
-    let script = first.path().join("turns.json");
-    std::fs::write(
-        &script,
+    let script = write_script(
+        first.path(),
         serde_json::json!([
             r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
             r#"{"thought": "t", "tool": "edit", "args": {"path": "calc.py", "old_text": "return a + b", "new_text": "return b + a"}}"#,
             r#"{"thought": "t", "tool": "finish", "args": {"answer": "swapped"}}"#
-        ])
-        .to_string(),
-    )
-    .unwrap();
+        ]),
+    );
     let request = "Swap the operands in add in calc.py";
     let run = |dir: &Path, script: &Path| {
         let out = agent_in(dir)

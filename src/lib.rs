@@ -13,9 +13,11 @@
 //! - [`tools`]: what the agent can do to the workspace (read, search, edit, patch, run), jailed and checkpointed.
 //! - [`policy`]: confirmation modes and the command policy.
 //! - [`walk`]: which files of a repository are looked at.
+//! - [`alloc`]: the process-wide allocator (mimalloc, tree-sitter included).
 //! - [`cmd`]: one module per CLI subcommand; `src/main.rs` only parses and dispatches.
 
 pub mod agent;
+pub mod alloc;
 pub mod cancel;
 pub mod cli;
 pub mod cmd;

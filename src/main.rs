@@ -5,6 +5,7 @@ use agent::cli::{Cli, Command};
 use agent::cmd::{self, exit};
 
 fn main() {
+    agent::alloc::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let cancel = agent::cancel::install_ctrl_c();

@@ -123,11 +123,7 @@ impl TagCache {
     }
 
     /// Writes `upserts` and deletes `removed` in one transaction.
-    pub fn write(
-        &mut self,
-        upserts: &[(&str, &CachedFile)],
-        removed: &[String],
-    ) -> anyhow::Result<()> {
+    pub fn write(&mut self, upserts: &[Row], removed: &[String]) -> anyhow::Result<()> {
         if upserts.is_empty() && removed.is_empty() {
             return Ok(());
         }
@@ -136,15 +132,14 @@ impl TagCache {
             let mut put = tx.prepare_cached(
                 "INSERT OR REPLACE INTO files(rel, hash, mtime_ns, size, checked_ns, tags) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
-            for (rel, f) in upserts {
-                let tags = serde_json::to_string(&f.tags)?;
+            for row in upserts {
                 put.execute(params![
-                    rel,
-                    f.hash,
-                    f.mtime_ns,
-                    f.size as i64,
-                    f.checked_ns,
-                    tags
+                    row.rel,
+                    row.hash,
+                    row.mtime_ns,
+                    row.size as i64,
+                    row.checked_ns,
+                    row.tags_json
                 ])?;
             }
             let mut del = tx.prepare_cached("DELETE FROM files WHERE rel = ?1")?;
@@ -155,6 +150,39 @@ impl TagCache {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// A file's row as stored, owned (so that a writer thread can take it) and
+/// with its tags already in JSON (the taggers serialize in parallel).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub rel: String,
+    pub hash: String,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub checked_ns: i64,
+    pub tags_json: String,
+}
+
+impl Row {
+    /// `tags_json` of `None` serializes `file.tags` here.
+    pub fn new(rel: &str, file: &CachedFile, tags_json: Option<String>) -> Row {
+        Row {
+            rel: rel.to_string(),
+            hash: file.hash.clone(),
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            checked_ns: file.checked_ns,
+            // Tags always serialize; were that ever to fail, the unreadable
+            // row is skipped on load and the file re-tagged.
+            tags_json: tags_json.unwrap_or_else(|| to_json(&file.tags)),
+        }
+    }
+}
+
+/// The stored form of a file's tags.
+pub fn to_json(tags: &FileTags) -> String {
+    serde_json::to_string(tags).unwrap_or_default()
 }
 
 fn init_schema(conn: &Connection) -> rusqlite::Result<()> {
@@ -212,6 +240,10 @@ mod tests {
     use super::*;
     use crate::repomap::tags::{Def, DefKind};
 
+    fn row(rel: &str, file: &CachedFile) -> Row {
+        Row::new(rel, file, None)
+    }
+
     fn entry(name: &str) -> CachedFile {
         CachedFile {
             hash: "ab".into(),
@@ -242,7 +274,9 @@ mod tests {
         assert!(entries.is_empty());
         assert_eq!(cache.path(), Some(path.as_path()));
         let (a, b) = (entry("a"), entry("b"));
-        cache.write(&[("a.rs", &a), ("b.rs", &b)], &[]).unwrap();
+        cache
+            .write(&[row("a.rs", &a), row("b.rs", &b)], &[])
+            .unwrap();
         cache.write(&[], &["b.rs".to_string()]).unwrap();
         drop(cache);
         let (_, entries) = TagCache::open(&path);
@@ -262,7 +296,7 @@ mod tests {
         let (mut cache, entries) = TagCache::open(&path);
         assert!(entries.is_empty());
         assert!(cache.path().is_some(), "rebuilt on disk, not in memory");
-        cache.write(&[("a.rs", &entry("a"))], &[]).unwrap();
+        cache.write(&[row("a.rs", &entry("a"))], &[]).unwrap();
         drop(cache);
         assert_eq!(TagCache::open(&path).1.len(), 1);
     }
@@ -273,7 +307,7 @@ mod tests {
         let path = dir.path().join("repomap.sqlite");
         let (mut cache, _) = TagCache::open(&path);
         cache
-            .write(&[("a.rs", &entry("a")), ("b.rs", &entry("b"))], &[])
+            .write(&[row("a.rs", &entry("a")), row("b.rs", &entry("b"))], &[])
             .unwrap();
         cache
             .conn
@@ -299,7 +333,7 @@ mod tests {
         let (mut cache, entries) = TagCache::open(&blocker.join("sub/repomap.sqlite"));
         assert!(entries.is_empty());
         assert_eq!(cache.path(), None);
-        cache.write(&[("a.rs", &entry("a"))], &[]).unwrap();
+        cache.write(&[row("a.rs", &entry("a"))], &[]).unwrap();
     }
 
     #[test]

@@ -44,13 +44,14 @@ pub mod tags;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::walk::{self, Lang, SourceFile, WalkOptions};
-use cache::{CachedFile, TagCache};
+use cache::{CachedFile, Row, TagCache};
 pub use tags::{Def, DefKind, FileTags, Scope, ScopeKind};
 
 /// Default share of the model's context window given to the map.
@@ -133,7 +134,11 @@ pub fn default_cache_path(root: &Path) -> PathBuf {
 /// means to render a map from them.
 pub struct RepoMap {
     root: PathBuf,
-    cache: TagCache,
+    /// `None` while a write runs on its own thread (see `pending`).
+    cache: Option<TagCache>,
+    /// The cache write in flight: the map is ranked and rendered while SQLite
+    /// commits, which is about a tenth of a cold map of a big crate.
+    pending: Option<JoinHandle<(TagCache, anyhow::Result<()>)>>,
     cache_path: PathBuf,
     /// rel → tags; a `BTreeMap` so every pass sees files in path order.
     files: BTreeMap<String, CachedFile>,
@@ -149,11 +154,9 @@ struct Job {
 
 enum Outcome {
     /// Same content as cached: only the stat and check time change.
-    Unchanged {
-        size: u64,
-        mtime_ns: i64,
-    },
-    Tagged(CachedFile),
+    Unchanged { size: u64, mtime_ns: i64 },
+    /// With the tags already in JSON for the cache (serialized on the tagger thread).
+    Tagged(CachedFile, String),
     /// Vanished or unreadable since it was listed.
     Gone,
 }
@@ -166,7 +169,8 @@ impl RepoMap {
         let (cache, files) = TagCache::open(cache_path);
         RepoMap {
             root: root.to_path_buf(),
-            cache,
+            cache: Some(cache),
+            pending: None,
             cache_path: cache_path.to_path_buf(),
             files,
         }
@@ -287,62 +291,101 @@ impl RepoMap {
         }
     }
 
-    /// Tags `jobs` in parallel, drops `removed`, and persists the changes.
+    /// Waits for the cache write in flight, if any. A failed write rebuilds
+    /// the cache from the tags in memory; a map that cannot be cached at all
+    /// still works.
+    pub fn flush(&mut self) {
+        let Some(pending) = self.pending.take() else {
+            return;
+        };
+        let (cache, result) = pending.join().unwrap_or_else(|_| {
+            let err = anyhow::anyhow!("the cache writer panicked");
+            (TagCache::recreate(&self.cache_path), Err(err))
+        });
+        self.cache = Some(cache);
+        if let Err(err) = result {
+            // The tags in memory are right; only the cache is in trouble.
+            tracing::warn!("repo map cache write failed ({err:#}); rebuilding the cache");
+            let mut fresh = TagCache::recreate(&self.cache_path);
+            let all: Vec<Row> = self
+                .files
+                .iter()
+                .map(|(rel, f)| Row::new(rel, f, None))
+                .collect();
+            if let Err(err) = fresh.write(&all, &[]) {
+                tracing::warn!("repo map cache rebuild failed ({err:#}); tags stay in memory");
+            }
+            self.cache = Some(fresh);
+        }
+    }
+
+    /// Tags `jobs` in parallel, drops `removed`, and starts persisting the
+    /// changes on a thread of their own.
     fn apply(&mut self, jobs: Vec<Job>, removed: Vec<String>, stats: &mut RefreshStats) {
+        self.flush();
         // Taken before reading: a write racing with the read is then within
         // the racy window and gets re-checked next time.
         let now = now_ns();
         let outcomes = tag_in_parallel(&jobs, &self.files);
-        let mut changed: Vec<String> = Vec::new();
+        let mut upserts: Vec<Row> = Vec::new();
+        let mut deletes: Vec<String> = Vec::new();
         for (job, outcome) in jobs.into_iter().zip(outcomes) {
             match outcome {
                 Outcome::Unchanged { size, mtime_ns } => {
                     stats.reused += 1;
                     if let Some(f) = self.files.get_mut(&job.rel) {
                         (f.size, f.mtime_ns, f.checked_ns) = (size, mtime_ns, now);
-                        changed.push(job.rel);
+                        upserts.push(Row::new(&job.rel, f, None));
                     }
                 }
-                Outcome::Tagged(mut f) => {
+                Outcome::Tagged(mut f, tags_json) => {
                     stats.parsed += 1;
                     f.checked_ns = now;
-                    self.files.insert(job.rel.clone(), f);
-                    changed.push(job.rel);
+                    upserts.push(Row::new(&job.rel, &f, Some(tags_json)));
+                    self.files.insert(job.rel, f);
                 }
                 Outcome::Gone => {
-                    if self.files.contains_key(&job.rel) {
+                    if self.files.remove(&job.rel).is_some() {
                         stats.removed += 1;
-                        self.files.remove(&job.rel);
-                        changed.push(job.rel);
+                        deletes.push(job.rel);
                     }
                 }
             }
         }
-        for rel in &removed {
-            if self.files.remove(rel).is_some() {
+        for rel in removed {
+            if self.files.remove(&rel).is_some() {
                 stats.removed += 1;
             }
+            deletes.push(rel);
         }
-        // Rows of files removed above (Gone) are deleted below too.
-        let (upserts, mut deletes): (Vec<&String>, Vec<&String>) = changed
-            .iter()
-            .partition(|rel| self.files.contains_key(*rel));
-        deletes.extend(removed.iter());
-        let upserts: Vec<(&str, &CachedFile)> = upserts
-            .iter()
-            .map(|r| (r.as_str(), &self.files[*r]))
-            .collect();
-        let deletes: Vec<String> = deletes.into_iter().cloned().collect();
-        if let Err(err) = self.cache.write(&upserts, &deletes) {
-            // The tags in memory are right; only the cache is in trouble.
-            tracing::warn!("repo map cache write failed ({err:#}); rebuilding the cache");
-            self.cache = TagCache::recreate(&self.cache_path);
-            let all: Vec<(&str, &CachedFile)> =
-                self.files.iter().map(|(r, f)| (r.as_str(), f)).collect();
-            if let Err(err) = self.cache.write(&all, &[]) {
-                tracing::warn!("repo map cache rebuild failed ({err:#}); tags stay in memory");
+        if upserts.is_empty() && deletes.is_empty() {
+            return;
+        }
+        let Some(mut cache) = self.cache.take() else {
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("repomap-cache".into())
+            .spawn(move || {
+                let result = cache.write(&upserts, &deletes);
+                (cache, result)
+            });
+        match spawned {
+            Ok(handle) => self.pending = Some(handle),
+            Err(err) => {
+                // The rows went with the closure: reopen, and the files are
+                // re-tagged next time.
+                tracing::warn!("repo map cache: no writer thread ({err}); changes not cached");
+                self.cache = Some(TagCache::open(&self.cache_path).0);
             }
         }
+    }
+}
+
+impl Drop for RepoMap {
+    /// Nothing is lost: the write in flight is committed before the map goes.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -401,13 +444,15 @@ fn tag_one(tagger: &mut tags::Tagger, job: &Job, cached: Option<&CachedFile>) ->
     } else {
         tags::FileTags::default()
     };
-    Outcome::Tagged(CachedFile {
+    let tags_json = cache::to_json(&tags);
+    let file = CachedFile {
         hash,
         size,
         mtime_ns,
         checked_ns: 0,
         tags,
-    })
+    };
+    Outcome::Tagged(file, tags_json)
 }
 
 /// `./src\foo.rs` → `src/foo.rs`

@@ -330,7 +330,9 @@ fn editing_one_file_reparses_only_that_file() {
         .any(|d| d.name == "call_v2"));
     assert!(map.tags("src/cli.rs").is_none());
 
-    // A new process sees the same tags from the cache, without parsing.
+    // A new process sees the same tags from the cache, without parsing, once
+    // the write in flight is committed.
+    map.flush();
     let mut reopened = open(root);
     assert_eq!(reopened.len(), 5);
     let stats = reopened.refresh().unwrap();
@@ -455,6 +457,7 @@ fn generated_files_get_no_tags_and_are_not_reread() {
     assert!(map.tags("src/proto.rs").is_some_and(|t| t.defs.is_empty()));
     let out = map.render(&MapOptions::default(), &approx_tokens);
     assert!(!out.text.contains("generated_helper"), "{}", out.text);
+    map.flush();
     // Known by its stat from now on, like every other file: nothing is read.
     let stats = open(dir.path()).refresh().unwrap();
     assert_eq!((stats.parsed, stats.reused), (0, rels.len()), "{stats:?}");

@@ -42,4 +42,20 @@ ensure_models() {
 build_release() {
     log "building (release; target dir $CARGO_TARGET_DIR)"
     (cd "$ROOT" && cargo build --release --locked "$@")
+    prune_stale_binaries
+}
+
+# Cargo keeps every earlier link of every test and example binary, and with
+# this stack each one is about 1.3 GB: a shared target dir fills the disk
+# within days. Keeps the newest binary of each name.
+prune_stale_binaries() {
+    local dir
+    for dir in "$CARGO_TARGET_DIR/release/deps" "$CARGO_TARGET_DIR/release/examples"; do
+        [ -d "$dir" ] || continue
+        find "$dir" -maxdepth 1 -type f -perm -u+x -regextype posix-extended \
+            -regex '.*/[A-Za-z0-9_]+-[0-9a-f]{16}' -printf '%T@ %p\n' |
+            sort -rn |
+            awk '{ n = $2; sub(/.*\//, "", n); sub(/-[0-9a-f]+$/, "", n); if (seen[n]++) print $2 }' |
+            xargs -r rm -f
+    done
 }

@@ -14,7 +14,7 @@
 # BENCH_MAP_BIN=path uses an already built examples/bench_map binary.
 source "$(dirname "$0")/common.sh"
 
-REPS=3
+REPS=15
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) REPS="$2"; shift 2 ;;

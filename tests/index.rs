@@ -414,6 +414,35 @@ fn the_watcher_makes_an_edit_searchable() {
 }
 
 #[test]
+fn the_watcher_stays_idle_when_files_are_only_read() {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut index);
+    let cancel = CancelToken::new();
+    let root = dir.path().to_path_buf();
+    let stopper = cancel.clone();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        // What an editor, `grep -r` or the agent's own tools do all day.
+        for entry in walkdir(&root) {
+            let _ = std::fs::read(entry);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        stopper.cancel();
+    });
+    let mut updates = 0;
+    watch::watch(&mut index, Duration::from_millis(100), &cancel, &mut |r| {
+        r.expect("update in watcher");
+        updates += 1;
+    })
+    .unwrap();
+    reader.join().unwrap();
+    // Opening files changes nothing, and an update's own walk must not
+    // trigger the next update (that loop ran every debounce period).
+    assert_eq!(updates, 0, "updates without any change");
+}
+
+#[test]
 fn cli_index_status_and_search_json() {
     let dir = repo();
     let out = common::agent_bin()

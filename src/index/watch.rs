@@ -11,8 +11,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use notify_debouncer_full::notify::event::{AccessKind, AccessMode, EventKind};
 use notify_debouncer_full::notify::RecursiveMode;
-use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+use notify_debouncer_full::{new_debouncer, DebounceEventResult, DebouncedEvent};
 
 use super::{Index, UpdateStats};
 use crate::cancel::CancelToken;
@@ -33,6 +34,17 @@ fn relevant(root: &Path, path: &Path) -> bool {
         .next()
         .map(|c| c.as_os_str().to_string_lossy().into_owned());
     !matches!(first.as_deref(), Some(".agent" | ".git"))
+}
+
+/// Whether an event can change what is indexed. Opening or reading a file
+/// cannot, and counting those would be worse than wasteful: every update's
+/// walk opens each directory, so each update would trigger the next, forever.
+fn may_change(root: &Path, event: &DebouncedEvent) -> bool {
+    let read_only = matches!(
+        &event.kind,
+        EventKind::Access(kind) if *kind != AccessKind::Close(AccessMode::Write)
+    );
+    event.need_rescan() || (!read_only && event.paths.iter().any(|p| relevant(root, p)))
 }
 
 /// Watches `index.root()` until `cancel` trips, updating after each burst.
@@ -57,9 +69,7 @@ pub fn watch(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
         let mut changed = match batch {
-            Ok(events) => events
-                .iter()
-                .any(|e| e.need_rescan() || e.paths.iter().any(|p| relevant(&root, p))),
+            Ok(events) => events.iter().any(|e| may_change(&root, e)),
             Err(errors) => {
                 for e in errors {
                     tracing::warn!("file watcher: {e}");
@@ -69,11 +79,7 @@ pub fn watch(
         };
         // Fold in anything that arrived meanwhile: one update per burst.
         while let Ok(more) = rx.try_recv() {
-            changed |= more.map_or(true, |events| {
-                events
-                    .iter()
-                    .any(|e| e.paths.iter().any(|p| relevant(&root, p)))
-            });
+            changed |= more.map_or(true, |events| events.iter().any(|e| may_change(&root, e)));
         }
         if changed {
             on_update(index.update(cancel, &mut |_| {}));

@@ -2,8 +2,8 @@
 //!
 //! Tagging a repository for the map is allocation-bound: tree-sitter builds
 //! and frees a syntax tree per file and the tagger makes many small strings.
-//! Against glibc's malloc, mimalloc takes about a fifth off the CPU time of
-//! `scripts/bench map` (BENCHMARKS.md). Rust code gets it as the global
+//! Against glibc's malloc, mimalloc takes about a tenth off the CPU time of
+//! `scripts/bench map` on tokio (BENCHMARKS.md). Rust code gets it as the global
 //! allocator; tree-sitter's C core gets it through [`route_tree_sitter`].
 
 #[global_allocator]

@@ -298,14 +298,14 @@ impl RepoMap {
         let Some(pending) = self.pending.take() else {
             return;
         };
-        let (cache, result) = pending.join().unwrap_or_else(|_| {
-            let err = anyhow::anyhow!("the cache writer panicked");
-            (TagCache::recreate(&self.cache_path), Err(err))
-        });
-        self.cache = Some(cache);
+        let (cache, result) = match pending.join() {
+            Ok((cache, result)) => (Some(cache), result),
+            Err(_) => (None, Err(anyhow::anyhow!("the cache writer panicked"))),
+        };
         if let Err(err) = result {
             // The tags in memory are right; only the cache is in trouble.
             tracing::warn!("repo map cache write failed ({err:#}); rebuilding the cache");
+            drop(cache);
             let mut fresh = TagCache::recreate(&self.cache_path);
             let all: Vec<Row> = self
                 .files
@@ -316,6 +316,8 @@ impl RepoMap {
                 tracing::warn!("repo map cache rebuild failed ({err:#}); tags stay in memory");
             }
             self.cache = Some(fresh);
+        } else {
+            self.cache = cache;
         }
     }
 

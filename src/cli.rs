@@ -65,6 +65,8 @@ How it works:
   directly; questions about the repository get read-only tools (list_dir, read_file, glob, grep,
   search_semantic); coding tasks also get edit, apply_patch, write_file, undo and run_cmd.
   Every tool call is generated under a grammar, so it always parses. Writes show a diff.
+  An answer that only repeats the question is sent back; on the last step the search results
+  are shown instead, marked as such.
 
 Permissions (--mode):
   confirm  ask before every write and command (default); reads never ask

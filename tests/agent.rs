@@ -530,3 +530,54 @@ fn copying_the_prefetched_search_counts_towards_the_repeat_limit() {
     // prefetch + two copies = three identical calls: the second copy is not run.
     assert!(last_user_message(&model.requests()[2]).contains("same `search_semantic` call 3 times"));
 }
+
+#[test]
+fn an_answer_that_repeats_the_question_is_sent_back() {
+    let dir = repo();
+    let request = "Where is the function add defined?";
+    let r = run(
+        dir.path(),
+        Mode::Confirm,
+        &[&finish(request), &finish("In src/calc.py, line 1.")],
+        request,
+    );
+    assert_eq!(r.outcome.finish, Finish::Answered);
+    assert_eq!(r.outcome.answer, "In src/calc.py, line 1.");
+    assert!(last_user_message(&r.requests[1]).contains("only repeats the request"));
+}
+
+#[test]
+fn an_echo_on_the_last_step_gives_what_the_search_found_instead() {
+    let dir = repo();
+    let request = "Where is the function add defined?";
+    let index: Option<Box<dyn SemanticSearch>> = Some(Box::new(FakeIndex));
+    let (mut agent, _model) = start(
+        dir.path(),
+        Mode::Confirm,
+        &[&finish("where is the function add defined")],
+        index,
+        |c| c.max_steps = 1,
+    );
+    let outcome = ask(&mut agent, request).unwrap();
+    assert_eq!(outcome.finish, Finish::Evidence);
+    assert!(outcome
+        .answer
+        .starts_with("(The model's answer only repeated the question."));
+    assert!(
+        outcome.answer.contains("src/calc.py:1-2"),
+        "{}",
+        outcome.answer
+    );
+
+    // With nothing found, an echo is no answer at all.
+    let other = repo();
+    let r = run_with(
+        other.path(),
+        Mode::Confirm,
+        &[&finish(request)],
+        request,
+        &mut AlwaysApprove,
+        |c| c.max_steps = 1,
+    );
+    assert_eq!(r.outcome.finish, Finish::StepBudget);
+}

@@ -88,6 +88,9 @@ impl AgentConfig {
 pub enum Finish {
     /// The model called `finish`.
     Answered,
+    /// The model's answer only restated the request, so the answer is what
+    /// the last search found (marked as such), not the model's words.
+    Evidence,
     /// The step budget ran out without an answer.
     StepBudget,
     /// Ctrl-C.
@@ -124,6 +127,21 @@ pub struct Agent {
     log: EventLog,
     config: AgentConfig,
     turns: Vec<Turn>,
+}
+
+/// Most lines of search results given as a fallback answer.
+const EVIDENCE_LINES: usize = 30;
+
+/// The fallback answer: what the latest search found, marked as such.
+fn evidence_answer(found: &str) -> String {
+    let mut lines: Vec<&str> = found.lines().take(EVIDENCE_LINES).collect();
+    if found.lines().count() > EVIDENCE_LINES {
+        lines.push("…");
+    }
+    format!(
+        "(The model's answer only repeated the question. What the search found:)\n{}",
+        lines.join("\n")
+    )
 }
 
 /// One model reply in the loop.
@@ -332,10 +350,14 @@ impl Agent {
         // it again and again (small models do) meets the intervention sooner.
         let mut last_call: Option<(String, String)> = None;
         let mut repeats = 0;
+        // The latest search results: the fallback answer if the model's own
+        // answer turns out to be an echo of the request.
+        let mut found: Option<String> = None;
         if self.config.prefetch > 0 && access.contains(&Access::Read) {
-            if let Some(call) = self.prefetch(request, ui, cancel)? {
+            if let Some((call, content)) = self.prefetch(request, ui, cancel)? {
                 last_call = Some((call.tool, call.args.to_string()));
                 repeats = 1;
+                found = Some(content);
             }
         }
 
@@ -414,6 +436,25 @@ impl Agent {
 
             if call.tool == FINISH {
                 if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
+                    if protocol::restates(answer, request) {
+                        self.log.audit(
+                            "intervention",
+                            json!({"reason": "answer restates the request", "last_step": last_step}),
+                        );
+                        if !last_step {
+                            self.observe(
+                                "Your answer only repeats the request. Answer it from the tool results above \
+(name files and functions), or call another tool first.",
+                                answer_next,
+                            )?;
+                            continue;
+                        }
+                        if let Some(found) = &found {
+                            outcome.answer = evidence_answer(found);
+                            outcome.finish = Finish::Evidence;
+                        }
+                        break;
+                    }
                     outcome.answer = answer.to_string();
                     outcome.finish = Finish::Answered;
                     break;
@@ -452,6 +493,9 @@ Use what you already have: try a different tool or different arguments, or call 
 
             let output = self.run_tool(&call, &allowed, approver, cancel);
             ui.tool_result(&call, &output);
+            if output.ok && matches!(call.tool.as_str(), "search_semantic" | "grep") {
+                found = Some(output.content.clone());
+            }
             let newly_changed: Vec<String> = output
                 .changed
                 .iter()
@@ -609,7 +653,7 @@ Use what you already have: try a different tool or different arguments, or call 
         request: &str,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
-    ) -> Result<Option<ToolCall>> {
+    ) -> Result<Option<(ToolCall, String)>> {
         if self.search.is_none() {
             return Ok(None);
         }
@@ -631,7 +675,7 @@ Use what you already have: try a different tool or different arguments, or call 
         );
         self.push(Turn::new(Kind::Call, serde_json::to_string(&call)?))?;
         self.observe(&observation_text(&call.tool, &output), false)?;
-        Ok(Some(call))
+        Ok(Some((call, output.content)))
     }
 
     /// Runs an allowed tool; in `human` mode reads are confirmed here (the

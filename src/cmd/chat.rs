@@ -57,6 +57,8 @@ pub fn print_outcome(outcome: &Outcome) {
     match outcome.finish {
         Finish::Answered if outcome.answer.is_empty() => eprintln!("(empty answer)"),
         Finish::Answered => {}
+        // The streamed text was the model's echo; this is the answer.
+        Finish::Evidence => println!("\n{}", outcome.answer),
         Finish::StepBudget => eprintln!("{}", outcome.answer),
         Finish::Cancelled => eprintln!("(stopped)"),
     }
@@ -67,7 +69,7 @@ pub fn print_outcome(outcome: &Outcome) {
 
 pub fn exit_code(outcome: &Outcome) -> i32 {
     match outcome.finish {
-        Finish::Answered => exit::OK,
+        Finish::Answered | Finish::Evidence => exit::OK,
         Finish::StepBudget => NO_ANSWER,
         Finish::Cancelled => exit::INTERRUPTED,
     }

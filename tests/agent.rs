@@ -580,4 +580,9 @@ fn an_echo_on_the_last_step_gives_what_the_search_found_instead() {
         |c| c.max_steps = 1,
     );
     assert_eq!(r.outcome.finish, Finish::StepBudget);
+    assert!(
+        r.outcome.answer.contains("only repeated the question"),
+        "{}",
+        r.outcome.answer
+    );
 }

@@ -146,6 +146,9 @@ fn an_unknown_session_is_a_clear_error() {
 #[test]
 fn the_real_tiny_model_runs_the_loop_end_to_end() {
     let dir = repo();
+    // With an index, the request starts from its best matches (prefetch).
+    let indexed = agent_in(dir.path()).arg("index").output().unwrap();
+    assert!(indexed.status.success(), "{indexed:?}");
     let out = agent_in(dir.path())
         .args([
             "ask",
@@ -163,8 +166,14 @@ fn the_real_tiny_model_runs_the_loop_end_to_end() {
         .output()
         .unwrap();
     let v = json_of(&out);
-    // The last step may only be `finish`, so even a 135M model answers.
-    assert_eq!(v["finish"], "answered", "{v}");
+    // The last step may only be `finish`, so even a 135M model answers; if
+    // its answer only repeats the question, the answer is the search results.
+    let answer = v["answer"].as_str().unwrap();
+    match v["finish"].as_str() {
+        Some("answered") => assert!(!answer.trim().is_empty(), "{v}"),
+        Some("evidence") => assert!(answer.contains("calc.py"), "{v}"),
+        _ => panic!("no answer: {v}"),
+    }
     assert!(out.status.success());
     // Every call was generated under the grammar, so every call parsed.
     assert_eq!(v["invalid_tool_calls"], 0, "{v}");

@@ -449,9 +449,17 @@ impl Agent {
                             )?;
                             continue;
                         }
-                        if let Some(found) = &found {
-                            outcome.answer = evidence_answer(found);
-                            outcome.finish = Finish::Evidence;
+                        match &found {
+                            Some(found) => {
+                                outcome.answer = evidence_answer(found);
+                                outcome.finish = Finish::Evidence;
+                            }
+                            None => {
+                                outcome.answer =
+                                    "(no answer: the model only repeated the question, \
+and nothing was searched; `agent index` gives it search results, a larger --model does better)"
+                                        .into();
+                            }
                         }
                         break;
                     }
@@ -519,7 +527,7 @@ Use what you already have: try a different tool or different arguments, or call 
             }
         }
 
-        if outcome.finish == Finish::StepBudget {
+        if outcome.finish == Finish::StepBudget && outcome.answer.is_empty() {
             outcome.answer = format!(
                 "(no answer within {} steps; raise --max-steps or ask a narrower question)",
                 outcome.steps

@@ -473,12 +473,12 @@ mod tests {
 
     #[test]
     fn restating_the_request_is_not_an_answer() {
-        let q = "What does this project do?";
-        assert!(restates("What does this project do?", q));
-        assert!(restates("what does this project do", q));
+        let q = "Which crate parses the config?";
+        assert!(restates("Which crate parses the config?", q));
+        assert!(restates("which crate parses the config", q));
         assert!(restates("  ", q));
-        assert!(restates("does this project do", q));
-        assert!(!restates("It is a local-first coding agent.", q));
+        assert!(restates("crate parses the config", q));
+        assert!(!restates("The toml crate, in src/config.rs.", q));
         let q = "Where is src/calc.py used?";
         assert!(!restates("src/calc.py", q));
         assert!(!restates("In main.py, which imports src/calc.py.", q));

@@ -495,3 +495,75 @@ fn cli_index_status_and_search_json() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("agent index"));
 }
+
+#[test]
+fn cli_watch_keeps_the_repo_map_current() {
+    use std::io::BufRead;
+    let dir = repo();
+    /// A failing assertion must not leave a watcher running forever.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reap(
+        common::agent_bin()
+            .args(["index", "--watch", "--json"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = child.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    // The first report is the initial update; then the watcher is running.
+    let initial = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("initial update");
+    assert!(initial["files_indexed"].as_u64().unwrap() > 0, "{initial}");
+    std::thread::sleep(Duration::from_millis(300));
+    write(
+        dir.path(),
+        "pkg/extra.py",
+        b"def brand_new_helper(x):\n    return x * 2\n",
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let stats = rx
+            .recv_timeout(left)
+            .expect("the watcher reported the edit");
+        if stats["files_indexed"].as_u64() > Some(0) {
+            break;
+        }
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.0.wait().unwrap();
+    // Loaded from the cache alone, no refresh: the watcher kept it current.
+    let root = dir.path();
+    let map = agent::repomap::RepoMap::open(root, &agent::repomap::default_cache_path(root));
+    let tags = map
+        .tags("pkg/extra.py")
+        .expect("the new file is in the map's cache");
+    assert!(
+        tags.defs.iter().any(|d| d.name == "brand_new_helper"),
+        "{tags:?}"
+    );
+}

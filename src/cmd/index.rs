@@ -100,10 +100,17 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         watch::DEFAULT_DEBOUNCE,
         cancel,
         &mut |result| match result {
-            Ok(stats) if stats.files_indexed + stats.files_removed > 0 || args.json => {
-                report(&stats, args.json)
+            Ok(stats) => {
+                if stats.files_indexed + stats.files_removed > 0 {
+                    // The map's tags follow the index (only moved files are re-tagged).
+                    if let Err(e) = map.refresh() {
+                        eprintln!("warning: repo map not updated: {e:#}");
+                    }
+                }
+                if stats.files_indexed + stats.files_removed > 0 || args.json {
+                    report(&stats, args.json)
+                }
             }
-            Ok(_) => {}
             Err(e) => eprintln!("update failed (still watching): {e:#}"),
         },
     )?;

@@ -16,9 +16,13 @@ pub fn tiny_model() -> PathBuf {
 }
 
 /// The binary, run from a neutral directory so that no repository index
-/// around the test's working directory leaks into its prompts.
+/// around the test's working directory leaks into its prompts. Not the temp
+/// dir itself: the `.agent/` a command creates there would become the
+/// workspace of every test repository below it that has no `.git`.
 pub fn agent_bin() -> std::process::Command {
+    let neutral = std::env::temp_dir().join("agent-tests-cwd");
+    std::fs::create_dir_all(&neutral).expect("a neutral working directory");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agent"));
-    cmd.current_dir(std::env::temp_dir());
+    cmd.current_dir(neutral);
     cmd
 }

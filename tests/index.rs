@@ -78,6 +78,14 @@ fn update(index: &mut Index) -> UpdateStats {
         .expect("update succeeds")
 }
 
+/// A test repository, indexed, and a token to stop a watcher on it.
+fn indexed_repo() -> (tempfile::TempDir, Index, CancelToken) {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut index);
+    (dir, index, CancelToken::new())
+}
+
 fn options() -> IndexOptions {
     IndexOptions {
         threads: 1,
@@ -368,10 +376,7 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
 
 #[test]
 fn the_watcher_makes_an_edit_searchable() {
-    let dir = repo();
-    let mut index = Index::open_writer(dir.path(), options()).unwrap();
-    update(&mut index);
-    let cancel = CancelToken::new();
+    let (dir, mut index, cancel) = indexed_repo();
     let root = dir.path().to_path_buf();
     let stopper = cancel.clone();
     let editor = std::thread::spawn(move || {
@@ -415,10 +420,7 @@ fn the_watcher_makes_an_edit_searchable() {
 
 #[test]
 fn the_watcher_stays_idle_when_files_are_only_read() {
-    let dir = repo();
-    let mut index = Index::open_writer(dir.path(), options()).unwrap();
-    update(&mut index);
-    let cancel = CancelToken::new();
+    let (dir, mut index, cancel) = indexed_repo();
     let root = dir.path().to_path_buf();
     let stopper = cancel.clone();
     let reader = std::thread::spawn(move || {

@@ -47,15 +47,21 @@ build_release() {
 
 # Cargo keeps every earlier link of every test and example binary, and with
 # this stack each one is about 1.3 GB: a shared target dir fills the disk
-# within days. Keeps the newest binary of each name.
+# within days. Binaries that cargo also links under their plain name (the
+# `agent` binary, the examples) are current while that hard link exists; the
+# others (test binaries, and the library's tests, also named `agent-HASH`)
+# keep the newest of each name.
 prune_stale_binaries() {
-    local dir
-    for dir in "$CARGO_TARGET_DIR/release/deps" "$CARGO_TARGET_DIR/release/examples"; do
-        [ -d "$dir" ] || continue
-        find "$dir" -maxdepth 1 -type f -perm -u+x -regextype posix-extended \
-            -regex '.*/[A-Za-z0-9_]+-[0-9a-f]{16}' -printf '%T@ %p\n' |
+    local release="$CARGO_TARGET_DIR/release" hashed='.*/[A-Za-z0-9_]+-[0-9a-f]{16}'
+    if [ -d "$release/examples" ]; then
+        find "$release/examples" -maxdepth 1 -type f -perm -u+x -links 1 \
+            -regextype posix-extended -regex "$hashed" -delete
+    fi
+    if [ -d "$release/deps" ]; then
+        find "$release/deps" -maxdepth 1 -type f -perm -u+x -links 1 \
+            -regextype posix-extended -regex "$hashed" -printf '%T@ %p\n' |
             sort -rn |
             awk '{ n = $2; sub(/.*\//, "", n); sub(/-[0-9a-f]+$/, "", n); if (seen[n]++) print $2 }' |
             xargs -r rm -f
-    done
+    fi
 }

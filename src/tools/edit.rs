@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::args::Args;
 use super::change::{self, FileChange};
-use super::fs::{check_fresh, not_found, resolve};
+use super::fs::{check_fresh, not_found, resolve_writable};
 use super::grep::cut;
 use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -62,13 +62,10 @@ impl Tool for Edit {
         if old_text == new_text {
             return a.error("`old_text` and `new_text` are the same, so nothing would change");
         }
-        let abs = match resolve(ctx, &path) {
+        let abs = match resolve_writable(ctx, &path) {
             Ok(p) => p,
             Err(e) => return e,
         };
-        if let Err(e) = ctx.workspace.check_writable(&abs) {
-            return ToolOutput::error(ErrorClass::PolicyDenied, e);
-        }
         let rel = ctx.workspace.relative(&abs);
         match std::fs::metadata(&abs) {
             Ok(m) if m.is_dir() => {

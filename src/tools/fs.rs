@@ -78,6 +78,15 @@ pub(crate) fn resolve(ctx: &ToolContext<'_>, path: &str) -> Result<PathBuf, Tool
         .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))
 }
 
+/// [`resolve`], refusing paths the agent may not write (`.git/`, `.agent/`, the root).
+pub(crate) fn resolve_writable(ctx: &ToolContext<'_>, path: &str) -> Result<PathBuf, ToolOutput> {
+    let abs = resolve(ctx, path)?;
+    ctx.workspace
+        .check_writable(&abs)
+        .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
+    Ok(abs)
+}
+
 /// A NotFound output that suggests files with the same name elsewhere.
 pub(crate) fn not_found(ctx: &ToolContext<'_>, given: &str, abs: &Path) -> ToolOutput {
     let rel = ctx.workspace.relative(abs);
@@ -596,13 +605,10 @@ impl Tool for WriteFile {
             (Ok(p), Ok(c)) => (p, c),
             (Err(e), _) | (_, Err(e)) => return e,
         };
-        let abs = match resolve(ctx, &path) {
+        let abs = match resolve_writable(ctx, &path) {
             Ok(p) => p,
             Err(e) => return e,
         };
-        if let Err(e) = ctx.workspace.check_writable(&abs) {
-            return ToolOutput::error(ErrorClass::PolicyDenied, e);
-        }
         let rel = ctx.workspace.relative(&abs);
         let old = match std::fs::metadata(&abs) {
             Ok(m) if m.is_dir() => {

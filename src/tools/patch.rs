@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::args::Args;
 use super::change::{self, FileChange};
-use super::fs::resolve;
+use super::fs::resolve_writable;
 use super::grep::cut;
 use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -553,10 +553,7 @@ fn plan(ctx: &ToolContext<'_>, ops: &[Op]) -> Result<Vec<FileChange>, ToolOutput
     let target = |path: &str,
                   seen: &mut HashSet<std::path::PathBuf>|
      -> Result<(std::path::PathBuf, String), ToolOutput> {
-        let abs = resolve(ctx, path)?;
-        ctx.workspace
-            .check_writable(&abs)
-            .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
+        let abs = resolve_writable(ctx, path)?;
         let rel = ctx.workspace.relative(&abs);
         if !seen.insert(abs.clone()) {
             return Err(fail(

@@ -70,11 +70,7 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
         .arg("Where is the function add defined?")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let v = json_of(&out);
     assert_eq!(v["answer"], "add is in calc.py");
     assert_eq!(v["finish"], "answered");
@@ -122,11 +118,7 @@ fn without_a_terminal_confirm_mode_declines_writes() {
         .arg("Create new.py with x = 1")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(!dir.path().join("new.py").exists());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--mode yolo"), "{err}");
@@ -210,11 +202,7 @@ fn an_exported_session_replays_to_the_same_result() {
             .arg(request)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_success(&out);
         json_of(&out)
     };
     let original = run(first.path(), &script);

@@ -23,11 +23,7 @@ fn ask_streams_an_answer_from_the_real_model() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(stdout.contains("Paris"), "answer: {stdout}");
     // llama.cpp's own logging is kept off the terminal by default.
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -50,11 +46,7 @@ fn ask_json_reports_the_answer_and_token_counts() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
     assert!(!v["answer"].as_str().unwrap().is_empty());
     assert!(v["prompt_tokens"].as_u64().unwrap() > 5);
@@ -76,11 +68,7 @@ fn ask_with_a_json_schema_prints_schema_valid_json() {
         .args(["What is 3 + 4?"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let v: Value = serde_json::from_slice(&out.stdout).expect("the answer is JSON");
     assert!(v["answer"].is_i64(), "{v}");
 }
@@ -96,11 +84,7 @@ fn ask_replays_a_script_without_a_model() {
         .args(["--model", "/definitely/not/here.gguf", "question"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "The answer is 42."
@@ -173,11 +157,7 @@ fn an_attached_file_reaches_the_model() {
         .arg("What is the secret project codename? Reply with the codename only.")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let answer = String::from_utf8_lossy(&out.stdout).to_uppercase();
     assert!(
         answer.contains("BLUEFALCON") || answer.contains("BLUE FALCON"),
@@ -246,11 +226,7 @@ fn ctrl_c_stops_generation_and_keeps_the_partial_answer() {
 #[test]
 fn models_verifies_every_file() {
     let out = agent_bin().args(["models", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], true);
     assert!(v["files"]

@@ -452,11 +452,7 @@ fn cli_index_status_and_search_json() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["files_indexed"], 3);
 
@@ -466,11 +462,7 @@ fn cli_index_status_and_search_json() {
         .arg("edit distance")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &results[0];
     for key in ["path", "start_line", "end_line", "symbol", "score", "text"] {

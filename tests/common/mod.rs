@@ -26,3 +26,12 @@ pub fn agent_bin() -> std::process::Command {
     cmd.current_dir(neutral);
     cmd
 }
+
+/// Fails with the command's stderr unless it exited with 0.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -25,6 +25,15 @@ pub fn default_chat_model() -> PathBuf {
     models_dir().join(DEFAULT_CHAT_MODEL)
 }
 
+/// Keeps the agent's state folder (`.agent/`) out of the user's `git status`:
+/// a `.gitignore` of `*` inside it, written once (a user's own is kept).
+pub fn ignore_state_dir(state_dir: &std::path::Path) {
+    let ignore = state_dir.join(".gitignore");
+    if !ignore.exists() {
+        let _ = std::fs::write(&ignore, "*\n");
+    }
+}
+
 /// The repository a command acts on: `explicit` when given (it must exist),
 /// else the workspace around the current directory.
 pub fn repo_root(explicit: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {

@@ -356,11 +356,9 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
     }
     let cancel = CancelToken::new();
     let mut index = Index::open_writer(dir.path(), options()).unwrap();
-    let mut calls = 0;
     let stats = index
-        .update(&cancel, &mut |_| {
-            calls += 1;
-            if calls == 2 {
+        .update(&cancel, &mut |p| {
+            if p.chunks_done > 0 {
                 cancel.cancel(); // after the first batch
             }
         })
@@ -369,9 +367,157 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
     assert!(stats.files_indexed > 0 && stats.files_indexed < 150);
     let status = index.status().unwrap();
     assert_eq!(status.files, stats.files_indexed);
+    assert!(!status.complete);
+
+    // A partial index says so, in --status and in search.
+    let out = common::agent_bin()
+        .args(["index", "--status"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("partial"));
+    let out = common::agent_bin()
+        .args(["search", "--json", "--root"])
+        .arg(dir.path())
+        .arg("function")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the index is partial"));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON stays clean");
+
     let resumed = update(&mut index);
     assert_eq!(resumed.files_indexed, 150 - stats.files_indexed);
-    assert_eq!(index.status().unwrap().files, 150);
+    let status = index.status().unwrap();
+    assert_eq!(status.files, 150);
+    assert!(status.complete);
+}
+
+#[test]
+fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
+clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
+    for i in 0..40 {
+        write(
+            dir.path(),
+            &format!("m/f{i}.py"),
+            format!("def function_{i}(x):\n{body}    return x * {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
+        );
+    }
+    let cancel = CancelToken::new();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = index
+        .update(&cancel, &mut |p| {
+            if p.chunks_embedded > 0 {
+                cancel.cancel(); // one embedding step into the first batch
+            }
+        })
+        .unwrap();
+    assert!(stats.interrupted);
+    assert_eq!(stats.files_indexed, 0);
+    let status = index.status().unwrap();
+    assert_eq!((status.files, status.chunks), (0, 0));
+    assert!(
+        status.cached_embeddings > 0 && !status.complete,
+        "{status:?}"
+    );
+    let resumed = update(&mut index);
+    assert_eq!(resumed.files_indexed, 40);
+    assert_eq!(resumed.cache_hits as u64, status.cached_embeddings);
+}
+
+#[test]
+fn progress_moves_per_file_and_per_embedded_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    // 40 files of two functions, each big enough to be a chunk of its own:
+    // 80 chunks, more than one embedding step.
+    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
+clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
+    for i in 0..40 {
+        write(
+            dir.path(),
+            &format!("m/f{i}.py"),
+            format!("def function_{i}(x):\n{body}    return x * {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
+        );
+    }
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let mut seen: Vec<agent::index::Progress> = Vec::new();
+    index
+        .update(&CancelToken::new(), &mut |p| seen.push(p.clone()))
+        .unwrap();
+    // Every file is reported on its own, before its batch is written...
+    let files: Vec<usize> = seen.iter().map(|p| p.files_done).collect();
+    for n in 1..=40 {
+        assert!(files.contains(&n), "{files:?}");
+    }
+    // ...and embedding reports as it goes, while no chunk of the batch is
+    // written yet.
+    let embedding: Vec<usize> = seen
+        .iter()
+        .filter(|p| p.chunks_done == 0)
+        .map(|p| p.chunks_embedded)
+        .collect();
+    let last = seen.last().unwrap();
+    assert!(last.chunks_embedded >= 80, "{last:?}");
+    assert!(
+        embedding.iter().any(|&e| e > 0 && e < last.chunks_embedded),
+        "{embedding:?}"
+    );
+}
+
+#[test]
+fn code_ranks_before_docs_unless_the_query_asks_for_docs() {
+    common::tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "flask/helpers.py",
+        b"import os\n\n\ndef get_debug_flag():\n    \"\"\"Get whether debug mode should be enabled for the app.\"\"\"\n    val = os.environ.get(\"FLASK_DEBUG\")\n    return bool(val and val.lower() not in {\"0\", \"false\", \"no\"})\n",
+    );
+    write(
+        dir.path(),
+        "docs/config.rst",
+        b"Debug Mode\n==========\n\nDebug mode is enabled when the FLASK_DEBUG environment variable is set.\nThe debug flag enables the debugger and the reloader. Do not enable debug mode in production.\n",
+    );
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut index);
+    let first = |index: &mut Index, q: &str| {
+        index.search(&SearchQuery::new(q, 2)).unwrap()[0]
+            .path
+            .clone()
+    };
+    assert_eq!(
+        first(&mut index, "how is debug mode enabled"),
+        "flask/helpers.py"
+    );
+    assert_eq!(
+        first(&mut index, "what do the docs say about debug mode"),
+        "docs/config.rst"
+    );
+}
+
+#[test]
+fn indexing_keeps_state_out_of_git_and_names_its_root_outside_a_repository() {
+    let dir = repo();
+    let out = common::agent_bin()
+        .current_dir(dir.path())
+        .arg("index")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let root = dir.path().canonicalize().unwrap();
+    assert!(
+        err.contains("not inside a git repository") && err.contains(&root.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".agent/.gitignore")).unwrap(),
+        "*\n"
+    );
 }
 
 #[test]

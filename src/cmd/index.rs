@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::exit;
 use crate::cancel::CancelToken;
 use crate::cli::IndexArgs;
-use crate::index::{watch, Index, IndexOptions, UpdateStats};
+use crate::index::{watch, Index, IndexOptions, Progress, UpdateStats};
 use crate::paths;
 use crate::repomap::{default_cache_path, RepoMap};
 use crate::walk::WalkOptions;
@@ -36,6 +36,9 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                 status.disk_bytes as f64 / 1e6,
                 status.index_dir.display()
             );
+            if !status.complete {
+                println!("  partial      the last update was interrupted; run `agent index` to finish it");
+            }
             if status.writer_active {
                 println!("  a writer (agent index --watch?) is running");
             }
@@ -55,6 +58,12 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     } else {
         Index::open_writer(&root, options)?
     };
+    if !args.json && args.path.is_none() && !root.join(".git").exists() {
+        eprintln!(
+            "note: not inside a git repository; indexing {} (pass a path to index another folder)",
+            root.display()
+        );
+    }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -67,12 +76,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     let stats = index.update(cancel, &mut |p| {
         bar.set_length(p.files_total as u64);
         bar.set_position(p.files_done as u64);
-        let secs = started.elapsed().as_secs_f64().max(1e-3);
-        bar.set_message(format!(
-            "{:.0} files/s, {:.0} chunks/s",
-            p.files_done as f64 / secs,
-            p.chunks_done as f64 / secs
-        ));
+        bar.set_message(progress_message(p, started.elapsed().as_secs_f64()));
     })?;
     bar.finish_and_clear();
     report(&stats, args.json);
@@ -115,6 +119,22 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         },
     )?;
     Ok(exit::OK)
+}
+
+/// `312 chunks written, 1,024 embedded (40/s), 96 to embed in this batch`
+fn progress_message(p: &Progress, secs: f64) -> String {
+    let mut msg = format!("{} chunks written", p.chunks_done);
+    if p.chunks_embedded > 0 {
+        msg.push_str(&format!(
+            ", {} embedded ({:.0}/s)",
+            p.chunks_embedded,
+            p.chunks_embedded as f64 / secs.max(1e-3)
+        ));
+    }
+    if p.chunks_to_embed > 0 {
+        msg.push_str(&format!(", embedding {} more", p.chunks_to_embed));
+    }
+    msg
 }
 
 fn report(stats: &UpdateStats, json: bool) {

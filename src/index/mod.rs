@@ -40,6 +40,10 @@ use store::{Row, Store};
 /// enough that embedding batches stay full.
 const FILE_BATCH: usize = 64;
 
+/// Texts embedded between progress reports, cache writes and Ctrl-C checks
+/// (two ONNX Runtime calls; a few seconds on two cores).
+const EMBED_STEP: usize = 64;
+
 /// Where an index lives for a repository root.
 pub fn index_dir(root: &Path) -> PathBuf {
     root.join(".agent").join("index")
@@ -61,11 +65,19 @@ impl Default for IndexOptions {
     }
 }
 
+/// Reported after every file read and chunked, and after every embedding
+/// call, so a progress bar moves even while one batch is embedded.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Progress {
     pub files_total: usize,
+    /// Files read and chunked (their rows are written batch by batch).
     pub files_done: usize,
+    /// Chunks written to the table.
     pub chunks_done: usize,
+    /// Chunks embedded so far in this update (the rest come from the cache).
+    pub chunks_embedded: usize,
+    /// Chunks the current batch still has to embed.
+    pub chunks_to_embed: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -96,7 +108,13 @@ pub struct Status {
     pub last_update: Option<String>,
     pub writer_active: bool,
     pub disk_bytes: u64,
+    /// False after an update that was interrupted (Ctrl-C, a crash) and not
+    /// finished since: some files are missing or out of date.
+    pub complete: bool,
 }
+
+/// The note searches of a partial index carry.
+pub const PARTIAL_NOTE: &str = "the index is partial (its last update was interrupted), so some files are missing from these results; run `agent index` to finish it";
 
 /// The one-writer rule, enforced with an OS file lock that dies with its
 /// process (a crash never leaves a stale lock behind).
@@ -160,6 +178,9 @@ impl Index {
         let dir = index_dir(&root);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Some(state_dir) = dir.parent() {
+            crate::paths::ignore_state_dir(state_dir);
+        }
         let lock = lock_writer(&dir)?;
         let mut recovered = None;
         let state = match State::open(&dir.join("state.sqlite")) {
@@ -261,6 +282,9 @@ impl Index {
             recovered: self.recovered.take(),
             ..UpdateStats::default()
         };
+        // An update that was cut short (even after its last batch) may not
+        // have built the BM25 index: this one finishes that work too.
+        let was_complete = self.is_complete()?;
         let (files, skipped) = walk::walk(&self.root, &self.options.walk);
         stats.files_seen = files.len();
         stats.skipped = skipped;
@@ -286,14 +310,30 @@ impl Index {
             ..Progress::default()
         };
         on_progress(&progress);
+        if !candidates.is_empty() || !removed.is_empty() {
+            // Until this update finishes, a crash or Ctrl-C leaves it partial.
+            self.state.set_meta(COMPLETE_KEY, "no")?;
+        }
         for batch in candidates.chunks(FILE_BATCH) {
             if cancel.is_cancelled() {
                 stats.interrupted = true;
                 break;
             }
-            let vanished = self.index_batch(batch, &known, &mut stats)?;
+            let Some(vanished) = self.index_batch(
+                batch,
+                &known,
+                &mut stats,
+                &mut progress,
+                on_progress,
+                cancel,
+            )?
+            else {
+                // Ctrl-C while embedding: the batch is not written, but its
+                // embedded chunks are cached for the next run.
+                stats.interrupted = true;
+                break;
+            };
             removed.extend(vanished);
-            progress.files_done += batch.len();
             progress.chunks_done = stats.chunks_written;
             on_progress(&progress);
         }
@@ -302,28 +342,39 @@ impl Index {
             self.state.commit_files(&[], &removed)?;
             stats.files_removed = removed.len();
         }
-        if stats.files_indexed > 0 || stats.files_removed > 0 {
+        if stats.files_indexed > 0 || stats.files_removed > 0 || !was_complete {
             self.store.refresh_text_index()?;
             self.store.compact_if_fragmented()?;
         }
         self.state.set_meta("last_update", &now_rfc3339())?;
+        if !stats.interrupted {
+            self.state.set_meta(COMPLETE_KEY, "yes")?;
+        }
         stats.seconds = started.elapsed().as_secs_f64();
         Ok(stats)
     }
 
     /// Indexes one batch of files whose mtime or size changed. Returns the
-    /// files that vanished while we looked at them.
+    /// files that vanished while we looked at them, or None when cancelled
+    /// before the batch was written.
     fn index_batch(
         &mut self,
         batch: &[&SourceFile],
         known: &HashMap<String, FileState>,
         stats: &mut UpdateStats,
-    ) -> Result<Vec<String>> {
+        progress: &mut Progress,
+        on_progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<Option<Vec<String>>> {
         let mut vanished = Vec::new();
+        // Counted once the batch is written (a cancelled batch indexes nothing).
+        let mut indexed = 0;
         let mut upserts: Vec<(String, FileState)> = Vec::new();
         let mut replaced: Vec<String> = Vec::new();
         let mut rows: Vec<Row> = Vec::new();
         for file in batch {
+            progress.files_done += 1;
+            on_progress(progress);
             let bytes = match std::fs::read(&file.path) {
                 Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -384,19 +435,30 @@ impl Index {
             }
             replaced.push(file.rel.clone());
             upserts.push((file.rel.clone(), file_state));
-            stats.files_indexed += 1;
+            indexed += 1;
         }
-        self.attach_vectors(&mut rows, stats)?;
+        if !self.attach_vectors(&mut rows, stats, progress, on_progress, cancel)? {
+            return Ok(None);
+        }
         // Rows first, then the bookkeeping (see the module docs).
         self.store.delete_paths(&replaced)?;
         self.store.add(&rows)?;
         self.state.commit_files(&upserts, &[])?;
         stats.chunks_written += rows.len();
-        Ok(vanished)
+        stats.files_indexed += indexed;
+        Ok(Some(vanished))
     }
 
-    /// Fills in vectors from the cache, embedding only unseen texts (once each).
-    fn attach_vectors(&mut self, rows: &mut [Row], stats: &mut UpdateStats) -> Result<()> {
+    /// Fills in vectors from the cache, embedding only unseen texts (once
+    /// each). Returns false when cancelled; what was embedded is cached.
+    fn attach_vectors(
+        &mut self,
+        rows: &mut [Row],
+        stats: &mut UpdateStats,
+        progress: &mut Progress,
+        on_progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<bool> {
         let keys: Vec<String> = rows.iter().map(|r| r.hash.clone()).collect();
         let mut cached = self.state.cached_vectors(&keys)?;
         let mut todo: Vec<(String, String)> = Vec::new();
@@ -407,19 +469,28 @@ impl Index {
             }
         }
         stats.cache_hits += rows.len() - todo.len();
-        if !todo.is_empty() {
-            let texts: Vec<String> = todo.iter().map(|(_, t)| t.clone()).collect();
+        // Similar lengths together: little compute is spent on padding.
+        todo.sort_by_key(|(_, t)| t.len());
+        progress.chunks_to_embed = todo.len();
+        for step in todo.chunks(EMBED_STEP) {
+            on_progress(progress);
+            if cancel.is_cancelled() {
+                return Ok(false);
+            }
+            let texts: Vec<String> = step.iter().map(|(_, t)| t.clone()).collect();
             let vectors = self.embedder()?.embed(&texts)?;
             let entries: Vec<(String, Vec<f32>)> =
-                todo.into_iter().map(|(k, _)| k).zip(vectors).collect();
+                step.iter().map(|(k, _)| k.clone()).zip(vectors).collect();
             self.state.store_vectors(&entries)?;
             stats.chunks_embedded += entries.len();
+            progress.chunks_embedded += entries.len();
+            progress.chunks_to_embed -= entries.len();
             cached.extend(entries);
         }
         for r in rows.iter_mut() {
             r.vector = cached[&r.hash].clone();
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Runs a search (the function behind `agent search` and `search_semantic`).
@@ -469,12 +540,17 @@ impl Index {
                 .collect(),
             SearchMode::Hybrid => match query.fusion {
                 search::Fusion::Rrf { vector_weight } => {
-                    search::fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], k)
+                    search::fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], depth)
                 }
                 search::Fusion::Linear { text_weight } => {
-                    search::fuse_linear(&vector_hits, &text_hits, text_weight, k)
+                    search::fuse_linear(&vector_hits, &text_hits, text_weight, depth)
                 }
             },
+        };
+        let ranked = if search::wants_docs(&query.text) {
+            ranked
+        } else {
+            search::code_first(ranked, |h| h.row.path.as_str())
         };
         Ok(ranked
             .into_iter()
@@ -502,9 +578,18 @@ impl Index {
             last_update: self.state.meta("last_update")?,
             writer_active: self._lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),
+            complete: self.is_complete()?,
         })
     }
+
+    /// Whether the last update ran to its end (see [`Status::complete`]).
+    pub fn is_complete(&self) -> Result<bool> {
+        Ok(self.state.meta(COMPLETE_KEY)?.as_deref() != Some("no"))
+    }
 }
+
+/// State key: "no" while an update is under way or was cut short.
+const COMPLETE_KEY: &str = "complete";
 
 /// How hybrid search fuses its two lists; chosen on the CoSQA dev split
 /// (see BENCHMARKS.md), never on the test split.

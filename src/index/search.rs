@@ -209,9 +209,87 @@ pub fn fuse_linear(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> 
     fused
 }
 
+/// Score factor for documentation chunks when the query does not ask for
+/// docs: prose matches a natural-language question better than code does,
+/// so without it READMEs and .rst pages crowd the code out of the results.
+const DOC_WEIGHT: f32 = 0.7;
+
+/// Prose documentation, by extension.
+pub fn is_doc(path: &str) -> bool {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    matches!(
+        ext.to_ascii_lowercase().as_str(),
+        "md" | "markdown" | "rst" | "txt" | "adoc" | "asciidoc" | "org" | "rdoc"
+    )
+}
+
+/// Whether a query asks for documentation (or about the project as a
+/// whole, which the README answers best).
+pub fn wants_docs(query: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "doc",
+        "docs",
+        "documentation",
+        "documented",
+        "document",
+        "readme",
+        "guide",
+        "tutorial",
+        "changelog",
+        "changes",
+        "manual",
+        "faq",
+        "howto",
+        "md",
+        "rst",
+        "project",
+        "overview",
+        "introduction",
+        "license",
+        "contributing",
+    ];
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+/// Re-ranks so code comes before documentation of similar score: a doc
+/// chunk's score is scaled by [`DOC_WEIGHT`]. The sort is stable.
+pub fn code_first<T>(mut ranked: Vec<(T, f32)>, path: impl Fn(&T) -> &str) -> Vec<(T, f32)> {
+    for (hit, score) in ranked.iter_mut() {
+        if is_doc(path(hit)) {
+            *score = if *score >= 0.0 {
+                *score * DOC_WEIGHT
+            } else {
+                *score / DOC_WEIGHT
+            };
+        }
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    ranked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docs_rank_after_code_unless_asked_for() {
+        let ranked = vec![
+            ("README.md", 0.60),
+            ("docs/api.rst", 0.55),
+            ("src/app.py", 0.50),
+        ];
+        let out = code_first(ranked, |p| p);
+        assert_eq!(out[0].0, "src/app.py");
+        // A much better doc still wins.
+        let out = code_first(vec![("README.md", 0.9), ("src/app.py", 0.3)], |p| p);
+        assert_eq!(out[0].0, "README.md");
+        assert!(!wants_docs("where is the debug flag read"));
+        assert!(wants_docs("what do the docs say about the debug flag"));
+        assert!(wants_docs("What does this project do?"));
+        assert!(is_doc("CHANGES.rst") && is_doc("README.md") && !is_doc("src/app.py"));
+    }
 
     #[test]
     fn identifiers_split_on_case_underscores_and_digits() {

@@ -74,11 +74,7 @@ impl Checkpoints {
         let dir = state_dir.join("checkpoints");
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        // Keep the agent's state out of the user's `git status`.
-        let ignore = state_dir.join(".gitignore");
-        if !ignore.exists() {
-            let _ = std::fs::write(&ignore, "*\n");
-        }
+        crate::paths::ignore_state_dir(state_dir);
         // Leftovers of interrupted saves.
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {

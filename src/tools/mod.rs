@@ -165,6 +165,10 @@ impl Approver for AlwaysDecline {
 /// no index, and then the tool says how to build one.
 pub trait SemanticSearch {
     fn search(&mut self, query: &str, k: usize) -> anyhow::Result<Vec<search::Hit>>;
+    /// A caveat for the results, such as a partial index.
+    fn note(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Per-session state the tools share: which files were read (and their hash

@@ -72,12 +72,16 @@ impl Tool for SearchSemantic {
                 )
             }
         };
+        let note = search
+            .note()
+            .map(|n| format!("\n(note: {n})"))
+            .unwrap_or_default();
         if hits.is_empty() {
             return ToolOutput::ok(format!(
-                "no results for `{query}`; try other words, or grep for a name"
+                "no results for `{query}`; try other words, or grep for a name{note}"
             ));
         }
-        ToolOutput::ok(format_hits(&hits))
+        ToolOutput::ok(format_hits(&hits) + &note)
     }
 }
 

@@ -199,7 +199,7 @@ fn questions_get_read_only_tools_and_the_last_step_may_only_answer() {
         &[
             READ_CALC,
             READ_CALC.replace("calc", "other").as_str(),
-            &finish("x"),
+            &finish("add is defined in src/calc.py"),
         ],
         "Where is the function add defined?",
         &mut AlwaysApprove,
@@ -263,6 +263,14 @@ fn a_declined_write_changes_nothing_and_the_model_is_told() {
         before
     );
     assert!(last_user_message(&r.requests[2]).contains("declined"));
+    // The model's "declined" is not taken as a change made.
+    assert!(r.outcome.changed_files.is_empty());
+    assert_eq!(r.outcome.declined, 1);
+    assert!(
+        r.outcome.answer.contains("0 files changed"),
+        "{}",
+        r.outcome.answer
+    );
     let audit = events(dir.path(), "audit.jsonl");
     assert!(audit
         .iter()
@@ -280,7 +288,7 @@ fn paths_outside_the_workspace_are_refused() {
     let r = run(
         dir.path(),
         Mode::Yolo,
-        &[&call, dotdot, &finish("no")],
+        &[&call, dotdot, &finish("src/calc.py defines add and sub")],
         "What is in src/calc.py?",
     );
     for req in &r.requests[1..] {
@@ -299,7 +307,7 @@ fn a_denied_command_never_runs() {
     let r = run(
         dir.path(),
         Mode::Yolo,
-        &[call, &finish("no")],
+        &[call, &finish("the command was refused by the policy")],
         "Fix the install script",
     );
     assert!(!dir.path().join("pwned").exists());
@@ -317,7 +325,7 @@ fn writes_are_not_offered_for_questions_even_if_the_model_tries() {
     let r = run(
         dir.path(),
         Mode::Yolo,
-        &[write, &finish("ok")],
+        &[write, &finish("add is defined in src/calc.py")],
         "Where is the function add defined?",
     );
     assert!(!dir.path().join("new.txt").exists());
@@ -330,7 +338,12 @@ fn three_identical_calls_bring_an_intervention() {
     let r = run(
         dir.path(),
         Mode::Yolo,
-        &[READ_CALC, READ_CALC, READ_CALC, &finish("ok")],
+        &[
+            READ_CALC,
+            READ_CALC,
+            READ_CALC,
+            &finish("src/calc.py defines add and sub"),
+        ],
         "What does src/calc.py contain?",
     );
     assert_eq!(r.outcome.finish, Finish::Answered);
@@ -560,9 +573,13 @@ fn an_echo_on_the_last_step_gives_what_the_search_found_instead() {
     );
     let outcome = ask(&mut agent, request).unwrap();
     assert_eq!(outcome.finish, Finish::Evidence);
-    assert!(outcome
-        .answer
-        .starts_with("(The model's answer only repeated the question."));
+    assert!(
+        outcome
+            .answer
+            .starts_with("(No answer: the model's answer only repeated the question."),
+        "{}",
+        outcome.answer
+    );
     assert!(
         outcome.answer.contains("src/calc.py:1-2"),
         "{}",
@@ -579,10 +596,126 @@ fn an_echo_on_the_last_step_gives_what_the_search_found_instead() {
         &mut AlwaysApprove,
         |c| c.max_steps = 1,
     );
-    assert_eq!(r.outcome.finish, Finish::StepBudget);
+    assert_eq!(r.outcome.finish, Finish::NoAnswer);
     assert!(
         r.outcome.answer.contains("only repeated the question"),
         "{}",
         r.outcome.answer
     );
+}
+
+#[test]
+fn our_own_prompts_as_answers_are_sent_back_then_count_as_no_answer() {
+    let dir = repo();
+    let request = "Where is the function add defined?";
+    let index: Option<Box<dyn SemanticSearch>> = Some(Box::new(FakeIndex));
+    let (mut agent, model) = start(
+        dir.path(),
+        Mode::Confirm,
+        &[
+            &finish("This is the finish call with your best answer."),
+            &finish("finiSh"),
+        ],
+        index,
+        |c| c.max_steps = 2,
+    );
+    let outcome = ask(&mut agent, request).unwrap();
+    assert!(last_user_message(&model.requests()[1]).contains("repeats these instructions"));
+    assert_eq!(outcome.finish, Finish::Evidence, "{}", outcome.answer);
+    assert!(
+        outcome.answer.starts_with(
+            "(No answer: the model's answer only repeated the agent's own instructions"
+        ),
+        "{}",
+        outcome.answer
+    );
+    assert!(outcome.answer.contains("src/calc.py:1-2"));
+}
+
+#[test]
+fn an_answer_that_says_nothing_about_the_code_is_sent_back() {
+    let dir = repo();
+    let r = run(
+        dir.path(),
+        Mode::Confirm,
+        &[
+            READ_CALC,
+            &finish("Your answer is already finished..."),
+            &finish("add is defined in src/calc.py, line 1"),
+        ],
+        "Where is the function add defined?",
+    );
+    assert_eq!(r.outcome.finish, Finish::Answered);
+    assert_eq!(r.outcome.answer, "add is defined in src/calc.py, line 1");
+    assert!(last_user_message(&r.requests[2]).contains("says nothing about the code"));
+}
+
+#[test]
+fn a_repeat_after_the_intervention_ends_the_request_with_what_was_found() {
+    let dir = repo();
+    let request = "Where is the function add defined?";
+    let copy = serde_json::json!({"thought": "x", "tool": "search_semantic",
+        "args": {"query": request, "k": 4}})
+    .to_string();
+    let index: Option<Box<dyn SemanticSearch>> = Some(Box::new(FakeIndex));
+    // prefetch + copy (runs) + copy (intervention) + copy: the end.
+    let turns = [copy.as_str(), &copy, &copy, &finish("never reached")];
+    let (mut agent, model) = start(dir.path(), Mode::Confirm, &turns, index, |_| {});
+    let outcome = ask(&mut agent, request).unwrap();
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(outcome.finish, Finish::Evidence);
+    assert!(
+        outcome
+            .answer
+            .contains("kept repeating the same `search_semantic` call"),
+        "{}",
+        outcome.answer
+    );
+    assert!(outcome.answer.contains("src/calc.py:1-2"));
+}
+
+#[test]
+fn repeats_count_across_other_calls_until_a_write() {
+    let dir = repo();
+    let grep = r#"{"thought": "g", "tool": "grep", "args": {"pattern": "def add"}}"#;
+    // read, grep, read, grep, read (the third: intervention), read: the end.
+    let turns = [READ_CALC, grep, READ_CALC, grep, READ_CALC, READ_CALC];
+    let r = run(
+        dir.path(),
+        Mode::Yolo,
+        &turns,
+        "What does src/calc.py contain?",
+    );
+    assert_eq!(r.requests.len(), 6);
+    assert!(last_user_message(&r.requests[5]).contains("same `read_file` call 3 times"));
+    assert_eq!(r.outcome.finish, Finish::Evidence, "{}", r.outcome.answer);
+    assert!(r.outcome.answer.contains("calc.py"), "{}", r.outcome.answer);
+
+    // A write in between makes reading again news.
+    let dir = repo();
+    let edit = r#"{"thought": "fix", "tool": "edit", "args": {"path": "src/calc.py", "old_text": "return a - b", "new_text": "return b - a"}}"#;
+    let turns = [READ_CALC, READ_CALC, edit, READ_CALC, &finish("done")];
+    let r = run(
+        dir.path(),
+        Mode::Yolo,
+        &turns,
+        "Change sub in src/calc.py to return b - a",
+    );
+    assert_eq!(r.outcome.finish, Finish::Answered);
+    assert!(!last_user_message(&r.requests[4]).contains("same `read_file`"));
+}
+
+#[test]
+fn an_imperative_after_an_opening_phrase_gets_every_tool() {
+    let dir = repo();
+    let edit = r#"{"thought": "fix", "tool": "edit", "args": {"path": "src/calc.py", "old_text": "return a - b", "new_text": "return 0"}}"#;
+    let r = run(
+        dir.path(),
+        Mode::Yolo,
+        &[READ_CALC, edit, &finish("sub now returns 0")],
+        "In src/calc.py, make sub() return 0.",
+    );
+    assert_eq!(r.outcome.intent.label, Label::CodingTask);
+    assert_eq!(r.outcome.tools, agent::agent::ToolAccess::All);
+    assert_eq!(r.outcome.changed_files, vec!["src/calc.py".to_string()]);
 }

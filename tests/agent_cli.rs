@@ -122,6 +122,11 @@ fn without_a_terminal_confirm_mode_declines_writes() {
     assert!(!dir.path().join("new.py").exists());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--mode yolo"), "{err}");
+    // Said plainly: nothing was changed.
+    assert!(
+        err.contains("0 files changed (1 change(s) or command(s) declined)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -159,14 +164,20 @@ fn the_real_tiny_model_runs_the_loop_end_to_end() {
         .unwrap();
     let v = json_of(&out);
     // The last step may only be `finish`, so even a 135M model answers; if
-    // its answer only repeats the question, the answer is the search results.
+    // its answer is no answer (an echo, our own prompt, nothing about the
+    // code), the request exits with 3 and shows the search results.
     let answer = v["answer"].as_str().unwrap();
     match v["finish"].as_str() {
-        Some("answered") => assert!(!answer.trim().is_empty(), "{v}"),
-        Some("evidence") => assert!(answer.contains("calc.py"), "{v}"),
+        Some("answered") => {
+            assert!(!answer.trim().is_empty(), "{v}");
+            assert_eq!(out.status.code(), Some(0));
+        }
+        Some("evidence") => {
+            assert!(answer.contains("calc.py"), "{v}");
+            assert_eq!(out.status.code(), Some(3));
+        }
         _ => panic!("no answer: {v}"),
     }
-    assert!(out.status.success());
     // Every call was generated under the grammar, so every call parsed.
     assert_eq!(v["invalid_tool_calls"], 0, "{v}");
     assert!(v["steps"].as_u64().unwrap() >= 1);
@@ -221,4 +232,139 @@ fn an_exported_session_replays_to_the_same_result() {
         std::fs::read_to_string(first.path().join("calc.py")).unwrap(),
         std::fs::read_to_string(second.path().join("calc.py")).unwrap()
     );
+}
+
+#[test]
+fn an_answer_that_is_our_own_prompt_exits_3_and_says_so() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "This is the finish call with your best answer."}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "finiSh"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--max-steps", "3", "--script"])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["finish"], "evidence");
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("own instructions"), "{answer}");
+    assert!(answer.contains("calc.py"), "{answer}");
+}
+
+#[test]
+fn the_terminal_shows_read_only_access_and_a_stats_line() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--script"])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "add is in calc.py"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("read-only: this looks like a question"),
+        "{err}"
+    );
+    let stats = err
+        .lines()
+        .find(|l| l.contains("prompt tokens"))
+        .unwrap_or_else(|| panic!("no stats line: {err}"));
+    assert!(
+        stats.contains("generated") && stats.contains("1 step") && stats.contains(" s "),
+        "{stats}"
+    );
+    assert!(stats.contains("tokens/s"), "{stats}");
+}
+
+/// `agent chat --script` with `input` on stdin; returns stderr.
+fn chat(dir: &Path, script: &Path, extra: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = common::agent_bin()
+        .current_dir(dir)
+        .args(["chat", "--mode", "yolo", "--script"])
+        .arg(script)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    common::assert_success(&out);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn chat_commands_never_reach_the_model_and_empty_lines_do_not_quit() {
+    let dir = repo();
+    // No model turns at all: anything sent to the model would fail.
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let err = chat(
+        dir.path(),
+        &script,
+        &[],
+        "/help\n\n   \n/tokens\n/model\n/bogus\n/clear\n/exit\n",
+    );
+    assert!(err.contains("/undo"), "{err}");
+    assert!(err.contains("context now:"), "{err}");
+    assert!(err.contains("context window:"), "{err}");
+    assert!(err.contains("unknown command /bogus"), "{err}");
+    assert!(err.contains("new conversation"), "{err}");
+    assert!(!err.contains("error:"), "{err}");
+}
+
+#[test]
+fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let err = chat(
+        dir.path(),
+        &script,
+        &[],
+        "Create new.py with x = 1\n/undo\n/exit\n",
+    );
+    assert!(err.contains("1 file changed: new.py"), "{err}");
+    assert!(!dir.path().join("new.py").exists(), "{err}");
+
+    let empty = write_script(dir.path(), serde_json::json!([]));
+    let err = chat(dir.path(), &empty, &["--resume"], "/exit\n");
+    assert!(err.contains("resumed session"), "{err}");
+    assert!(err.contains("› Create new.py with x = 1"), "{err}");
+    assert!(err.contains("wrote new.py"), "{err}");
 }

@@ -278,6 +278,18 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
         .find(|c| c["name"] == "onnxruntime")
         .unwrap();
     assert_eq!(ort["ok"], true, "{ort}");
+    // The default model's limits are said plainly.
+    let note = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "answers")
+        .unwrap_or_else(|| panic!("no note on the default model: {v}"));
+    assert!(note["detail"]
+        .as_str()
+        .unwrap()
+        .contains("cannot be relied on"));
+    assert!(note["fix"].as_str().unwrap().contains("--model"));
 
     let out = agent_bin()
         .args(["doctor", "--model", "/definitely/not/here.gguf"])

@@ -153,6 +153,25 @@ const CODING_VERBS: &[&str] = &[
     "run",
     "test",
     "debug",
+    "swap",
+    "set",
+    "rewrite",
+    "split",
+    "merge",
+    "simplify",
+    "clean",
+    "revert",
+    "upgrade",
+    "downgrade",
+    "enable",
+    "disable",
+    "reorder",
+    "document",
+    "format",
+    "allow",
+    "deprecate",
+    "wrap",
+    "ensure",
 ];
 
 const QUESTION_STARTS: &[&str] = &[
@@ -278,6 +297,19 @@ fn is_code_extension(ext: &str) -> bool {
     )
 }
 
+/// The first word of every clause but the first: clauses end at `,`, `;`,
+/// `:` and at a full stop followed by a space (not the one in `helpers.py`).
+fn clause_starts(text: &str) -> impl Iterator<Item = &str> {
+    text.split([',', ';', ':'])
+        .flat_map(|part| part.split(". "))
+        .skip(1)
+        .filter_map(|clause| {
+            clause
+                .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '_')
+                .find(|w| !w.is_empty())
+        })
+}
+
 /// Scores each label from surface cues; confidence is the winner's share.
 pub fn heuristic(request: &str) -> Intent {
     let text = request.trim().to_lowercase();
@@ -295,10 +327,21 @@ pub fn heuristic(request: &str) -> Intent {
 
     let imperative = CODING_VERBS.contains(&first)
         || (first == "please" && words.get(1).is_some_and(|w| CODING_VERBS.contains(w)));
-    let question = QUESTION_STARTS.contains(&first) || text.ends_with('?');
+    // "In src/app.py, make ..." / "When the cache is cold, add ...": an
+    // imperative after an opening phrase.
+    let later_imperative = (!imperative
+        && !text.ends_with('?')
+        && (first == "when" || !QUESTION_STARTS.contains(&first)))
+    .then(|| clause_starts(&text).find(|w| CODING_VERBS.contains(w)))
+    .flatten();
+    let question =
+        later_imperative.is_none() && (QUESTION_STARTS.contains(&first) || text.ends_with('?'));
     if imperative {
         scores[coding] += 5.0;
         reasons.push(format!("starts with the imperative `{first}`"));
+    } else if let Some(verb) = later_imperative {
+        scores[coding] += 5.0;
+        reasons.push(format!("the imperative `{verb}` after an opening phrase"));
     } else if words.iter().take(6).any(|w| CODING_VERBS.contains(w))
         && (text.contains("can you") || text.contains("could you") || text.contains("please"))
     {
@@ -396,6 +439,18 @@ mod tests {
         );
         assert_eq!(
             label("What does `retry_backoff` return?"),
+            Label::RepoQuestion
+        );
+        assert_eq!(
+            label("In src/flask/helpers.py, make get_debug_flag() also treat 'off' as false."),
+            Label::CodingTask
+        );
+        assert_eq!(
+            label("When the cache is cold, add a warm-up step to load_index"),
+            Label::CodingTask
+        );
+        assert_eq!(
+            label("In src/net.py, where is the timeout set?"),
             Label::RepoQuestion
         );
         assert_eq!(label("what can you do?"), Label::CapabilityQuery);

@@ -16,6 +16,7 @@
 //! session, so the KV cache is reused across steps and requests. Messages go
 //! to SQLite as they happen ([`session`]); events go to JSONL ([`log`]).
 
+pub mod answer;
 pub mod context;
 pub mod intent;
 pub mod log;
@@ -24,6 +25,7 @@ pub mod protocol;
 pub mod session;
 pub mod ui;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -88,13 +90,28 @@ impl AgentConfig {
 pub enum Finish {
     /// The model called `finish`.
     Answered,
-    /// The model's answer only restated the request, so the answer is what
-    /// the last search found (marked as such), not the model's words.
+    /// No usable answer (it restated the request or our prompts, said
+    /// nothing about the code, or the model kept repeating a call): the
+    /// answer is what the last search found, marked as such.
     Evidence,
+    /// No usable answer and no search results to show instead.
+    NoAnswer,
     /// The step budget ran out without an answer.
     StepBudget,
     /// Ctrl-C.
     Cancelled,
+}
+
+/// Which tools a request was given, from its intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolAccess {
+    /// Only `finish`: chat and questions about the agent itself.
+    None,
+    /// Reading and searching: questions about the repository.
+    ReadOnly,
+    /// Everything, writes and commands included: coding tasks.
+    All,
 }
 
 /// The outcome of one request, as `agent ask --json` prints it.
@@ -103,16 +120,24 @@ pub struct Outcome {
     pub answer: String,
     pub finish: Finish,
     pub intent: Intent,
+    pub tools: ToolAccess,
     pub steps: usize,
     pub tool_calls: usize,
+    /// Replies that did not parse (a grammar-constrained model never has any).
     pub invalid_tool_calls: usize,
+    /// Replies cut off by the token budget (`--max-tokens`) or a loop.
+    pub cut_off_calls: usize,
     pub prompt_tokens: usize,
     pub completion_tokens: usize,
     pub reused_tokens: usize,
     pub session_id: String,
     pub trace_id: String,
     pub changed_files: Vec<String>,
+    /// Writes and commands the user declined.
+    pub declined: usize,
     pub wall_ms: u64,
+    /// Time spent generating tokens (the rest is prefill, tools and prompts).
+    pub decode_ms: u64,
 }
 
 pub struct Agent {
@@ -127,22 +152,37 @@ pub struct Agent {
     log: EventLog,
     config: AgentConfig,
     turns: Vec<Turn>,
+    judge: answer::Judge,
+    /// Writes and commands declined during the current request.
+    declined: usize,
 }
 
 /// Most lines of search results given as a fallback answer.
 const EVIDENCE_LINES: usize = 30;
 
 /// The fallback answer: what the latest search found, marked as such.
-fn evidence_answer(found: &str) -> String {
+fn evidence_answer(why: &str, found: &str) -> String {
     let mut lines: Vec<&str> = found.lines().take(EVIDENCE_LINES).collect();
     if found.lines().count() > EVIDENCE_LINES {
         lines.push("…");
     }
     format!(
-        "(The model's answer only repeated the question. What the search found:)\n{}",
+        "(No answer: {why}. What the search found:)\n{}",
         lines.join("\n")
     )
 }
+
+/// What the loop itself says to the model (besides the system prompt and
+/// the answer feedback): the judge must not take these back as answers.
+const STEP_BUDGET_NOTE: &str =
+    "\n(Step budget: your next reply must be the finish call with your best answer.)";
+const ANSWER_DIRECTLY_NOTE: &str = "(Answer directly with the finish tool.)";
+const QUESTION_NOTE: &str = "(This is a question: do not change files. Tools you may use:";
+const REPEAT_NOTE: &str = "You made the same call times in a row; its result will not change. \
+Use what you already have: try a different tool or different arguments, or call finish with your answer. Another copy of this call ends the request.";
+const CUT_OFF_NOTE: &str = "Format error: your reply was cut off at tokens. Keep the thought short and reply with one complete JSON call";
+const FINISH_ARGS_NOTE: &str = "Format error: finish needs {\"answer\": \"<text>\"}.";
+const STOPPED_NOTE: &str = "The previous request was stopped. (stopped before an answer)";
 
 /// One model reply in the loop.
 struct Reply {
@@ -184,6 +224,22 @@ impl Agent {
             None => (String::new(), Vec::new()),
         };
         let log = EventLog::open(&state, &session_id);
+        let mut ours = prompt::internal_texts(&toolbox.specs());
+        ours.extend(
+            [
+                STEP_BUDGET_NOTE,
+                ANSWER_DIRECTLY_NOTE,
+                QUESTION_NOTE,
+                REPEAT_NOTE,
+                CUT_OFF_NOTE,
+                FINISH_ARGS_NOTE,
+                STOPPED_NOTE,
+            ]
+            .iter()
+            .chain(answer::FEEDBACK.iter())
+            .map(|s| s.to_string()),
+        );
+        let judge = answer::Judge::new(&ours);
         Ok(Self {
             provider,
             toolbox,
@@ -196,6 +252,8 @@ impl Agent {
             log,
             config,
             turns,
+            judge,
+            declined: 0,
         })
     }
 
@@ -274,6 +332,69 @@ impl Agent {
         (!out.text.trim().is_empty()).then_some(out.text)
     }
 
+    /// Starts a new conversation: the next request opens a new session
+    /// (the current one stays saved). Undo history is kept.
+    pub fn clear(&mut self) {
+        self.turns.clear();
+        self.log.session_id.clear();
+        self.ledger = ReadLedger::default();
+    }
+
+    /// Undoes the agent's last change, as the user asked (`/undo` in chat).
+    pub fn undo(&mut self, cancel: &CancelToken) -> ToolOutput {
+        self.log.new_trace();
+        let output = self.call_tool("undo", &json!({}), &mut AlwaysApprove, cancel);
+        self.log.audit(
+            "user_undo",
+            json!({"ok": output.ok, "diff": output.diff, "changed": output.changed}),
+        );
+        output
+    }
+
+    /// Tokens the conversation takes now, and the model's window.
+    pub fn context_usage(&self) -> (usize, usize) {
+        let messages: Vec<crate::llm::Message> =
+            self.turns.iter().map(|t| t.message.clone()).collect();
+        let used = self
+            .provider
+            .count_message_tokens(&messages)
+            .unwrap_or_else(|_| messages.iter().map(|m| m.content.len() / 3 + 4).sum());
+        (used, self.provider.context_size())
+    }
+
+    /// The conversation so far as (request, answer) pairs, oldest first; an
+    /// unanswered request has an empty answer.
+    pub fn exchanges(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for turn in &self.turns {
+            match turn.kind {
+                Kind::Request => {
+                    // Without the note the loop appended for the model.
+                    let text = &turn.message.content;
+                    let request = [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE]
+                        .iter()
+                        .filter_map(|note| text.rfind(&format!("\n\n{note}")))
+                        .min()
+                        .map_or(text.as_str(), |end| &text[..end]);
+                    out.push((request.to_string(), String::new()));
+                }
+                Kind::Call => {
+                    if let (Some(last), Ok(call)) =
+                        (out.last_mut(), protocol::parse_call(&turn.message.content))
+                    {
+                        if call.tool == FINISH {
+                            if let Some(a) = call.args.get("answer").and_then(|a| a.as_str()) {
+                                last.1 = a.to_string();
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
     fn push(&mut self, turn: Turn) -> Result<()> {
         if !self.log.session_id.is_empty() {
             self.sessions
@@ -328,17 +449,23 @@ impl Agent {
             "intent",
             json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason}),
         );
-        ui.intent(&intent);
-        let access: &[Access] = match intent.label {
-            Label::CodingTask => &[
-                Access::Read,
-                Access::Write,
-                Access::Execute,
-                Access::Control,
-            ],
-            Label::RepoQuestion | Label::Uncertain => &[Access::Read, Access::Control],
-            Label::CapabilityQuery | Label::GeneralChat => &[Access::Control],
+        let (tools, access): (ToolAccess, &[Access]) = match intent.label {
+            Label::CodingTask => (
+                ToolAccess::All,
+                &[
+                    Access::Read,
+                    Access::Write,
+                    Access::Execute,
+                    Access::Control,
+                ],
+            ),
+            Label::RepoQuestion | Label::Uncertain => {
+                (ToolAccess::ReadOnly, &[Access::Read, Access::Control])
+            }
+            Label::CapabilityQuery | Label::GeneralChat => (ToolAccess::None, &[Access::Control]),
         };
+        ui.intent(&intent, tools);
+        self.declined = 0;
         let allowed: Vec<ToolSpec> = self
             .toolbox
             .specs()
@@ -346,17 +473,19 @@ impl Agent {
             .filter(|s| access.contains(&s.access))
             .collect();
         self.push(Turn::new(Kind::Request, request_message(request, &allowed)))?;
-        // The prefetched search counts as the model's first call, so copying
-        // it again and again (small models do) meets the intervention sooner.
-        let mut last_call: Option<(String, String)> = None;
-        let mut repeats = 0;
-        // The latest search results: the fallback answer if the model's own
-        // answer turns out to be an echo of the request.
+        // Where this request's turns begin: its observations are the
+        // evidence an answer must be about.
+        let request_turn = self.turns.len();
+        // Identical calls since the last write. The prefetched search counts
+        // as the model's first call, so copying it again and again (small
+        // models do) meets the intervention sooner.
+        let mut calls_seen: HashMap<(String, String), usize> = HashMap::new();
+        // The latest search results: the fallback answer if the model gives
+        // none that counts.
         let mut found: Option<String> = None;
         if self.config.prefetch > 0 && access.contains(&Access::Read) {
             if let Some((call, content)) = self.prefetch(request, ui, cancel)? {
-                last_call = Some((call.tool, call.args.to_string()));
-                repeats = 1;
+                calls_seen.insert((call.tool, call.args.to_string()), 1);
                 found = Some(content);
             }
         }
@@ -365,16 +494,20 @@ impl Agent {
             answer: String::new(),
             finish: Finish::StepBudget,
             intent,
+            tools,
             steps: 0,
             tool_calls: 0,
             invalid_tool_calls: 0,
+            cut_off_calls: 0,
             prompt_tokens: 0,
             completion_tokens: 0,
             reused_tokens: 0,
             session_id: self.log.session_id.clone(),
             trace_id: self.log.trace_id.clone(),
             changed_files: Vec::new(),
+            declined: 0,
             wall_ms: 0,
+            decode_ms: 0,
         };
         let max_steps = if allowed.len() == 1 {
             1
@@ -398,19 +531,39 @@ impl Agent {
                     // A finish call cut off (token budget or a loop): the
                     // model was answering, so keep what it said once.
                     self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
-                    outcome.answer = protocol::salvage_answer(&reply.partial_answer);
-                    outcome.finish = Finish::Answered;
                     self.log.audit(
                         "tool_call",
                         json!({"valid": false, "salvaged": true, "text": truncate(&text, 2000)}),
                     );
+                    let evidence = self.evidence(request_turn, access);
+                    if let Some(fault) =
+                        self.judge
+                            .check(&reply.partial_answer, request, evidence.as_deref())
+                    {
+                        if self.reject_answer(
+                            fault,
+                            last_step,
+                            answer_next,
+                            &found,
+                            &mut outcome,
+                        )? {
+                            break;
+                        }
+                        continue;
+                    }
+                    outcome.answer = protocol::salvage_answer(&reply.partial_answer);
+                    outcome.finish = Finish::Answered;
                     break;
                 }
                 Err(e) => {
-                    outcome.invalid_tool_calls += 1;
+                    if reply.cut_off {
+                        outcome.cut_off_calls += 1;
+                    } else {
+                        outcome.invalid_tool_calls += 1;
+                    }
                     self.log.audit(
                         "tool_call",
-                        json!({"valid": false, "error": e.0, "text": text}),
+                        json!({"valid": false, "cut_off": reply.cut_off, "error": e.0, "text": text}),
                     );
                     // Keep only the start of a broken reply: small models copy
                     // their previous turn, and a runaway reply breeds another.
@@ -436,62 +589,55 @@ impl Agent {
 
             if call.tool == FINISH {
                 if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
-                    if protocol::restates(answer, request) {
-                        self.log.audit(
-                            "intervention",
-                            json!({"reason": "answer restates the request", "last_step": last_step}),
-                        );
-                        if !last_step {
-                            self.observe(
-                                "Your answer only repeats the request. Answer it from the tool results above \
-(name files and functions), or call another tool first.",
-                                answer_next,
-                            )?;
-                            continue;
+                    let evidence = self.evidence(request_turn, access);
+                    if let Some(fault) = self.judge.check(answer, request, evidence.as_deref()) {
+                        if self.reject_answer(
+                            fault,
+                            last_step,
+                            answer_next,
+                            &found,
+                            &mut outcome,
+                        )? {
+                            break;
                         }
-                        match &found {
-                            Some(found) => {
-                                outcome.answer = evidence_answer(found);
-                                outcome.finish = Finish::Evidence;
-                            }
-                            None => {
-                                outcome.answer =
-                                    "(no answer: the model only repeated the question, \
-and nothing was searched; `agent index` gives it search results, a larger --model does better)"
-                                        .into();
-                            }
-                        }
-                        break;
+                        continue;
                     }
                     outcome.answer = answer.to_string();
                     outcome.finish = Finish::Answered;
                     break;
                 }
                 outcome.invalid_tool_calls += 1;
-                self.observe(
-                    "Format error: finish needs {\"answer\": \"<text>\"}.",
-                    answer_next,
-                )?;
+                self.observe(FINISH_ARGS_NOTE, answer_next)?;
                 continue;
             }
             outcome.tool_calls += 1;
 
             let key = (call.tool.clone(), call.args.to_string());
-            repeats = if last_call.as_ref() == Some(&key) {
-                repeats + 1
-            } else {
-                1
+            let repeats = {
+                let count = calls_seen.entry(key).or_insert(0);
+                *count += 1;
+                *count
             };
-            last_call = Some(key);
-            if repeats >= REPEAT_LIMIT {
+            if repeats > REPEAT_LIMIT {
+                // It was told once; a further copy would loop to the budget.
+                self.log.audit(
+                    "intervention",
+                    json!({"tool": call.tool, "repeats": repeats, "ended": true}),
+                );
+                let why = format!("the model kept repeating the same `{}` call", call.tool);
+                self.end_without_answer(&why, &found, &mut outcome);
+                break;
+            }
+            if repeats == REPEAT_LIMIT {
                 self.log.audit(
                     "intervention",
                     json!({"tool": call.tool, "repeats": repeats}),
                 );
                 self.observe(
                     &format!(
-                        "You made the same `{}` call {repeats} times in a row; its result will not change. \
-Use what you already have: try a different tool or different arguments, or call finish with your answer.",
+                        "You made the same `{}` call {repeats} times; its result will not change. \
+Use what you already have: try a different tool or different arguments, or call finish with your answer. \
+Another copy of this call ends the request.",
                         call.tool
                     ),
                     answer_next,
@@ -511,6 +657,10 @@ Use what you already have: try a different tool or different arguments, or call 
                 .cloned()
                 .collect();
             outcome.changed_files.extend(newly_changed.iter().cloned());
+            if !output.changed.is_empty() {
+                // The workspace moved: reading or searching again is news.
+                calls_seen.clear();
+            }
             let mut observation = observation_text(&call.tool, &output);
             if output.ok && !output.changed.is_empty() {
                 if let Some((note, rolled_back)) = self.verify(ui, cancel)? {
@@ -533,14 +683,93 @@ Use what you already have: try a different tool or different arguments, or call 
                 outcome.steps
             );
         }
+        outcome.declined = self.declined;
+        if tools == ToolAccess::All
+            && outcome.changed_files.is_empty()
+            && self.declined > 0
+            && outcome.finish == Finish::Answered
+        {
+            // The model may say it made the change; it did not.
+            outcome.answer.push_str(&format!(
+                "\n\n(0 files changed: {} change(s) or command(s) declined.)",
+                self.declined
+            ));
+        }
         outcome.wall_ms = started.elapsed().as_millis() as u64;
         self.log.audit(
             "final",
             json!({"finish": outcome.finish, "answer": outcome.answer, "steps": outcome.steps,
                    "tool_calls": outcome.tool_calls, "invalid_tool_calls": outcome.invalid_tool_calls,
-                   "changed_files": outcome.changed_files, "wall_ms": outcome.wall_ms}),
+                   "cut_off_calls": outcome.cut_off_calls,
+                   "changed_files": outcome.changed_files, "declined": outcome.declined,
+                   "wall_ms": outcome.wall_ms}),
         );
         Ok(outcome)
+    }
+
+    /// What the model has seen of the workspace in this request (the
+    /// system prompt with its repo map, and every observation since the
+    /// request): a question's answer must be about it. None for requests
+    /// that are not questions about the code: chat needs no evidence, and a
+    /// coding task's result is its change ("Done." is fine there).
+    fn evidence(&self, request_turn: usize, access: &[Access]) -> Option<String> {
+        if !access.contains(&Access::Read) || access.contains(&Access::Write) {
+            return None;
+        }
+        let mut text = self
+            .turns
+            .first()
+            .map(|t| t.message.content.clone())
+            .unwrap_or_default();
+        for turn in self.turns[request_turn.min(self.turns.len())..]
+            .iter()
+            .filter(|t| t.kind == Kind::Observation)
+        {
+            text.push('\n');
+            text.push_str(&turn.message.content);
+        }
+        Some(text)
+    }
+
+    /// A final answer that is no answer: sent back to the model, or on the
+    /// last step the request ends without one. Returns whether it ended.
+    fn reject_answer(
+        &mut self,
+        fault: answer::Fault,
+        last_step: bool,
+        answer_next: bool,
+        found: &Option<String>,
+        outcome: &mut Outcome,
+    ) -> Result<bool> {
+        self.log.audit(
+            "intervention",
+            json!({"reason": format!("the answer {}", fault.reason()), "last_step": last_step}),
+        );
+        if !last_step {
+            self.observe(fault.feedback(), answer_next)?;
+            return Ok(false);
+        }
+        let why = format!("the model's answer {}", fault.reason());
+        self.end_without_answer(&why, found, outcome);
+        Ok(true)
+    }
+
+    /// Ends a request with no answer of the model's: what the latest search
+    /// found, when there is something, marked as such.
+    fn end_without_answer(&mut self, why: &str, found: &Option<String>, outcome: &mut Outcome) {
+        match found {
+            Some(found) => {
+                outcome.answer = evidence_answer(why, found);
+                outcome.finish = Finish::Evidence;
+            }
+            None => {
+                outcome.answer = format!(
+                    "(no answer: {why}, and nothing was searched; `agent index` gives it search results, \
+a larger --model does better)"
+                );
+                outcome.finish = Finish::NoAnswer;
+            }
+        }
     }
 
     /// One model reply, or None when cancelled.
@@ -611,6 +840,7 @@ Use what you already have: try a different tool or different arguments, or call 
         outcome.prompt_tokens += completion.prompt_tokens;
         outcome.completion_tokens += completion.completion_tokens;
         outcome.reused_tokens += completion.reused_tokens;
+        outcome.decode_ms += completion.decode_ms.round() as u64;
         self.log.trace(
             "llm_response",
             json!({"step": step + 1, "text": completion.text, "finish": completion.finish,
@@ -739,6 +969,10 @@ Use what you already have: try a different tool or different arguments, or call 
         }
         let output = self.call_tool(&call.tool, &call.args, &mut logged, cancel);
         let decisions = std::mem::take(&mut logged.decisions);
+        self.declined += decisions
+            .iter()
+            .filter(|(r, d)| *d == Decision::Decline && !matches!(r, Approval::Read { .. }))
+            .count();
         self.log_decisions(&decisions);
         if output.error == Some(crate::tools::ErrorClass::PolicyDenied) {
             self.log.audit(
@@ -810,9 +1044,7 @@ Use what you already have: try a different tool or different arguments, or call 
     fn observe(&mut self, text: &str, answer_next: bool) -> Result<()> {
         let mut text = text.to_string();
         if answer_next {
-            text.push_str(
-                "\n(Step budget: your next reply must be the finish call with your best answer.)",
-            );
+            text.push_str(STEP_BUDGET_NOTE);
         }
         self.push(Turn::new(Kind::Observation, text))
     }
@@ -821,12 +1053,9 @@ Use what you already have: try a different tool or different arguments, or call 
 fn request_message(request: &str, allowed: &[ToolSpec]) -> String {
     let names: Vec<&str> = allowed.iter().map(|s| s.name).collect();
     if names == [FINISH] {
-        format!("{request}\n\n(Answer directly with the finish tool.)")
+        format!("{request}\n\n{ANSWER_DIRECTLY_NOTE}")
     } else if !allowed.iter().any(|s| s.access == Access::Write) {
-        format!(
-            "{request}\n\n(This is a question: do not change files. Tools you may use: {}.)",
-            names.join(", ")
-        )
+        format!("{request}\n\n{QUESTION_NOTE} {}.)", names.join(", "))
     } else {
         request.to_string()
     }
@@ -908,5 +1137,10 @@ impl SemanticSearch for IndexSearch {
                 text: r.text,
             })
             .collect())
+    }
+
+    fn note(&mut self) -> Option<String> {
+        let complete = self.index.as_ref()?.is_complete().unwrap_or(true);
+        (!complete).then(|| crate::index::PARTIAL_NOTE.to_string())
     }
 }

@@ -51,11 +51,27 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     out.push_str(RULES);
     out.push_str("\n\nTools:\n");
     out.push_str(&describe_tools(parts.tools));
-    out.push_str(&format!(
+    out.push_str(&call_format());
+    out
+}
+
+fn call_format() -> String {
+    format!(
         "\nEach reply is exactly one JSON tool call:\n{FORMAT_HINT}\n\
 Tool results come back as the next message. End with the finish tool: {{\"thought\": \"...\", \"tool\": \"finish\", \"args\": {{\"answer\": \"...\"}}}}\n"
-    ));
-    out
+    )
+}
+
+/// The prompt's own words (identity, rules, tools, call format), without
+/// anything about the workspace: a model that copies these back has not
+/// answered (see [`super::answer`]).
+pub fn internal_texts(tools: &[ToolSpec]) -> Vec<String> {
+    vec![
+        IDENTITY.to_string(),
+        RULES.to_string(),
+        describe_tools(tools),
+        call_format(),
+    ]
 }
 
 /// OS, workspace, date, and git branch/status: facts a model cannot guess.

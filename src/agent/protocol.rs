@@ -412,28 +412,6 @@ fn answer_start(text: &str) -> Option<usize> {
     Some(answer + 8 + colon + quote + 1)
 }
 
-/// Whether a final answer merely restates the request, as tiny models do when
-/// they copy the question into `finish`: no words at all, or a run of the
-/// request's own words covering at least four fifths of it. A short answer
-/// that names something the request mentions ("src/calc.py") is an answer.
-pub fn restates(answer: &str, request: &str) -> bool {
-    let words = |s: &str| -> Vec<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let (answer, request) = (words(answer), words(request));
-    if answer.is_empty() {
-        return true;
-    }
-    answer.len() >= 3
-        && answer.len() * 5 >= request.len() * 4
-        && request
-            .windows(answer.len())
-            .any(|w| w == answer.as_slice())
-}
-
 /// A cut-off answer made presentable: a degenerate loop ("It is X. It is
 /// X. It is X.") is cut at its first repeat, and the cut is marked.
 pub fn salvage_answer(partial: &str) -> String {
@@ -469,19 +447,6 @@ mod tests {
     fn stream(pieces: &[&str]) -> String {
         let mut s = AnswerStreamer::default();
         pieces.iter().map(|p| s.push(p)).collect()
-    }
-
-    #[test]
-    fn restating_the_request_is_not_an_answer() {
-        let q = "Which crate parses the config?";
-        assert!(restates("Which crate parses the config?", q));
-        assert!(restates("which crate parses the config", q));
-        assert!(restates("  ", q));
-        assert!(restates("crate parses the config", q));
-        assert!(!restates("The toml crate, in src/config.rs.", q));
-        let q = "Where is src/calc.py used?";
-        assert!(!restates("src/calc.py", q));
-        assert!(!restates("In main.py, which imports src/calc.py.", q));
     }
 
     #[test]

@@ -10,13 +10,15 @@ use console::style;
 
 use super::intent::Intent;
 use super::protocol::{ToolCall, FINISH};
+use super::ToolAccess;
 use crate::tools::diff::colored;
 use crate::tools::grep::cut;
 use crate::tools::{Approval, Approver, Decision, ToolOutput};
 
 /// The loop reports progress through this.
 pub trait Ui {
-    fn intent(&mut self, intent: &Intent);
+    /// The request's intent and the tools it was given.
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess);
     fn step_start(&mut self, step: usize);
     /// A piece of the final answer, as it is generated.
     fn answer_text(&mut self, text: &str);
@@ -36,7 +38,7 @@ pub fn spinner(message: String) -> indicatif::ProgressBar {
 /// Shows nothing (`--json`, tests).
 pub struct QuietUi;
 impl Ui for QuietUi {
-    fn intent(&mut self, _: &Intent) {}
+    fn intent(&mut self, _: &Intent, _: ToolAccess) {}
     fn step_start(&mut self, _: usize) {}
     fn answer_text(&mut self, _: &str) {}
     fn step_end(&mut self) {}
@@ -74,7 +76,11 @@ impl TerminalUi {
 }
 
 impl Ui for TerminalUi {
-    fn intent(&mut self, intent: &Intent) {
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
+        if tools == ToolAccess::ReadOnly {
+            // Say so: a user who asked for a change must know it cannot happen.
+            eprintln!("{}", style(read_only_note(intent)).dim());
+        }
         if self.verbose {
             eprintln!(
                 "{}",
@@ -148,6 +154,15 @@ impl Ui for TerminalUi {
         self.clear_spinner();
         eprintln!("{}", style(text).yellow());
     }
+}
+
+/// The line shown when a request gets read-only tools.
+pub fn read_only_note(intent: &Intent) -> String {
+    format!(
+        "read-only: this looks like a question ({}), so no files will change; \
+to change code, say what to change (\"Make X do Y in path\")",
+        intent.label.as_str()
+    )
 }
 
 /// `{"path": "src/a.rs", "start_line": 3}` → `src/a.rs start_line=3`.

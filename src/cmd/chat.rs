@@ -4,10 +4,11 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{bail, Result};
+use console::style;
 
 use super::exit;
 use crate::agent::ui::{TerminalUi, Ui};
-use crate::agent::{Agent, AgentConfig, Finish, IndexSearch, Outcome};
+use crate::agent::{Agent, AgentConfig, Finish, IndexSearch, Outcome, ToolAccess};
 use crate::cancel::CancelToken;
 use crate::cli::{AgentArgs, ChatArgs, ModelArgs};
 use crate::llm::Sampling;
@@ -52,25 +53,83 @@ pub fn open_agent(
     Ok(Session { agent, approver })
 }
 
-/// Prints what the terminal UI did not already stream.
+/// Prints what the terminal UI did not already stream: the fallback answer,
+/// what changed, and one dim line of tokens and time.
 pub fn print_outcome(outcome: &Outcome) {
     match outcome.finish {
         Finish::Answered if outcome.answer.is_empty() => eprintln!("(empty answer)"),
         Finish::Answered => {}
-        // The streamed text was the model's echo; this is the answer.
+        // The streamed text was no answer; this is what the search found.
         Finish::Evidence => println!("\n{}", outcome.answer),
-        Finish::StepBudget => eprintln!("{}", outcome.answer),
+        Finish::NoAnswer | Finish::StepBudget => eprintln!("{}", outcome.answer),
         Finish::Cancelled => eprintln!("(stopped)"),
     }
-    if !outcome.changed_files.is_empty() {
-        eprintln!("changed: {}", outcome.changed_files.join(", "));
+    if let Some(line) = changes_line(outcome) {
+        eprintln!("{line}");
     }
+    eprintln!("{}", style(stats_line(outcome)).dim());
 }
 
+/// What a coding task changed, always said (also when nothing changed);
+/// None for requests that could not change files.
+pub fn changes_line(outcome: &Outcome) -> Option<String> {
+    let files = &outcome.changed_files;
+    if outcome.tools != ToolAccess::All && files.is_empty() {
+        return None;
+    }
+    let mut line = match files.len() {
+        0 => "0 files changed".to_string(),
+        1 => format!("1 file changed: {}", files[0]),
+        n => format!("{n} files changed: {}", files.join(", ")),
+    };
+    if outcome.declined > 0 {
+        line.push_str(&format!(
+            " ({} change(s) or command(s) declined)",
+            outcome.declined
+        ));
+    }
+    Some(line)
+}
+
+/// `2,345 prompt tokens (1,900 reused) + 120 generated · 3 steps · 4.2 s · 18.5 tokens/s`
+pub fn stats_line(outcome: &Outcome) -> String {
+    let tps = if outcome.decode_ms > 0 {
+        format!(
+            "{:.1} tokens/s",
+            outcome.completion_tokens as f64 * 1000.0 / outcome.decode_ms as f64
+        )
+    } else {
+        "- tokens/s".to_string()
+    };
+    format!(
+        "{} prompt tokens ({} reused) + {} generated · {} step{} · {:.1} s · {tps}",
+        thousands(outcome.prompt_tokens),
+        thousands(outcome.reused_tokens),
+        thousands(outcome.completion_tokens),
+        outcome.steps,
+        if outcome.steps == 1 { "" } else { "s" },
+        outcome.wall_ms as f64 / 1000.0,
+    )
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// 0 for an answer; 3 when there is none (the search results shown instead
+/// are not an answer); 130 for Ctrl-C.
 pub fn exit_code(outcome: &Outcome) -> i32 {
     match outcome.finish {
-        Finish::Answered | Finish::Evidence => exit::OK,
-        Finish::StepBudget => NO_ANSWER,
+        Finish::Answered => exit::OK,
+        Finish::Evidence | Finish::NoAnswer | Finish::StepBudget => NO_ANSWER,
         Finish::Cancelled => exit::INTERRUPTED,
     }
 }
@@ -107,7 +166,7 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
     let mut session = open_agent(&args.agent, &args.model, args.max_tokens, sampling, resume)?;
     let resumed = session.agent.turns().len();
     eprintln!(
-        "agent chat: {} in {}{}\nEmpty line or Ctrl-D quits; Ctrl-C stops the current step.",
+        "agent chat: {} in {}{}\n/help lists the commands; /exit or Ctrl-D quits; Ctrl-C stops the current step.",
         session.agent.provider_name(),
         session.agent.workspace().display(),
         if resumed > 0 {
@@ -119,24 +178,41 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
             String::new()
         }
     );
+    if resumed > 0 {
+        print_history(&session.agent.exchanges(), RESUME_SHOWN);
+    }
     let watcher = IndexWatcher::start(session.agent.workspace());
     let mut ui = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
+    let mut totals = Totals::default();
     let stdin = std::io::stdin();
     loop {
         eprint!("› ");
         let _ = std::io::stderr().flush();
         let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 || line.trim().is_empty() {
+        if stdin.lock().read_line(&mut line)? == 0 {
             break;
         }
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
         cancel.reset();
+        if let Some(command) = line.strip_prefix('/') {
+            match slash_command(command, &mut session.agent, &totals, cancel) {
+                Command::Quit => break,
+                Command::Done => continue,
+            }
+        }
         match session.agent.handle(
-            line.trim(),
+            line,
             &mut ui as &mut dyn Ui,
             session.approver.as_mut(),
             cancel,
         ) {
-            Ok(outcome) => print_outcome(&outcome),
+            Ok(outcome) => {
+                totals.add(&outcome);
+                print_outcome(&outcome)
+            }
             Err(e) => eprintln!("error: {e:#}"),
         }
         cancel.reset();
@@ -150,6 +226,131 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
         );
     }
     Ok(exit::OK)
+}
+
+/// Exchanges shown when a session is resumed.
+const RESUME_SHOWN: usize = 3;
+
+/// Characters of each resumed request or answer shown.
+const RESUME_CHARS: usize = 300;
+
+fn print_history(exchanges: &[(String, String)], last: usize) {
+    let skipped = exchanges.len().saturating_sub(last);
+    if skipped > 0 {
+        eprintln!(
+            "{}",
+            style(format!("… {skipped} earlier exchange(s)")).dim()
+        );
+    }
+    for (request, answer) in &exchanges[skipped..] {
+        eprintln!(
+            "{} {}",
+            style("›").dim(),
+            crate::tools::grep::cut(request, RESUME_CHARS)
+        );
+        let answer = if answer.is_empty() {
+            "(no answer)"
+        } else {
+            answer
+        };
+        eprintln!(
+            "{}",
+            style(crate::tools::grep::cut(answer, RESUME_CHARS)).dim()
+        );
+    }
+}
+
+/// Tokens and time over the whole chat, for `/tokens`.
+#[derive(Default)]
+struct Totals {
+    requests: usize,
+    prompt: usize,
+    reused: usize,
+    generated: usize,
+    wall_ms: u64,
+}
+
+impl Totals {
+    fn add(&mut self, o: &Outcome) {
+        self.requests += 1;
+        self.prompt += o.prompt_tokens;
+        self.reused += o.reused_tokens;
+        self.generated += o.completion_tokens;
+        self.wall_ms += o.wall_ms;
+    }
+}
+
+enum Command {
+    Done,
+    Quit,
+}
+
+const CHAT_HELP: &str = "commands:
+  /help     this list
+  /clear    start a new conversation (this one stays saved)
+  /undo     undo the agent's last change to the files
+  /model    the model and its context window
+  /tokens   tokens used so far, and how full the context is
+  /exit     quit (also /quit, Ctrl-D)
+anything else goes to the agent; Ctrl-C stops the current step";
+
+/// Runs a chat command (the text after `/`); never sent to the model.
+fn slash_command(
+    command: &str,
+    agent: &mut Agent,
+    totals: &Totals,
+    cancel: &CancelToken,
+) -> Command {
+    let name = command.split_whitespace().next().unwrap_or("");
+    match name {
+        "help" | "?" => eprintln!("{CHAT_HELP}"),
+        "exit" | "quit" | "q" => return Command::Quit,
+        "clear" | "new" => {
+            let old = agent.session_id().to_string();
+            agent.clear();
+            if old.is_empty() {
+                eprintln!("new conversation");
+            } else {
+                eprintln!("new conversation (the last one is saved: `agent chat --resume {old}`)");
+            }
+        }
+        "undo" => {
+            let out = agent.undo(cancel);
+            if let Some(diff) = &out.diff {
+                eprint!("{}", crate::tools::diff::colored(diff));
+            }
+            if out.ok {
+                eprintln!("{}", out.content);
+            } else {
+                eprintln!("{} {}", style("✗").red(), out.content);
+            }
+        }
+        "model" => {
+            let (_, window) = agent.context_usage();
+            eprintln!(
+                "model: {}\ncontext window: {} tokens\n(another model: restart with `agent chat --model PATH`)",
+                agent.provider_name(),
+                thousands(window)
+            );
+        }
+        "tokens" => {
+            let (used, window) = agent.context_usage();
+            eprintln!(
+                "this chat: {} request(s), {} prompt tokens ({} reused) + {} generated in {:.1} s\n\
+context now: {} of {} tokens ({:.0}%)",
+                totals.requests,
+                thousands(totals.prompt),
+                thousands(totals.reused),
+                thousands(totals.generated),
+                totals.wall_ms as f64 / 1000.0,
+                thousands(used),
+                thousands(window),
+                used as f64 * 100.0 / window.max(1) as f64
+            );
+        }
+        _ => eprintln!("unknown command /{name}; /help lists the commands"),
+    }
+    Command::Done
 }
 
 /// Keeps the code index live during a chat, the agent's own edits included,

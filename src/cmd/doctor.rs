@@ -48,6 +48,9 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
 
     let model = args.model.clone().unwrap_or_else(paths::default_chat_model);
     checks.push(chat_model_check(&model));
+    if model == paths::default_chat_model() {
+        checks.push(default_model_note());
+    }
     checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
     checks.push(index_check());
     checks.push(Check {
@@ -90,6 +93,27 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         );
     }
     Ok(if ready { exit::OK } else { exit::FAILURE })
+}
+
+/// What the tiny default model can and cannot do, said plainly: it is
+/// there so everything runs out of the box, not to do the work.
+fn default_model_note() -> Check {
+    Check {
+        name: "answers",
+        ok: false,
+        required: false,
+        detail: format!(
+            "the default model ({}, 135M parameters) proves the set-up: it runs the tools, \
+the grammar and the loop. It cannot be relied on to answer questions about code or to make \
+changes; when its reply is no answer, `agent ask` exits with 3 and shows what the search found.",
+            paths::DEFAULT_CHAT_MODEL
+        ),
+        fix: Some(
+            "for real work use a coding model: --model PATH or AGENT_MODEL=PATH to any GGUF \
+chat model (e.g. qwen2.5-coder-7b-instruct-q4_k_m.gguf)"
+                .into(),
+        ),
+    }
 }
 
 /// Loads the model and generates one token: the only proof that `ask` works.

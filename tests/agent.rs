@@ -390,7 +390,11 @@ fn a_write_that_fails_verification_is_rolled_back() {
     let r = run_with(
         dir.path(),
         Mode::Yolo,
-        &[read, edit, &finish("tried")],
+        &[
+            read,
+            edit,
+            &finish("the change to notes.txt failed verification and was rolled back"),
+        ],
         "Change the status in notes.txt to bad",
         &mut AlwaysApprove,
         |c| c.verify = Some("grep -q good notes.txt".into()),
@@ -718,4 +722,22 @@ fn an_imperative_after_an_opening_phrase_gets_every_tool() {
     assert_eq!(r.outcome.intent.label, Label::CodingTask);
     assert_eq!(r.outcome.tools, agent::agent::ToolAccess::All);
     assert_eq!(r.outcome.changed_files, vec!["src/calc.py".to_string()]);
+}
+
+#[test]
+fn a_coding_task_that_changed_nothing_must_say_why() {
+    let dir = repo();
+    let r = run(
+        dir.path(),
+        Mode::Yolo,
+        &[
+            READ_CALC,
+            &finish("finih"),
+            &finish("Nothing to change: sub in src/calc.py already returns a - b."),
+        ],
+        "Change sub in src/calc.py to return a - b",
+    );
+    assert_eq!(r.outcome.finish, Finish::Answered);
+    assert!(r.outcome.changed_files.is_empty());
+    assert!(last_user_message(&r.requests[2]).contains("repeats these instructions"));
 }

@@ -109,7 +109,7 @@ fn without_a_terminal_confirm_mode_declines_writes() {
         dir.path(),
         serde_json::json!([
             r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "could not"}}"#
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "new.py was not written: the user declined the change"}}"#
         ]),
     );
     let out = agent_in(dir.path())

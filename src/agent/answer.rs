@@ -114,11 +114,49 @@ impl Judge {
         if t.is_empty() {
             // One or two words: a tool name or a word of our prompts alone.
             let stop = |word: &String| STOPWORDS.contains(&word.as_str());
-            return w.iter().all(|word| self.ours.contains(word) || stop(word))
-                && w.iter().any(|word| self.ours.contains(word) && !stop(word));
+            return w.iter().all(|word| self.is_ours(word) || stop(word))
+                && w.iter().any(|word| self.is_ours(word) && !stop(word));
         }
         let hits = t.iter().filter(|t| self.our_triples.contains(*t)).count();
         hits as f32 >= PARROT_SHARE * t.len() as f32
+    }
+}
+
+impl Judge {
+    /// One of our words, or a misspelling of a long one (`finih`, `finsh`).
+    fn is_ours(&self, word: &str) -> bool {
+        self.ours.contains(word)
+            || (word.chars().count() >= 4
+                && self
+                    .ours
+                    .iter()
+                    .any(|o| o.chars().count() >= 5 && within_one_edit(word, o)))
+    }
+}
+
+/// Levenshtein distance at most 1.
+fn within_one_edit(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    let prefix = short
+        .iter()
+        .zip(long.iter())
+        .take_while(|(x, y)| x == y)
+        .count();
+    if prefix == short.len() {
+        return true; // equal, or one character added at the end
+    }
+    if short.len() == long.len() {
+        short[prefix + 1..] == long[prefix + 1..] // one substitution
+    } else {
+        short[prefix..] == long[prefix + 1..] // one insertion
     }
 }
 
@@ -398,6 +436,7 @@ mod tests {
             "This is the finish call with your best answer.",
             "finiSh",
             "finish",
+            "finih",
             "Your next reply must be the finish call.",
         ] {
             assert_eq!(j.check(junk, q, seen), Some(Fault::Parrots), "{junk}");
@@ -407,6 +446,16 @@ mod tests {
             Some(Fault::NoSubstance)
         );
         assert_eq!(j.check("", q, seen), Some(Fault::Empty));
+    }
+
+    #[test]
+    fn one_edit_apart() {
+        assert!(within_one_edit("finih", "finish"));
+        assert!(within_one_edit("finsh", "finish"));
+        assert!(within_one_edit("fimish", "finish"));
+        assert!(within_one_edit("finish", "finish"));
+        assert!(!within_one_edit("fins", "finish"));
+        assert!(!within_one_edit("flask", "finish"));
     }
 
     #[test]

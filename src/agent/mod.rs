@@ -535,7 +535,8 @@ impl Agent {
                         "tool_call",
                         json!({"valid": false, "salvaged": true, "text": truncate(&text, 2000)}),
                     );
-                    let evidence = self.evidence(request_turn, access);
+                    let evidence =
+                        self.evidence(request_turn, access, !outcome.changed_files.is_empty());
                     if let Some(fault) =
                         self.judge
                             .check(&reply.partial_answer, request, evidence.as_deref())
@@ -546,6 +547,7 @@ impl Agent {
                             answer_next,
                             &found,
                             &mut outcome,
+                            ui,
                         )? {
                             break;
                         }
@@ -589,7 +591,8 @@ impl Agent {
 
             if call.tool == FINISH {
                 if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
-                    let evidence = self.evidence(request_turn, access);
+                    let evidence =
+                        self.evidence(request_turn, access, !outcome.changed_files.is_empty());
                     if let Some(fault) = self.judge.check(answer, request, evidence.as_deref()) {
                         if self.reject_answer(
                             fault,
@@ -597,6 +600,7 @@ impl Agent {
                             answer_next,
                             &found,
                             &mut outcome,
+                            ui,
                         )? {
                             break;
                         }
@@ -709,11 +713,12 @@ Another copy of this call ends the request.",
 
     /// What the model has seen of the workspace in this request (the
     /// system prompt with its repo map, and every observation since the
-    /// request): a question's answer must be about it. None for requests
-    /// that are not questions about the code: chat needs no evidence, and a
-    /// coding task's result is its change ("Done." is fine there).
-    fn evidence(&self, request_turn: usize, access: &[Access]) -> Option<String> {
-        if !access.contains(&Access::Read) || access.contains(&Access::Write) {
+    /// request): an answer must be about it. None when the answer need not
+    /// be: chat, and a coding task that changed files (its result is the
+    /// change, so "Done." is fine there; with nothing changed, the answer
+    /// has to say why).
+    fn evidence(&self, request_turn: usize, access: &[Access], changed: bool) -> Option<String> {
+        if !access.contains(&Access::Read) || (access.contains(&Access::Write) && changed) {
             return None;
         }
         let mut text = self
@@ -740,12 +745,18 @@ Another copy of this call ends the request.",
         answer_next: bool,
         found: &Option<String>,
         outcome: &mut Outcome,
+        ui: &mut dyn Ui,
     ) -> Result<bool> {
         self.log.audit(
             "intervention",
             json!({"reason": format!("the answer {}", fault.reason()), "last_step": last_step}),
         );
         if !last_step {
+            // The terminal streamed it as an answer: say that it was not one.
+            ui.notice(&format!(
+                "(not an answer: it {}; asking again)",
+                fault.reason()
+            ));
             self.observe(fault.feedback(), answer_next)?;
             return Ok(false);
         }

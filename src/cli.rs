@@ -88,11 +88,16 @@ Examples:
   agent ask --script turns.json \"...\"                      # replay recorded model turns
   agent ask --model ~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf \"...\"
 
-Exit codes: 0 answered, 1 error, 3 no answer within --max-steps, 130 interrupted (Ctrl-C).";
+Exit codes: 0 answered, 1 error, 3 no answer (none within --max-steps, or the model's reply was
+not an answer: what the search found is printed instead), 130 interrupted (Ctrl-C).";
 
 const CHAT_HELP: &str = "\
-Type a request and press Enter; an empty line or Ctrl-D ends the chat. Ctrl-C stops the current
-step and returns to the prompt (twice quits). Every message is saved as it happens.
+Type a request and press Enter; /exit or Ctrl-D ends the chat (empty lines are ignored). Ctrl-C
+stops the current step and returns to the prompt (twice quits). Every message is saved as it
+happens; --resume shows the last exchanges first.
+
+Commands (never sent to the model): /help, /clear (new conversation), /undo (the agent's last
+change), /model, /tokens (usage and how full the context is), /exit.
 
 Examples:
   agent chat

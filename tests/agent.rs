@@ -740,4 +740,10 @@ fn a_coding_task_that_changed_nothing_must_say_why() {
     assert_eq!(r.outcome.finish, Finish::Answered);
     assert!(r.outcome.changed_files.is_empty());
     assert!(last_user_message(&r.requests[2]).contains("repeats these instructions"));
+    // Whatever the model says, the answer does not claim a change.
+    assert!(
+        r.outcome.answer.ends_with("(0 files changed.)"),
+        "{}",
+        r.outcome.answer
+    );
 }

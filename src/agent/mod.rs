@@ -690,14 +690,17 @@ Another copy of this call ends the request.",
         outcome.declined = self.declined;
         if tools == ToolAccess::All
             && outcome.changed_files.is_empty()
-            && self.declined > 0
             && outcome.finish == Finish::Answered
         {
             // The model may say it made the change; it did not.
-            outcome.answer.push_str(&format!(
-                "\n\n(0 files changed: {} change(s) or command(s) declined.)",
-                self.declined
-            ));
+            outcome.answer.push_str(&if self.declined > 0 {
+                format!(
+                    "\n\n(0 files changed: {} change(s) or command(s) declined.)",
+                    self.declined
+                )
+            } else {
+                "\n\n(0 files changed.)".to_string()
+            });
         }
         outcome.wall_ms = started.elapsed().as_millis() as u64;
         self.log.audit(

@@ -5,6 +5,7 @@ use agent::cli::{Cli, Command};
 use agent::cmd::{self, exit};
 
 fn main() {
+    restore_sigpipe();
     agent::alloc::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);
@@ -27,6 +28,18 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// `agent search | head`: a closed pipe ends the process quietly, as it does
+/// every Unix tool, instead of a panic in `println!` (Rust ignores SIGPIPE).
+/// What the agent writes to disk is written as it happens, so nothing of
+/// a session is lost.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// Logs go to stderr. llama.cpp's own (very chatty) logs arrive under the

@@ -310,3 +310,22 @@ fn help_teaches_the_quick_start() {
     let out = agent_bin().args(["ask", "--help"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("--json-schema"));
 }
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = agent_bin()
+        .arg("models")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `agent models | head -c 0`: the reader is gone before the first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+    const SIGPIPE: i32 = 13;
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}", out.status);
+}

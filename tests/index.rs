@@ -707,3 +707,33 @@ fn cli_watch_keeps_the_repo_map_current() {
         "{tags:?}"
     );
 }
+
+#[test]
+fn a_crash_before_the_bm25_index_is_built_is_finished_by_the_next_run() {
+    let dir = repo();
+    {
+        let mut index = Index::open_writer(dir.path(), options()).unwrap();
+        // Die (as kill -9 would) once the last batch is saved, before the
+        // full-text index is built.
+        let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            index.update(&CancelToken::new(), &mut |p| {
+                if p.files_total > 0 && p.chunks_done > 0 && p.files_done == p.files_total {
+                    panic!("crash after the last batch");
+                }
+            })
+        }));
+        assert!(crashed.is_err());
+        let status = index.status().unwrap();
+        assert!(
+            status.chunks > 0 && !status.text_index && !status.complete,
+            "{status:?}"
+        );
+    }
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert_eq!(stats.files_indexed, 0, "nothing left to embed");
+    let status = index.status().unwrap();
+    assert!(status.text_index && status.complete, "{status:?}");
+    let hits = top(&mut index, "toml config", SearchMode::Bm25);
+    assert_eq!(hits[0].0, "src/net.rs", "{hits:?}");
+}

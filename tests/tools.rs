@@ -297,6 +297,39 @@ fn read_file_numbers_lines_records_the_hash_and_pages() {
 }
 
 #[test]
+fn pipes_are_refused_instead_of_blocking_forever() {
+    let mut h = Harness::with_mode(Mode::Yolo);
+    let fifo = h.root.join("queue");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Nothing ever writes to it: opening it for reading would block.
+    let t = Instant::now();
+    let out = h.call("read_file", json!({"path": "queue"}));
+    err(&out, ErrorClass::InvalidArgs);
+    assert!(
+        out.content.contains("not a regular file"),
+        "{}",
+        out.content
+    );
+    let out = h.call(
+        "edit",
+        json!({"path": "queue", "old_text": "a", "new_text": "b"}),
+    );
+    err(&out, ErrorClass::InvalidArgs);
+    let patch = "*** Begin Patch\n*** Update File: queue\n@@\n-a\n+b\n*** End Patch";
+    let out = h.call("apply_patch", json!({"patch": patch}));
+    assert!(
+        !out.ok && out.content.contains("not a regular file"),
+        "{}",
+        out.content
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[test]
 fn binary_files_are_refused_and_huge_files_read_by_range() {
     let mut h = Harness::new();
     h.write("blob.bin", [0u8, 159, 146, 150, 0, 1, 2]);

@@ -74,6 +74,7 @@ impl Tool for Edit {
                     format!("{rel} is a folder, not a file"),
                 )
             }
+            Ok(m) if !m.is_file() => return super::fs::not_regular(&rel),
             Ok(_) => {}
             Err(_) => {
                 let mut out = not_found(ctx, &path, &abs);

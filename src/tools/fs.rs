@@ -88,6 +88,15 @@ pub(crate) fn resolve_writable(ctx: &ToolContext<'_>, path: &str) -> Result<Path
 }
 
 /// A NotFound output that suggests files with the same name elsewhere.
+/// A FIFO, socket or device: reading one can block forever, so the tools
+/// never open them.
+pub(crate) fn not_regular(rel: &str) -> ToolOutput {
+    ToolOutput::error(
+        ErrorClass::InvalidArgs,
+        format!("{rel} is not a regular file (a pipe, socket or device); the tools only open regular files"),
+    )
+}
+
 pub(crate) fn not_found(ctx: &ToolContext<'_>, given: &str, abs: &Path) -> ToolOutput {
     let rel = ctx.workspace.relative(abs);
     let name = abs
@@ -316,6 +325,9 @@ impl Tool for ReadFile {
                 ErrorClass::InvalidArgs,
                 format!("{rel} is a folder; use list_dir to see what is in it"),
             );
+        }
+        if !meta.is_file() {
+            return not_regular(&rel);
         }
         let read = match read_range(&abs, start, end) {
             Ok(r) => r,

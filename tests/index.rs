@@ -737,3 +737,85 @@ fn a_crash_before_the_bm25_index_is_built_is_finished_by_the_next_run() {
     let hits = top(&mut index, "toml config", SearchMode::Bm25);
     assert_eq!(hits[0].0, "src/net.rs", "{hits:?}");
 }
+
+/// A tmpfs of `kib` KiB mounted for the test's lifetime (None without the
+/// privilege to mount).
+struct SmallDisk(std::path::PathBuf);
+impl SmallDisk {
+    fn mount(kib: usize) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self(dir))
+    }
+}
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_full_disk_never_deletes_rows() {
+    common::tiny_model();
+    let Some(disk) = SmallDisk::mount(16 * 1024) else {
+        eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
+        return;
+    };
+    let root = disk.0.join("repo");
+    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
+clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
+    let version = |op: &str| {
+        for i in 0..40 {
+            write(
+                &root,
+                &format!("m/f{i}.py"),
+                format!("def function_{i}(x):\n{body}    return x {op} {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
+            );
+        }
+    };
+    // Both versions indexed once, so going back embeds nothing: the only
+    // big write left is the chunk table's.
+    version("*");
+    let mut index = Index::open_writer(&root, options()).unwrap();
+    update(&mut index);
+    version("+");
+    update(&mut index);
+    let before = index.status().unwrap();
+    assert_eq!(before.files, 40);
+    version("*");
+
+    // Fill the disk, leaving a few pages for SQLite's bookkeeping.
+    let filler = root.join("filler.bin");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 64 * 1024];
+    while std::io::Write::write_all(&mut f, &block).is_ok() {}
+    let full = f.metadata().unwrap().len();
+    f.set_len(full.saturating_sub(64 * 1024)).unwrap();
+    drop(f);
+
+    let failed = index.update(&CancelToken::new(), &mut |_| {});
+    assert!(failed.is_err(), "the disk is full: {failed:?}");
+    let message = format!("{:#}", failed.unwrap_err());
+    assert!(message.contains("rows are as before"), "{message}");
+    let status = index.status().unwrap();
+    assert_eq!(status.chunks, before.chunks, "rows were lost");
+    let hits = top(
+        &mut index,
+        "scale the value by the calibration factor",
+        SearchMode::Vector,
+    );
+    assert_eq!(hits.len(), 3, "{hits:?}");
+
+    // With room again, the next run completes.
+    std::fs::remove_file(&filler).unwrap();
+    let stats = update(&mut index);
+    assert_eq!(stats.files_indexed, 40);
+    assert_eq!(stats.chunks_embedded, 0);
+    assert_eq!(index.status().unwrap().chunks, before.chunks);
+}

@@ -7,10 +7,12 @@
 //! - `state.sqlite`: per-file hashes and mtimes, and the embedding cache;
 //! - `writer.lock`: held by the one process allowed to write.
 //!
-//! Consistency: files are processed in batches; a batch's rows are written to
-//! LanceDB before its files are recorded in `state.sqlite`. A crash or Ctrl-C
-//! between the two only means those files are redone next time, and redoing a
-//! file replaces its rows, so the index is never left half-updated.
+//! Consistency: files are processed in batches; a batch's rows replace the
+//! old ones in one LanceDB commit (so a failed write, such as a full disk,
+//! leaves the old rows), before its files are recorded in `state.sqlite`. A
+//! crash or Ctrl-C between the two only means those files are redone next
+//! time, and redoing a file replaces its rows, so the index is never left
+//! half-updated.
 
 pub mod chunk;
 pub mod embed;
@@ -440,9 +442,11 @@ impl Index {
         if !self.attach_vectors(&mut rows, stats, progress, on_progress, cancel)? {
             return Ok(None);
         }
-        // Rows first, then the bookkeeping (see the module docs).
-        self.store.delete_paths(&replaced)?;
-        self.store.add(&rows)?;
+        // Rows first, in one commit, then the bookkeeping (see the module docs).
+        unique_ids(&mut rows);
+        self.store.replace_paths(&replaced, &rows).context(
+            "cannot write the chunk table; its rows are as before the update (free disk space, then run `agent index` again)",
+        )?;
         self.state.commit_files(&upserts, &[])?;
         stats.chunks_written += rows.len();
         stats.files_indexed += indexed;
@@ -605,6 +609,19 @@ pub fn chunk_file(embedder: &Embedder, file: &SourceFile, text: &str) -> Vec<chu
         ..ChunkLimits::default()
     };
     chunk_source(file.lang, text, limits, &count)
+}
+
+/// Row ids are `path:start-end`; two chunks of one range (windows of a
+/// single huge line) get `#2`, `#3`, ... so the merge on `id` stays exact.
+fn unique_ids(rows: &mut [Row]) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for r in rows.iter_mut() {
+        let n = seen.entry(r.id.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            r.id = format!("{}#{n}", r.id);
+        }
+    }
 }
 
 /// What the embedder sees: a header with the path and symbol, then the code.

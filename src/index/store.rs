@@ -245,6 +245,27 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces every chunk of `paths` with `rows` in one commit (a merge on
+    /// `id` that deletes the paths' rows the new set lacks), so a write that
+    /// fails half-way (a full disk) leaves the old rows in place rather than
+    /// none. `rows` must belong to `paths` and have unique ids.
+    pub fn replace_paths(&self, paths: &[String], rows: &[Row]) -> Result<()> {
+        if rows.is_empty() {
+            return self.delete_paths(paths);
+        }
+        let list: Vec<String> = paths.iter().map(|p| sql_string(p)).collect();
+        let batch = to_batch(rows)?;
+        let schema = batch.schema();
+        let reader = arrow_array::RecordBatchIterator::new(vec![Ok(batch)], schema);
+        let mut merge = self.table.merge_insert(&["id"]);
+        merge
+            .when_matched_update_all(None)
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(Some(format!("path IN ({})", list.join(","))));
+        self.rt.block_on(merge.execute(Box::new(reader)))?;
+        Ok(())
+    }
+
     pub fn add(&self, rows: &[Row]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());

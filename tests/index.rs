@@ -309,6 +309,8 @@ fn a_corrupt_index_is_rebuilt_without_losing_files() {
     let stats = update(&mut index);
     assert!(stats.recovered.is_some());
     assert_eq!(stats.files_indexed, 3);
+    // The embedding cache lives in its own file and survived.
+    assert_eq!(stats.chunks_embedded, 0, "{stats:?}");
     assert!(!index
         .search(&SearchQuery::new("levenshtein", 3))
         .unwrap()
@@ -329,6 +331,43 @@ fn a_corrupt_index_is_rebuilt_without_losing_files() {
         .search(&SearchQuery::new("levenshtein", 3))
         .unwrap()
         .is_empty());
+    drop(index);
+
+    // Garbage over the embedding cache: started anew, said so, and the
+    // index itself is untouched.
+    std::fs::write(idx.join("embeddings.sqlite"), vec![0x42u8; 8192]).unwrap();
+    let _ = std::fs::remove_file(idx.join("embeddings.sqlite-wal"));
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    let note = stats.recovered.clone().unwrap_or_default();
+    assert!(note.contains("embedding cache"), "{stats:?}");
+    assert_eq!(index.status().unwrap().files, 3);
+}
+
+#[test]
+fn an_old_state_file_keeps_its_embedding_cache() {
+    // Schema 1 kept the cache inside state.sqlite; opening moves it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE files(rel TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
+                 size INTEGER NOT NULL, chunks INTEGER NOT NULL);
+             CREATE TABLE embeddings(key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+             CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO embeddings VALUES ('k', x'0000803f');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let state = agent::index::state::State::open(&path).unwrap();
+    assert_eq!(state.cached_vector_count().unwrap(), 1);
+    assert_eq!(
+        state.cached_vectors(&["k".into()]).unwrap()["k"],
+        vec![1.0f32]
+    );
+    assert!(dir.path().join("embeddings.sqlite").is_file());
 }
 
 fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -4,7 +4,8 @@
 //!
 //! On disk, under `<repo>/.agent/index/`:
 //! - `lance/`: the chunk table (LanceDB) with vectors and a BM25 index;
-//! - `state.sqlite`: per-file hashes and mtimes, and the embedding cache;
+//! - `state.sqlite`: per-file hashes and mtimes;
+//! - `embeddings.sqlite`: the embedding cache (its own file: it survives damage to the rest);
 //! - `writer.lock`: held by the one process allowed to write.
 //!
 //! Consistency: files are processed in batches; a batch's rows replace the
@@ -164,12 +165,6 @@ pub struct Index {
     recovered: Option<String>,
 }
 
-fn remove_state_files(dir: &Path) {
-    for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
-        let _ = std::fs::remove_file(dir.join(name));
-    }
-}
-
 impl Index {
     /// Opens the index for writing, creating it if needed. A damaged index
     /// is rebuilt (the embedding cache survives when it is intact).
@@ -188,12 +183,19 @@ impl Index {
         let state = match State::open(&dir.join("state.sqlite")) {
             Ok(s) => s,
             Err(e) => {
-                recovered = Some(format!("the index state was damaged ({e:#}); rebuilt it"));
-                remove_state_files(&dir);
+                // The chunk table is rebuilt from the files on disk and the
+                // embedding cache (a file of its own): nothing is re-embedded.
+                recovered = Some(format!(
+                    "the index state was damaged ({e:#}); rebuilt it from the files and the embedding cache"
+                ));
+                state::remove_db(&dir.join("state.sqlite"));
                 let _ = std::fs::remove_dir_all(dir.join("lance"));
                 State::open(&dir.join("state.sqlite"))?
             }
         };
+        if let Some(note) = &state.cache_recovered {
+            recovered = Some(note.clone());
+        }
         let store = match Store::open(&dir.join("lance")) {
             Ok(s) => s,
             Err(e) => {
@@ -251,7 +253,8 @@ impl Index {
         if dir.exists() {
             // Take the lock first so a running writer is not pulled from under.
             let lock = lock_writer(&dir)?;
-            remove_state_files(&dir);
+            state::remove_db(&dir.join("state.sqlite"));
+            state::remove_db(&dir.join(state::CACHE_FILE));
             let _ = std::fs::remove_dir_all(dir.join("lance"));
             drop(lock);
         }

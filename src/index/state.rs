@@ -1,9 +1,12 @@
-//! The index's bookkeeping in SQLite (`.agent/index/state.sqlite`): what was
-//! indexed from each file, and the embedding cache.
+//! The index's bookkeeping in SQLite: what was indexed from each file
+//! (`.agent/index/state.sqlite`), and the embedding cache
+//! (`.agent/index/embeddings.sqlite`).
 //!
 //! The embedding cache maps a hash of a chunk's symbol and text to its vector,
 //! so identical text is embedded once: across files, across runs, and across
-//! renames and branch switches (the path is deliberately not in the key).
+//! renames and branch switches (the path is deliberately not in the key). It
+//! is the expensive part, so it lives in a file of its own: a damaged state
+//! file is rebuilt from the files on disk and the cache, with no embedding.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,7 +14,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-const SCHEMA_VERSION: i64 = 1;
+/// 2: the embedding cache moved to its own file (version 1 kept it here).
+const SCHEMA_VERSION: i64 = 2;
+
+/// The embedding cache's file, beside the state file.
+pub const CACHE_FILE: &str = "embeddings.sqlite";
 
 /// What the index last saw of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,19 +31,101 @@ pub struct FileState {
 
 pub struct State {
     conn: Connection,
+    cache: Connection,
+    /// Set when the embedding cache was damaged and started anew.
+    pub cache_recovered: Option<String>,
+}
+
+fn connect(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+/// Removes a SQLite file with its WAL and shared-memory files.
+pub fn remove_db(path: &Path) {
+    let name = path.as_os_str().to_os_string();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = name.clone();
+        p.push(suffix);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+    }
+}
+
+fn open_cache(path: &Path) -> Result<Connection> {
+    let cache = connect(path)?;
+    cache.execute_batch(
+        "CREATE TABLE IF NOT EXISTS embeddings(key TEXT PRIMARY KEY, vector BLOB NOT NULL);",
+    )?;
+    cache.query_row("SELECT count(*) FROM embeddings", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    Ok(cache)
 }
 
 impl State {
-    /// Opens (or creates) the state database. A damaged file is reported as
-    /// an error; the caller decides to rebuild.
+    /// Opens (or creates) the state database at `path` and the embedding
+    /// cache beside it. A damaged cache is started anew (and said so in
+    /// `cache_recovered`); a damaged state file is reported as an error, and
+    /// the caller decides to rebuild it (the cache file is left alone).
     pub fn open(path: &Path) -> Result<Self> {
-        let conn =
-            Connection::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let cache_path = path.with_file_name(CACHE_FILE);
+        let mut cache_recovered = None;
+        let cache = match open_cache(&cache_path) {
+            Ok(c) => c,
+            Err(e) => {
+                cache_recovered = Some(format!(
+                    "the embedding cache was damaged ({e:#}); started a new one"
+                ));
+                remove_db(&cache_path);
+                open_cache(&cache_path)?
+            }
+        };
+        let conn = connect(path)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version != SCHEMA_VERSION {
+        if version == 1 {
+            // The cache used to live here: move it, it is the expensive part.
+            let old = conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'embeddings'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )? > 0;
+            if old {
+                let mut read = conn.prepare("SELECT key, vector FROM embeddings")?;
+                let rows = read.query_map([], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })?;
+                let mut cache = cache;
+                {
+                    let tx = cache.transaction()?;
+                    {
+                        let mut put = tx.prepare_cached(
+                            "INSERT OR IGNORE INTO embeddings(key, vector) VALUES (?1, ?2)",
+                        )?;
+                        for row in rows {
+                            let (key, blob) = row?;
+                            put.execute(params![key, blob])?;
+                        }
+                    }
+                    tx.commit()?;
+                }
+                drop(read);
+                conn.execute_batch("DROP TABLE embeddings;")?;
+                return Self::finish_open(conn, cache, cache_recovered);
+            }
+        }
+        Self::finish_open(conn, cache, cache_recovered)
+    }
+
+    fn finish_open(
+        conn: Connection,
+        cache: Connection,
+        cache_recovered: Option<String>,
+    ) -> Result<Self> {
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version != SCHEMA_VERSION && version != 1 {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS embeddings; DROP TABLE IF EXISTS meta;",
             )?;
@@ -45,13 +134,16 @@ impl State {
             "CREATE TABLE IF NOT EXISTS files(
                  rel TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
                  size INTEGER NOT NULL, chunks INTEGER NOT NULL);
-             CREATE TABLE IF NOT EXISTS embeddings(key TEXT PRIMARY KEY, vector BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         // Fail now, not halfway through a run, if the file is not a database.
         conn.query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0))?;
-        Ok(Self { conn })
+        Ok(Self {
+            conn,
+            cache,
+            cache_recovered,
+        })
     }
 
     pub fn files(&self) -> Result<HashMap<String, FileState>> {
@@ -103,7 +195,7 @@ impl State {
     /// Cached vectors for the given keys (missing keys are absent).
     pub fn cached_vectors(&self, keys: &[String]) -> Result<HashMap<String, Vec<f32>>> {
         let mut stmt = self
-            .conn
+            .cache
             .prepare_cached("SELECT vector FROM embeddings WHERE key = ?1")?;
         let mut found = HashMap::new();
         for key in keys {
@@ -119,7 +211,7 @@ impl State {
     }
 
     pub fn store_vectors(&mut self, entries: &[(String, Vec<f32>)]) -> Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.cache.transaction()?;
         {
             let mut put = tx
                 .prepare_cached("INSERT OR REPLACE INTO embeddings(key, vector) VALUES (?1, ?2)")?;
@@ -134,7 +226,7 @@ impl State {
 
     pub fn cached_vector_count(&self) -> Result<u64> {
         Ok(self
-            .conn
+            .cache
             .query_row("SELECT count(*) FROM embeddings", [], |r| {
                 r.get::<_, i64>(0)
             })? as u64)

@@ -858,3 +858,103 @@ clamp it to the valid range of the device, and round it to the precision the dis
     assert_eq!(stats.chunks_embedded, 0);
     assert_eq!(index.status().unwrap().chunks, before.chunks);
 }
+
+/// `agent index --status --json` in `dir`: (exit code, damage).
+fn status_damage(dir: &Path) -> (Option<i32>, serde_json::Value) {
+    let out = common::agent_bin()
+        .args(["index", "--status", "--json"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!("no JSON: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code(), v["damage"].clone())
+}
+
+/// Opens a writer, updates, and returns what it said it repaired.
+fn repair(dir: &Path) -> UpdateStats {
+    let mut index = Index::open_writer(dir, options()).unwrap();
+    let stats = update(&mut index);
+    assert_eq!(
+        stats.chunks_embedded, 0,
+        "repaired from the cache: {stats:?}"
+    );
+    assert_eq!(index.status().unwrap().files, 3);
+    for mode in [SearchMode::Vector, SearchMode::Bm25, SearchMode::Hybrid] {
+        assert!(
+            !top(&mut index, "levenshtein edit distance", mode).is_empty(),
+            "{mode:?}"
+        );
+    }
+    stats
+}
+
+#[test]
+fn damage_is_detected_and_repaired_without_re_embedding() {
+    let (dir, index, _) = indexed_repo();
+    drop(index);
+    let lance = dir.path().join(".agent/index/lance");
+
+    // A truncated data file: searches say what to run, status says damaged.
+    let data: Vec<_> = walkdir(&lance)
+        .into_iter()
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "lance") && p.to_string_lossy().contains("/data/")
+        })
+        .collect();
+    assert!(!data.is_empty());
+    for file in &data {
+        let len = std::fs::metadata(file).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+    }
+    let mut reader = Index::open_reader(dir.path()).unwrap();
+    let err = reader
+        .search(&SearchQuery::new("levenshtein", 3))
+        .map(|_| ())
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("run `agent index`"), "{err:#}");
+    drop(reader);
+    let (code, damage) = status_damage(dir.path());
+    assert_eq!(code, Some(1));
+    assert!(damage.as_str().unwrap().contains("damaged"), "{damage}");
+    let stats = repair(dir.path());
+    assert!(stats.recovered.unwrap().contains("chunk table"));
+    assert_eq!(
+        status_damage(dir.path()),
+        (Some(0), serde_json::Value::Null)
+    );
+
+    // The whole table deleted: not "no results".
+    std::fs::remove_dir_all(&lance).unwrap();
+    let out = common::agent_bin()
+        .args(["search", "--root"])
+        .arg(dir.path())
+        .arg("levenshtein")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `agent index`"));
+    let (code, _) = status_damage(dir.path());
+    assert_eq!(code, Some(1));
+    let stats = repair(dir.path());
+    assert!(stats.recovered.unwrap().contains("chunk table"));
+
+    // A damaged BM25 index: rebuilt on its own.
+    let fts: Vec<_> = walkdir(&lance.join("chunks.lance/_indices"));
+    assert!(!fts.is_empty());
+    for file in &fts {
+        std::fs::write(file, b"not an index").unwrap();
+    }
+    let stats = repair(dir.path());
+    let note = stats.recovered.unwrap_or_default();
+    assert!(
+        note.contains("BM25") || note.contains("chunk table"),
+        "{note}"
+    );
+}

@@ -36,6 +36,9 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                 status.disk_bytes as f64 / 1e6,
                 status.index_dir.display()
             );
+            if let Some(damage) = &status.damage {
+                println!("  DAMAGED      {damage}; run `agent index` to repair it");
+            }
             if !status.complete {
                 println!("  partial      the last update was interrupted; run `agent index` to finish it");
             }
@@ -43,7 +46,12 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                 println!("  a writer (agent index --watch?) is running");
             }
         }
-        return Ok(exit::OK);
+        // A damaged index is not "all is well": scripts see it in the code.
+        return Ok(if status.damage.is_some() {
+            exit::FAILURE
+        } else {
+            exit::OK
+        });
     }
 
     let options = IndexOptions {

@@ -37,7 +37,7 @@ use chunk::{chunk_source, ChunkLimits};
 use embed::Embedder;
 pub use search::{Fusion, SearchMode, SearchQuery, SearchResult};
 use state::{FileState, State};
-use store::{Row, Store};
+use store::{Damage, Row, Store};
 
 /// Files per write batch: small enough that Ctrl-C loses little work, large
 /// enough that embedding batches stay full.
@@ -114,6 +114,8 @@ pub struct Status {
     /// False after an update that was interrupted (Ctrl-C, a crash) and not
     /// finished since: some files are missing or out of date.
     pub complete: bool,
+    /// What is broken, when something is (`agent index` repairs it).
+    pub damage: Option<String>,
 }
 
 /// The note searches of a partial index carry.
@@ -200,6 +202,29 @@ impl Index {
             Ok(s) => s,
             Err(e) => {
                 recovered = Some(format!("the chunk table was damaged ({e:#}); rebuilt it"));
+                std::fs::remove_dir_all(dir.join("lance"))
+                    .context("cannot remove the damaged chunk table")?;
+                state.clear_files()?;
+                Store::open(&dir.join("lance"))?
+            }
+        };
+        // Damage that opening does not see (deleted or truncated data files,
+        // a table that lost rows, a broken BM25 index), repaired here: the
+        // rows come back from the files and the embedding cache.
+        let store = match check(&store, &state) {
+            None => store,
+            Some(Damage::TextIndex(why)) => {
+                store
+                    .rebuild_text_index()
+                    .context("cannot rebuild the damaged BM25 index")?;
+                recovered = Some(format!("the BM25 index was damaged ({why}); rebuilt it"));
+                store
+            }
+            Some(Damage::Table(why)) => {
+                recovered = Some(format!(
+                    "the chunk table was damaged ({why}); rebuilt it from the files and the embedding cache"
+                ));
+                drop(store);
                 std::fs::remove_dir_all(dir.join("lance"))
                     .context("cannot remove the damaged chunk table")?;
                 state.clear_files()?;
@@ -520,16 +545,20 @@ impl Index {
         };
         let vector_hits = if query.mode != SearchMode::Bm25 {
             let v = self.embedder()?.embed_one(&query.text)?;
-            self.store.vector_search(&v, depth, filter.as_deref())?
+            self.store
+                .vector_search(&v, depth, filter.as_deref())
+                .context(UNREADABLE)?
         } else {
             Vec::new()
         };
         let text_hits = if query.mode != SearchMode::Vector {
-            self.store.text_search(
-                &search::searchable_query(&query.text),
-                depth,
-                filter.as_deref(),
-            )?
+            self.store
+                .text_search(
+                    &search::searchable_query(&query.text),
+                    depth,
+                    filter.as_deref(),
+                )
+                .context(UNREADABLE)?
         } else {
             Vec::new()
         };
@@ -554,6 +583,10 @@ impl Index {
                 }
             },
         };
+        if ranked.is_empty() && self.store.count_rows()? == 0 && self.state.total_chunks()? > 0 {
+            // Not "no results": the table is gone (deleted, or lost).
+            bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
+        }
         let ranked = if search::wants_docs(&query.text) {
             ranked
         } else {
@@ -586,6 +619,7 @@ impl Index {
             writer_active: self._lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),
             complete: self.is_complete()?,
+            damage: check(&self.store, &self.state).map(|d| d.to_string()),
         })
     }
 
@@ -594,6 +628,26 @@ impl Index {
         Ok(self.state.meta(COMPLETE_KEY)?.as_deref() != Some("no"))
     }
 }
+
+/// What is wrong with an index, if anything: unreadable data, fewer rows
+/// than the files recorded (a deleted table), or a broken BM25 index.
+fn check(store: &Store, state: &State) -> Option<Damage> {
+    let expected = match state.total_chunks() {
+        Ok(n) => n,
+        Err(e) => return Some(Damage::Table(format!("{e:#}"))),
+    };
+    match store.verify() {
+        Ok(rows) if rows < expected => Some(Damage::Table(format!(
+            "{rows} rows where the files recorded {expected}"
+        ))),
+        Ok(_) => None,
+        Err(damage) => Some(damage),
+    }
+}
+
+/// The error of a search the store could not answer.
+const UNREADABLE: &str =
+    "the index could not be read (it may be damaged)\n  fix: run `agent index`, which repairs it";
 
 /// State key: "no" while an update is under way or was cut short.
 const COMPLETE_KEY: &str = "complete";

@@ -187,6 +187,15 @@ impl State {
         Ok(())
     }
 
+    /// Chunks the recorded files should have in the table.
+    pub fn total_chunks(&self) -> Result<usize> {
+        Ok(self
+            .conn
+            .query_row("SELECT coalesce(sum(chunks), 0) FROM files", [], |r| {
+                r.get::<_, i64>(0)
+            })? as usize)
+    }
+
     pub fn clear_files(&self) -> Result<()> {
         self.conn.execute("DELETE FROM files", [])?;
         Ok(())

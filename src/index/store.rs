@@ -198,6 +198,24 @@ fn columns_with(score: &str) -> Vec<&str> {
         .collect()
 }
 
+/// What [`Store::verify`] found broken.
+#[derive(Debug, Clone)]
+pub enum Damage {
+    /// Data files missing or unreadable: the table must be rebuilt.
+    Table(String),
+    /// Only the BM25 index: it can be rebuilt from the table.
+    TextIndex(String),
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::Table(why) => write!(f, "the chunk table is damaged: {why}"),
+            Damage::TextIndex(why) => write!(f, "the BM25 index is damaged: {why}"),
+        }
+    }
+}
+
 impl Store {
     /// Opens the chunk table under `dir`, creating it when absent.
     pub fn open(dir: &Path) -> Result<Self> {
@@ -346,6 +364,49 @@ impl Store {
         let found = indices.iter().any(|i| i.columns == ["search_text"]);
         self.text_index_seen.store(found, Ordering::Relaxed);
         Ok(found)
+    }
+
+    /// Reads the whole table once (every column of every data file) and
+    /// runs one BM25 query: what a truncated or missing data file, or a
+    /// damaged text index, breaks. Returns the rows read.
+    pub fn verify(&self) -> std::result::Result<usize, Damage> {
+        let rows = self
+            .rt
+            .block_on(async {
+                let mut stream = self.table.query().execute().await?;
+                let mut rows = 0;
+                while let Some(batch) = stream.try_next().await? {
+                    rows += batch.num_rows();
+                }
+                Ok::<_, lancedb::Error>(rows)
+            })
+            .map_err(|e| Damage::Table(e.to_string()))?;
+        let counted = self
+            .count_rows()
+            .map_err(|e| Damage::Table(format!("{e:#}")))?;
+        if counted != rows {
+            return Err(Damage::Table(format!("{rows} rows readable of {counted}")));
+        }
+        if self.has_text_index().unwrap_or(false) {
+            self.text_search("index check", 1, None)
+                .map_err(|e| Damage::TextIndex(format!("{e:#}")))?;
+        }
+        Ok(rows)
+    }
+
+    /// Drops the BM25 index and builds it again.
+    pub fn rebuild_text_index(&self) -> Result<()> {
+        self.rt.block_on(async {
+            for index in self.table.list_indices().await? {
+                if index.columns == ["search_text"] {
+                    self.table.drop_index(&index.name).await?;
+                }
+            }
+            Ok::<_, lancedb::Error>(())
+        })?;
+        self.text_index_seen
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.refresh_text_index()
     }
 
     /// Nearest chunks by cosine similarity.

@@ -45,14 +45,13 @@ use crate::tools::Access;
 pub const SECRET_ENV_PATTERNS: &[&str] = &[
     "*TOKEN*",
     "*SECRET*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*PASSPHRASE*",
-    "*API_KEY*",
-    "*APIKEY*",
-    "*ACCESS_KEY*",
-    "*PRIVATE_KEY*",
-    "*_KEY",
+    "*PASS*",
+    "*_PWD",
+    "*KEY*",
+    "*WEBHOOK*",
+    "*COOKIE*",
+    "*SIGNATURE*",
+    "*DSN*",
     "*CREDENTIAL*",
     "*_AUTH",
     "*SESSION_ID*",
@@ -260,14 +259,36 @@ impl Policy {
             .any(|p| glob_match(&p.to_ascii_uppercase(), &upper))
     }
 
-    /// `vars` without the secrets: the environment `run_cmd` gives a command.
+    /// `vars` without the secrets (by name, or a URL value with a password
+    /// such as `redis://:pw@host`): the environment `run_cmd` gives a command.
     pub fn scrub_env<I>(&self, vars: I) -> Vec<(OsString, OsString)>
     where
         I: IntoIterator<Item = (OsString, OsString)>,
     {
         vars.into_iter()
-            .filter(|(k, _)| !self.is_secret_env(&k.to_string_lossy()))
+            .filter(|(k, v)| {
+                !self.is_secret_env(&k.to_string_lossy())
+                    && !has_url_credentials(&v.to_string_lossy())
+            })
             .collect()
+    }
+
+    /// `text` with the values of this process's secret variables replaced
+    /// by `[redacted]`: a command can still print them (from a file, or the
+    /// agent's own /proc environ), and its output is logged and stored.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (k, v) in std::env::vars_os() {
+            let v = v.to_string_lossy();
+            // Short values ("1", "true") would redact ordinary output.
+            if v.len() >= 8
+                && (self.is_secret_env(&k.to_string_lossy()) || has_url_credentials(&v))
+                && out.contains(v.as_ref())
+            {
+                out = out.replace(v.as_ref(), "[redacted]");
+            }
+        }
+        out
     }
 
     /// This process's environment, scrubbed.
@@ -282,6 +303,19 @@ impl Policy {
 }
 
 /// `*` (any run) and `?` (one char) glob over a whole string.
+/// `scheme://user:password@host` (the user may be empty).
+fn has_url_credentials(value: &str) -> bool {
+    let Some((_, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+        userinfo
+            .split_once(':')
+            .is_some_and(|(_, pw)| !pw.is_empty())
+    })
+}
+
 fn glob_match(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
@@ -1321,6 +1355,11 @@ mod tests {
             "LANG",
             "CARGO_TARGET_DIR",
             "GOOGLE_APPLICATION_CREDENTIALS",
+            "DB_PASS",
+            "MYSQL_PWD",
+            "SLACK_WEBHOOK_URL",
+            "PWD",
+            "OLDPWD",
         ]
         .map(|k| (OsString::from(k), OsString::from("v")));
         let kept: Vec<String> = p
@@ -1328,7 +1367,24 @@ mod tests {
             .into_iter()
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(kept, ["PATH", "HOME", "LANG", "CARGO_TARGET_DIR"]);
+        assert_eq!(
+            kept,
+            ["PATH", "HOME", "LANG", "CARGO_TARGET_DIR", "PWD", "OLDPWD"]
+        );
+        // A URL with a password is a secret whatever its name.
+        let vars = [
+            ("REDIS_URL", "redis://:hunter2@cache:6379/0"),
+            ("DB", "postgres://app:s3cret@db/app"),
+            ("HOMEPAGE", "https://example.com/a@b"),
+            ("MIRROR", "https://user@mirror.example.com/"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let kept: Vec<String> = p
+            .scrub_env(vars)
+            .into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept, ["HOMEPAGE", "MIRROR"]);
     }
 
     #[test]

@@ -368,3 +368,37 @@ fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
     assert!(err.contains("› Create new.py with x = 1"), "{err}");
     assert!(err.contains("wrote new.py"), "{err}");
 }
+
+#[test]
+fn secrets_never_reach_commands_or_the_logs() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "run_cmd", "args": {"command": "env; cat .env.local; tr '\\0' '\\n' < /proc/$PPID/environ | grep s3cr3t || true"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "ran env in calc.py's folder"}}"#
+        ]),
+    );
+    std::fs::write(dir.path().join(".env.local"), "DB_PASS=s3cr3t-v4lue-42\n").unwrap();
+    let out = agent_in(dir.path())
+        .env("DB_PASS", "s3cr3t-v4lue-42")
+        .env("REDIS_URL", "redis://:hunter2hunter2@cache:6379/0")
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Run env and fix calc.py")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let logs = dir.path().join(".agent/logs");
+    let audit = std::fs::read_to_string(logs.join("audit.jsonl")).unwrap();
+    assert!(audit.contains("[redacted]"), "{audit}");
+    for secret in ["s3cr3t-v4lue-42", "hunter2hunter2", "REDIS_URL="] {
+        assert!(!audit.contains(secret), "{secret} in the audit log");
+    }
+    let show = agent_in(dir.path())
+        .args(["sessions", "show"])
+        .arg(json_of(&out)["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&show.stdout).contains("s3cr3t-v4lue-42"));
+}

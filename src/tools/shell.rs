@@ -378,7 +378,8 @@ impl Tool for RunCmd {
         let body = if r.output.trim().is_empty() {
             "(no output)".to_string()
         } else {
-            r.output.trim_end().to_string()
+            // Never into the model's context, the session or the logs.
+            ctx.policy.redact(r.output.trim_end())
         };
         if r.timed_out {
             return ToolOutput {

@@ -171,12 +171,40 @@ pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>) 
     (files, skipped)
 }
 
+/// Files that hold credentials by convention (`.env`, keys, `.netrc`,
+/// `.git/config`): never indexed, read or searched by the agent, so their
+/// contents never reach a model, a session or a log. Templates such as
+/// `.env.example` are fine.
+pub fn is_secret_file(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let lower = name.to_ascii_lowercase();
+    let template = [".example", ".sample", ".template", ".dist", ".defaults"]
+        .iter()
+        .any(|t| lower.ends_with(t));
+    (lower == ".env" || lower.starts_with(".env.")) && !template
+        || matches!(
+            lower.as_str(),
+            ".netrc" | ".npmrc" | ".pypirc" | ".git-credentials" | ".htpasswd" | "credentials"
+        )
+        || ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"]
+            .iter()
+            .any(|k| lower == *k)
+        || [".pem", ".key", ".p12", ".pfx", ".keystore", ".jks"]
+            .iter()
+            .any(|ext| lower.ends_with(ext))
+        || rel == ".git/config"
+        || rel.ends_with("/.git/config")
+}
+
 /// Size and mtime of a file worth indexing, or why it is not.
 pub fn check_file(path: &Path, opts: &WalkOptions) -> Result<(u64, i64), String> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if is_secret_file(&name) {
+        return Err("holds secrets".into());
+    }
     if GENERATED_NAMES.contains(&name.as_str())
         || name.ends_with(".min.js")
         || name.ends_with(".min.css")

@@ -710,7 +710,11 @@ fn agent_and_git_folders_are_never_written() {
             ErrorClass::PolicyDenied,
         );
     }
-    ok(&h.call("read_file", json!({"path": ".git/config"})));
+    // It may hold credentials (remote URLs with tokens): not read either.
+    err(
+        &h.call("read_file", json!({"path": ".git/config"})),
+        ErrorClass::PolicyDenied,
+    );
     err(
         &h.call(
             "edit",
@@ -1274,4 +1278,24 @@ fn paths_are_workspace_relative_in_outputs() {
     ok(&out);
     assert!(out.content.starts_with("a/b.txt"), "{}", out.content);
     assert!(Path::new(&h.root).join(".agent/checkpoints").is_dir());
+}
+
+#[test]
+fn files_that_hold_secrets_are_never_read_or_searched() {
+    let mut h = Harness::new();
+    h.write(".env", "DB_PASS=s3cr3t\n");
+    h.write("deploy/server.pem", "-----BEGIN PRIVATE KEY-----\ns3cr3t\n");
+    h.write(".env.example", "DB_PASS=changeme\n");
+    h.write("app.py", "password = os.environ['DB_PASS']\n");
+    for path in [".env", "deploy/server.pem"] {
+        let out = h.call("read_file", json!({"path": path}));
+        err(&out, ErrorClass::PolicyDenied);
+        assert!(out.content.contains("holds secrets"), "{}", out.content);
+    }
+    ok(&h.call("read_file", json!({"path": ".env.example"})));
+    let out = h.call("grep", json!({"pattern": "s3cr3t|DB_PASS"}));
+    assert!(!out.content.contains("s3cr3t"), "{}", out.content);
+    assert!(out.content.contains("app.py"), "{}", out.content);
+    assert!(agent::walk::is_secret_file(".git/config"));
+    assert!(!agent::walk::is_secret_file("src/keys.py"));
 }

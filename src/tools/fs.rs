@@ -329,6 +329,12 @@ impl Tool for ReadFile {
         if !meta.is_file() {
             return not_regular(&rel);
         }
+        if crate::walk::is_secret_file(&rel) {
+            return ToolOutput::error(
+                ErrorClass::PolicyDenied,
+                format!("{rel} holds secrets (credentials by convention), so the agent does not read it; ask the user for the part you need"),
+            );
+        }
         let read = match read_range(&abs, start, end) {
             Ok(r) => r,
             Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}")),

@@ -99,6 +99,9 @@ impl Tool for Grep {
                 continue;
             }
             let rel = ctx.workspace.relative(e.path());
+            if crate::walk::is_secret_file(&rel) {
+                continue;
+            }
             if let Some((m, by_name)) = &glob {
                 let hit = if *by_name {
                     m.is_match(e.file_name())

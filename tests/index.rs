@@ -59,6 +59,20 @@ fn write(root: &Path, rel: &str, content: &[u8]) {
     std::fs::write(p, content).unwrap();
 }
 
+/// 40 files of two functions, each big enough to be a chunk of its own (80
+/// chunks); `op` is the first function's operator, to make a second version.
+fn sensor_files(root: &Path, op: &str) {
+    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
+clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
+    for i in 0..40 {
+        write(
+            root,
+            &format!("m/f{i}.py"),
+            format!("def function_{i}(x):\n{body}    return x {op} {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
+        );
+    }
+}
+
 fn repo() -> tempfile::TempDir {
     common::tiny_model(); // the models folder is in place
     let dir = tempfile::tempdir().unwrap();
@@ -436,15 +450,7 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
 fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
     let dir = tempfile::tempdir().unwrap();
     common::tiny_model();
-    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
-clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
-    for i in 0..40 {
-        write(
-            dir.path(),
-            &format!("m/f{i}.py"),
-            format!("def function_{i}(x):\n{body}    return x * {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
-        );
-    }
+    sensor_files(dir.path(), "*");
     let cancel = CancelToken::new();
     let mut index = Index::open_writer(dir.path(), options()).unwrap();
     let stats = index
@@ -471,17 +477,8 @@ clamp it to the valid range of the device, and round it to the precision the dis
 fn progress_moves_per_file_and_per_embedded_chunk() {
     let dir = tempfile::tempdir().unwrap();
     common::tiny_model();
-    // 40 files of two functions, each big enough to be a chunk of its own:
-    // 80 chunks, more than one embedding step.
-    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
-clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
-    for i in 0..40 {
-        write(
-            dir.path(),
-            &format!("m/f{i}.py"),
-            format!("def function_{i}(x):\n{body}    return x * {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
-        );
-    }
+    // 80 chunks: more than one embedding step.
+    sensor_files(dir.path(), "*");
     let mut index = Index::open_writer(dir.path(), options()).unwrap();
     let mut seen: Vec<agent::index::Progress> = Vec::new();
     index
@@ -807,17 +804,7 @@ fn a_full_disk_never_deletes_rows() {
         return;
     };
     let root = disk.0.join("repo");
-    let body = "    \"\"\"Scale the measured value by the calibration factor of the sensor, \
-clamp it to the valid range of the device, and round it to the precision the display supports.\"\"\"\n";
-    let version = |op: &str| {
-        for i in 0..40 {
-            write(
-                &root,
-                &format!("m/f{i}.py"),
-                format!("def function_{i}(x):\n{body}    return x {op} {i}\n\n\ndef other_{i}(y):\n{body}    return y - {i}\n").as_bytes(),
-            );
-        }
-    };
+    let version = |op: &str| sensor_files(&root, op);
     // Both versions indexed once, so going back embeds nothing: the only
     // big write left is the chunk table's.
     version("*");

@@ -535,12 +535,13 @@ impl Agent {
                         "tool_call",
                         json!({"valid": false, "salvaged": true, "text": truncate(&text, 2000)}),
                     );
-                    let evidence =
-                        self.evidence(request_turn, access, !outcome.changed_files.is_empty());
-                    if let Some(fault) =
-                        self.judge
-                            .check(&reply.partial_answer, request, evidence.as_deref())
-                    {
+                    if let Some(fault) = self.fault_of(
+                        &reply.partial_answer,
+                        request,
+                        request_turn,
+                        access,
+                        &outcome,
+                    ) {
                         if self.reject_answer(
                             fault,
                             last_step,
@@ -591,9 +592,9 @@ impl Agent {
 
             if call.tool == FINISH {
                 if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
-                    let evidence =
-                        self.evidence(request_turn, access, !outcome.changed_files.is_empty());
-                    if let Some(fault) = self.judge.check(answer, request, evidence.as_deref()) {
+                    if let Some(fault) =
+                        self.fault_of(answer, request, request_turn, access, &outcome)
+                    {
                         if self.reject_answer(
                             fault,
                             last_step,
@@ -737,6 +738,20 @@ Another copy of this call ends the request.",
             text.push_str(&turn.message.content);
         }
         Some(text)
+    }
+
+    /// What is wrong with a final answer, if anything (see [`answer`]).
+    fn fault_of(
+        &self,
+        answer: &str,
+        request: &str,
+        request_turn: usize,
+        access: &[Access],
+        outcome: &Outcome,
+    ) -> Option<answer::Fault> {
+        let changed = !outcome.changed_files.is_empty();
+        let evidence = self.evidence(request_turn, access, changed);
+        self.judge.check(answer, request, evidence.as_deref())
     }
 
     /// A final answer that is no answer: sent back to the model, or on the

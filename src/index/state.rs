@@ -86,46 +86,18 @@ impl State {
         let conn = connect(path)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version == 1 {
-            // The cache used to live here: move it, it is the expensive part.
-            let old = conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE name = 'embeddings'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )? > 0;
-            if old {
-                let mut read = conn.prepare("SELECT key, vector FROM embeddings")?;
-                let rows = read.query_map([], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-                })?;
-                let mut cache = cache;
-                {
-                    let tx = cache.transaction()?;
-                    {
-                        let mut put = tx.prepare_cached(
-                            "INSERT OR IGNORE INTO embeddings(key, vector) VALUES (?1, ?2)",
-                        )?;
-                        for row in rows {
-                            let (key, blob) = row?;
-                            put.execute(params![key, blob])?;
-                        }
-                    }
-                    tx.commit()?;
-                }
-                drop(read);
-                conn.execute_batch("DROP TABLE embeddings;")?;
-                return Self::finish_open(conn, cache, cache_recovered);
-            }
-        }
-        Self::finish_open(conn, cache, cache_recovered)
-    }
-
-    fn finish_open(
-        conn: Connection,
-        cache: Connection,
-        cache_recovered: Option<String>,
-    ) -> Result<Self> {
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version != SCHEMA_VERSION && version != 1 {
+            // Schema 1 kept the cache here: move it, it is the expensive part.
+            conn.execute(
+                "ATTACH DATABASE ?1 AS cache",
+                [cache_path.to_string_lossy()],
+            )?;
+            conn.execute_batch(
+                "INSERT OR IGNORE INTO cache.embeddings(key, vector)
+                     SELECT key, vector FROM main.embeddings;
+                 DROP TABLE main.embeddings;
+                 DETACH DATABASE cache;",
+            )?;
+        } else if version != SCHEMA_VERSION {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS embeddings; DROP TABLE IF EXISTS meta;",
             )?;

@@ -184,6 +184,19 @@ const CUT_OFF_NOTE: &str = "Format error: your reply was cut off at tokens. Keep
 const FINISH_ARGS_NOTE: &str = "Format error: finish needs {\"answer\": \"<text>\"}.";
 const STOPPED_NOTE: &str = "The previous request was stopped. (stopped before an answer)";
 
+/// Where a request stands when the model gives a final answer.
+struct Step<'a> {
+    request: &'a str,
+    /// Where the request's turns begin: its observations are the evidence.
+    request_turn: usize,
+    access: &'a [Access],
+    /// The last step of the budget: a rejected answer ends the request.
+    last: bool,
+    answer_next: bool,
+    /// The latest search results, shown when the request ends without an answer.
+    found: Option<&'a str>,
+}
+
 /// One model reply in the loop.
 struct Reply {
     text: String,
@@ -518,6 +531,14 @@ impl Agent {
             let last_step = step + 1 == max_steps;
             let answer_next = step + 2 == max_steps;
             outcome.steps = step + 1;
+            let at = Step {
+                request,
+                request_turn,
+                access,
+                last: last_step,
+                answer_next,
+                found: found.as_deref(),
+            };
             let Some(reply) = self.generate(step, last_step, &allowed, &mut outcome, ui, cancel)?
             else {
                 outcome.finish = Finish::Cancelled;
@@ -535,28 +556,12 @@ impl Agent {
                         "tool_call",
                         json!({"valid": false, "salvaged": true, "text": truncate(&text, 2000)}),
                     );
-                    if let Some(fault) = self.fault_of(
-                        &reply.partial_answer,
-                        request,
-                        request_turn,
-                        access,
-                        &outcome,
-                    ) {
-                        if self.reject_answer(
-                            fault,
-                            last_step,
-                            answer_next,
-                            &found,
-                            &mut outcome,
-                            ui,
-                        )? {
-                            break;
-                        }
-                        continue;
+                    let partial = &reply.partial_answer;
+                    let kept = || protocol::salvage_answer(partial);
+                    if self.conclude(partial, kept, &at, &mut outcome, ui)? {
+                        break;
                     }
-                    outcome.answer = protocol::salvage_answer(&reply.partial_answer);
-                    outcome.finish = Finish::Answered;
-                    break;
+                    continue;
                 }
                 Err(e) => {
                     if reply.cut_off {
@@ -592,24 +597,10 @@ impl Agent {
 
             if call.tool == FINISH {
                 if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
-                    if let Some(fault) =
-                        self.fault_of(answer, request, request_turn, access, &outcome)
-                    {
-                        if self.reject_answer(
-                            fault,
-                            last_step,
-                            answer_next,
-                            &found,
-                            &mut outcome,
-                            ui,
-                        )? {
-                            break;
-                        }
-                        continue;
+                    if self.conclude(answer, || answer.to_string(), &at, &mut outcome, ui)? {
+                        break;
                     }
-                    outcome.answer = answer.to_string();
-                    outcome.finish = Finish::Answered;
-                    break;
+                    continue;
                 }
                 outcome.invalid_tool_calls += 1;
                 self.observe(FINISH_ARGS_NOTE, answer_next)?;
@@ -630,7 +621,7 @@ impl Agent {
                     json!({"tool": call.tool, "repeats": repeats, "ended": true}),
                 );
                 let why = format!("the model kept repeating the same `{}` call", call.tool);
-                self.end_without_answer(&why, &found, &mut outcome);
+                self.end_without_answer(&why, found.as_deref(), &mut outcome);
                 break;
             }
             if repeats == REPEAT_LIMIT {
@@ -740,52 +731,45 @@ Another copy of this call ends the request.",
         Some(text)
     }
 
-    /// What is wrong with a final answer, if anything (see [`answer`]).
-    fn fault_of(
-        &self,
-        answer: &str,
-        request: &str,
-        request_turn: usize,
-        access: &[Access],
-        outcome: &Outcome,
-    ) -> Option<answer::Fault> {
-        let changed = !outcome.changed_files.is_empty();
-        let evidence = self.evidence(request_turn, access, changed);
-        self.judge.check(answer, request, evidence.as_deref())
-    }
-
-    /// A final answer that is no answer: sent back to the model, or on the
-    /// last step the request ends without one. Returns whether it ended.
-    fn reject_answer(
+    /// Settles a final answer: kept (as `kept` makes it) when it is one
+    /// ([`answer::Judge`]); otherwise sent back to the model, or on the last
+    /// step the request ends without one. Returns whether the request is over.
+    fn conclude(
         &mut self,
-        fault: answer::Fault,
-        last_step: bool,
-        answer_next: bool,
-        found: &Option<String>,
+        answer: &str,
+        kept: impl FnOnce() -> String,
+        at: &Step<'_>,
         outcome: &mut Outcome,
         ui: &mut dyn Ui,
     ) -> Result<bool> {
+        let changed = !outcome.changed_files.is_empty();
+        let evidence = self.evidence(at.request_turn, at.access, changed);
+        let Some(fault) = self.judge.check(answer, at.request, evidence.as_deref()) else {
+            outcome.answer = kept();
+            outcome.finish = Finish::Answered;
+            return Ok(true);
+        };
         self.log.audit(
             "intervention",
-            json!({"reason": format!("the answer {}", fault.reason()), "last_step": last_step}),
+            json!({"reason": format!("the answer {}", fault.reason()), "last_step": at.last}),
         );
-        if !last_step {
+        if !at.last {
             // The terminal streamed it as an answer: say that it was not one.
             ui.notice(&format!(
                 "(not an answer: it {}; asking again)",
                 fault.reason()
             ));
-            self.observe(fault.feedback(), answer_next)?;
+            self.observe(fault.feedback(), at.answer_next)?;
             return Ok(false);
         }
         let why = format!("the model's answer {}", fault.reason());
-        self.end_without_answer(&why, found, outcome);
+        self.end_without_answer(&why, at.found, outcome);
         Ok(true)
     }
 
     /// Ends a request with no answer of the model's: what the latest search
     /// found, when there is something, marked as such.
-    fn end_without_answer(&mut self, why: &str, found: &Option<String>, outcome: &mut Outcome) {
+    fn end_without_answer(&mut self, why: &str, found: Option<&str>, outcome: &mut Outcome) {
         match found {
             Some(found) => {
                 outcome.answer = evidence_answer(why, found);

@@ -744,6 +744,103 @@ fn cli_watch_keeps_the_repo_map_current() {
     );
 }
 
+/// inotify watches and open descriptors of a process.
+fn watches_and_fds(pid: u32) -> (usize, usize) {
+    let mut watches = 0;
+    let mut fds = 0;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        fds += 1;
+        let is_inotify =
+            std::fs::read_link(entry.path()).is_ok_and(|t| t.to_string_lossy().contains("inotify"));
+        if is_inotify {
+            let info = format!("/proc/{pid}/fdinfo/{}", entry.file_name().to_string_lossy());
+            let info = std::fs::read_to_string(info).unwrap_or_default();
+            watches += info
+                .lines()
+                .filter(|l| l.starts_with("inotify wd:"))
+                .count();
+        }
+    }
+    (watches, fds)
+}
+
+#[test]
+fn the_watcher_holds_steady_and_stays_in_the_repository() {
+    use std::io::BufRead;
+    let dir = repo();
+    // Links out of the repository: a tree of 200 folders, and `/` itself.
+    let outside = tempfile::tempdir().unwrap();
+    for i in 0..200 {
+        std::fs::create_dir_all(outside.path().join(format!("d{i}"))).unwrap();
+    }
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("big")).unwrap();
+    std::os::unix::fs::symlink("/", dir.path().join("rootfs")).unwrap();
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reap(
+        common::agent_bin()
+            .args(["index", "--watch", "--json"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = child.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("initial update");
+    let edit_and_wait = |i: usize| {
+        write(
+            dir.path(),
+            "pkg/strings.py",
+            format!("{STRINGS_PY}\n# edit {i}\n").as_bytes(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let stats = rx
+                .recv_timeout(left)
+                .expect("the watcher reported the edit");
+            if stats["files_indexed"].as_u64() > Some(0) {
+                break;
+            }
+        }
+    };
+    edit_and_wait(0);
+    let (watches, fds_before) = watches_and_fds(pid);
+    // The repository has a handful of folders; the links are not followed.
+    assert!(watches < 20, "{watches} inotify watches");
+    for i in 1..=20 {
+        edit_and_wait(i);
+    }
+    let (_, fds_after) = watches_and_fds(pid);
+    // Before: two more descriptors per update (every old BM25 index kept open).
+    assert!(
+        fds_after <= fds_before + 4,
+        "descriptors grew from {fds_before} to {fds_after} over 20 updates"
+    );
+}
+
 #[test]
 fn a_crash_before_the_bm25_index_is_built_is_finished_by_the_next_run() {
     let dir = repo();

@@ -374,7 +374,8 @@ impl Index {
         }
         if stats.files_indexed > 0 || stats.files_removed > 0 || !was_complete {
             self.store.refresh_text_index()?;
-            self.store.compact_if_fragmented()?;
+            self.store.tidy()?;
+            self.store.reopen()?;
         }
         self.state.set_meta("last_update", &now_rfc3339())?;
         if !stats.interrupted {

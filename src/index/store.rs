@@ -5,7 +5,7 @@
 //! LanceDB is async; the store owns a small Tokio runtime and exposes a
 //! blocking API, which is what the CLI and the agent's tools want.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
@@ -31,9 +31,13 @@ const DELETE_GROUP: usize = 256;
 /// incremental update adds files, and a watcher running for days would
 /// otherwise slow every search down with thousands of them.
 const COMPACT_ABOVE_SMALL_FRAGMENTS: usize = 32;
-/// Table versions older than this are pruned after a compaction; readers
-/// reload the latest version on every query, so none holds one this old.
-const KEEP_VERSIONS_HOURS: i64 = 1;
+/// Table versions kept before old ones are pruned: every update is a new
+/// version with its own BM25 index files, ~0.5 MB each on a small repo, and
+/// a watcher makes one per save.
+const KEEP_VERSIONS: usize = 16;
+/// Only versions older than this are pruned: readers reload the latest
+/// version on every query, and no query runs this long.
+const PRUNE_AFTER_SECONDS: i64 = 30;
 
 /// One chunk as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,11 +66,15 @@ pub struct Hit {
 }
 
 pub struct Store {
-    rt: tokio::runtime::Runtime,
+    dir: PathBuf,
+    // Dropped before the runtime it was opened on (fields drop in order).
     table: Table,
+    rt: tokio::runtime::Runtime,
     /// Set once the BM25 index is seen: it is never dropped afterwards, so
     /// searches need not list the table's indices again.
     text_index_seen: std::sync::atomic::AtomicBool,
+    /// Versions younger than this are kept ([`PRUNE_AFTER_SECONDS`]).
+    prune_after_seconds: i64,
 }
 
 fn schema() -> SchemaRef {
@@ -243,9 +251,11 @@ impl Store {
             }
         })?;
         Ok(Self {
-            rt,
+            dir: dir.to_path_buf(),
             table,
+            rt,
             text_index_seen: std::sync::atomic::AtomicBool::new(false),
+            prune_after_seconds: PRUNE_AFTER_SECONDS,
         })
     }
 
@@ -318,32 +328,47 @@ impl Store {
         Ok(())
     }
 
-    /// Merges small data files and prunes old table versions once the small
-    /// files pile up; returns whether it did. Indices are remapped by the
-    /// compaction itself.
-    pub fn compact_if_fragmented(&self) -> Result<bool> {
+    /// Keeps the table lean after an update: merges small data files once
+    /// they pile up, and prunes old versions once there are more than
+    /// [`KEEP_VERSIONS`]. Returns whether it compacted. Indices are remapped
+    /// by the compaction itself.
+    pub fn tidy(&self) -> Result<bool> {
         self.rt
             .block_on(async {
                 let stats = self.table.stats().await?;
-                if stats.fragment_stats.num_small_fragments <= COMPACT_ABOVE_SMALL_FRAGMENTS {
-                    return Ok(false);
+                let compact =
+                    stats.fragment_stats.num_small_fragments > COMPACT_ABOVE_SMALL_FRAGMENTS;
+                if compact {
+                    self.table
+                        .optimize(OptimizeAction::Compact {
+                            options: CompactionOptions::default(),
+                            remap_options: None,
+                        })
+                        .await?;
                 }
-                self.table
-                    .optimize(OptimizeAction::Compact {
-                        options: CompactionOptions::default(),
-                        remap_options: None,
-                    })
-                    .await?;
-                self.table
-                    .optimize(OptimizeAction::Prune {
-                        older_than: Some(lancedb::table::Duration::hours(KEEP_VERSIONS_HOURS)),
-                        delete_unverified: None,
-                        error_if_tagged_old_versions: None,
-                    })
-                    .await?;
-                Ok::<_, lancedb::Error>(true)
+                if compact || self.table.list_versions().await?.len() > KEEP_VERSIONS {
+                    self.table
+                        .optimize(OptimizeAction::Prune {
+                            older_than: Some(lancedb::table::Duration::seconds(
+                                self.prune_after_seconds,
+                            )),
+                            delete_unverified: None,
+                            error_if_tagged_old_versions: None,
+                        })
+                        .await?;
+                }
+                Ok::<_, lancedb::Error>(compact)
             })
             .map_err(Into::into)
+    }
+
+    /// Opens the table afresh, dropping what the old handle cached: each
+    /// update writes a new BM25 index, and a long-lived handle keeps the files
+    /// of every one it has read open (two descriptors per update, in a
+    /// watcher, until it runs out).
+    pub fn reopen(&mut self) -> Result<()> {
+        *self = Store::open(&self.dir)?;
+        Ok(())
     }
 
     /// Data files in the table: (all, small).
@@ -508,7 +533,7 @@ mod tests {
         store.refresh_text_index().unwrap();
         let (_, small) = store.fragments().unwrap();
         assert!(small > COMPACT_ABOVE_SMALL_FRAGMENTS, "{small}");
-        assert!(store.compact_if_fragmented().unwrap());
+        assert!(store.tidy().unwrap());
         let (all, _) = store.fragments().unwrap();
         assert!(all < 4, "{all} fragments after compaction");
         assert_eq!(
@@ -523,10 +548,57 @@ mod tests {
             store.vector_search(&q, 50, None).unwrap().len(),
             COMPACT_ABOVE_SMALL_FRAGMENTS + 4
         );
+        assert!(!store.tidy().unwrap(), "nothing left to compact");
+    }
+
+    #[test]
+    fn old_versions_are_pruned_once_they_pile_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.prune_after_seconds = 0;
+        let files = |sub: &str| walkdir_count(&dir.path().join(format!("{TABLE}.lance/{sub}")));
+        // What a watcher does on every save: new rows, a refreshed BM25 index.
+        for i in 0..(KEEP_VERSIONS + 8) {
+            store
+                .replace_paths(
+                    &["f.rs".into()],
+                    &[row("f.rs", &format!("word{i} shared"), 1.0)],
+                )
+                .unwrap();
+            store.refresh_text_index().unwrap();
+        }
+        let before = (files("_versions"), files("_indices"));
+        store.tidy().unwrap();
+        let after = (files("_versions"), files("_indices"));
         assert!(
-            !store.compact_if_fragmented().unwrap(),
-            "nothing left to compact"
+            after.0 < 4 && after.0 < before.0,
+            "versions {before:?} -> {after:?}"
         );
+        assert!(
+            after.1 < before.1 / 4,
+            "index files {before:?} -> {after:?}"
+        );
+        // Still whole.
+        assert_eq!(store.count_rows().unwrap(), 1);
+        let last = format!("word{}", KEEP_VERSIONS + 7);
+        assert_eq!(store.text_search(&last, 5, None).unwrap().len(), 1);
+        store.reopen().unwrap();
+        assert_eq!(store.text_search(&last, 5, None).unwrap().len(), 1);
+    }
+
+    fn walkdir_count(dir: &Path) -> usize {
+        let mut n = 0;
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    n += 1;
+                }
+            }
+        }
+        n
     }
 
     #[test]

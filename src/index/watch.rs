@@ -12,8 +12,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use notify_debouncer_full::notify::event::{AccessKind, AccessMode, EventKind};
-use notify_debouncer_full::notify::RecursiveMode;
-use notify_debouncer_full::{new_debouncer, DebounceEventResult, DebouncedEvent};
+use notify_debouncer_full::notify::{Config, RecommendedWatcher, RecursiveMode};
+use notify_debouncer_full::{
+    new_debouncer_opt, DebounceEventResult, DebouncedEvent, Debouncer, RecommendedCache,
+};
 
 use super::{Index, UpdateStats};
 use crate::cancel::CancelToken;
@@ -57,8 +59,12 @@ pub fn watch(
 ) -> Result<()> {
     let root = index.root().to_path_buf();
     let (tx, rx) = mpsc::channel::<DebounceEventResult>();
-    let mut debouncer =
-        new_debouncer(debounce, None, tx).context("cannot start the file watcher")?;
+    // Symlinks are not followed, as the walk does not follow them: a link to
+    // `/usr` would add thousands of watches, and one to `/` stop the watcher.
+    let config = Config::default().with_follow_symlinks(false);
+    let mut debouncer: Debouncer<RecommendedWatcher, RecommendedCache> =
+        new_debouncer_opt(debounce, None, tx, RecommendedCache::new(), config)
+            .context("cannot start the file watcher")?;
     debouncer
         .watch(&root, RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {}", root.display()))?;

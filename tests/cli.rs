@@ -297,6 +297,32 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("fix: scripts/fetch-models"));
+
+    // Weights that compute NaN: the header is fine, the model is not.
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(common::tiny_model()).unwrap();
+    let from = bytes.len() * 3 / 10;
+    bytes[from..].fill(0xFF);
+    let nan = dir.path().join("nan.gguf");
+    std::fs::write(&nan, bytes).unwrap();
+    let out = agent_bin()
+        .args(["doctor", "--model"])
+        .arg(&nan)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("NaN"), "{stdout}");
+    let out = agent_bin()
+        .current_dir(dir.path())
+        .args(["ask", "--no-map", "--model"])
+        .arg(&nan)
+        .arg("What is 2+2?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("NaN"), "{stderr}");
 }
 
 #[test]

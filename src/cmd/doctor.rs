@@ -153,7 +153,13 @@ fn chat_model_check(model: &Path) -> Check {
                 c.ttft_ms
             );
         }
-        Err(e) => check.detail = e.to_string(),
+        Err(e) => {
+            check.detail = e.to_string();
+            // The error says how to fix it already: once is enough.
+            if check.detail.contains("fix:") {
+                check.fix = None;
+            }
+        }
     }
     check
 }

@@ -398,6 +398,20 @@ impl Provider for LlamaEngine {
             if self.cached.len() >= self.n_ctx {
                 break FinishReason::ContextFull;
             }
+            // Damaged weights compute NaN, and sampling NaN yields noise or
+            // nothing: say so rather than answer with it.
+            if self
+                .ctx
+                .get_logits_ith(logits_at)
+                .iter()
+                .any(|x| x.is_nan())
+            {
+                return Err(LlmError::InvalidModel {
+                    path: self.model_path.display().to_string(),
+                    reason: "it computes NaN (not-a-number) scores, so its weights are damaged"
+                        .into(),
+                });
+            }
             // `sample` also accepts the token into the grammar; accepting it
             // again would corrupt the grammar state.
             let token = sampler.sample(&self.ctx, logits_at);

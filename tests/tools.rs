@@ -1104,7 +1104,7 @@ fn run_cmd_runs_in_the_workspace() {
     );
     assert_eq!(out.exit_code, Some(0));
     assert!(
-        matches!(&rec.0[0], Approval::Command { command, cwd } if command == "ls && pwd" && cwd == "sub")
+        matches!(&rec.0[0], Approval::Command { command, cwd, .. } if command == "ls && pwd" && cwd == "sub")
     );
 
     let out = h.call("run_cmd", json!({"command": "echo oops >&2; exit 4"}));
@@ -1154,6 +1154,73 @@ fn denied_commands_never_run() {
         ErrorClass::PolicyDenied,
     );
     assert!(!h.exists("created.txt"));
+}
+
+#[test]
+fn commands_the_policy_cannot_read_ask_even_in_yolo() {
+    let mut h = Harness::with_mode(Mode::Yolo);
+    // Yolo asks nothing about a plain command ...
+    let mut rec = Recorder::default();
+    ok(&h.call_with(
+        "run_cmd",
+        json!({"command": "touch plain.txt"}),
+        &mut rec,
+        None,
+    ));
+    assert!(rec.0.is_empty());
+    // ... but a program chosen at run time is asked, with the reason.
+    let out = h.call_with(
+        "run_cmd",
+        json!({"command": "X=touch; $X made.txt"}),
+        &mut rec,
+        None,
+    );
+    ok(&out);
+    assert!(
+        matches!(&rec.0[0], Approval::Command { why: Some(why), .. } if why.contains("run time")),
+        "{:?}",
+        rec.0
+    );
+    // Declined (no terminal to ask on): not run, and the model is told how.
+    let out = h.call_with(
+        "run_cmd",
+        json!({"command": "printf 'touch piped.txt' | sh"}),
+        &mut AlwaysDecline,
+        None,
+    );
+    err(&out, ErrorClass::Declined);
+    assert!(out.content.contains("pipe"), "{}", out.content);
+    assert!(!h.exists("piped.txt"));
+}
+
+#[test]
+fn commands_cannot_change_the_agents_own_folder() {
+    let mut h = Harness::with_mode(Mode::Yolo);
+    h.write(".agent/policy.toml", "allow_network = false\n");
+    let out = h.call(
+        "run_cmd",
+        json!({"command": "python3 -c \"open('.agent/policy.toml','w').write('allow_network = true')\"; echo hi > .agent/config.toml"}),
+    );
+    err(&out, ErrorClass::PolicyDenied);
+    assert!(
+        out.content
+            .contains(".agent/policy.toml was changed (restored)")
+            && out
+                .content
+                .contains(".agent/config.toml was created (removed)"),
+        "{}",
+        out.content
+    );
+    assert_eq!(h.read(".agent/policy.toml"), "allow_network = false\n");
+    assert!(!h.exists(".agent/config.toml"));
+    // The next session's policy is the user's.
+    assert!(
+        !Policy::load(&h.ws.state_dir(), Mode::Yolo)
+            .unwrap()
+            .allow_network
+    );
+    // A command that leaves .agent/ alone is not flagged.
+    ok(&h.call("run_cmd", json!({"command": "cat .agent/policy.toml"})));
 }
 
 #[test]

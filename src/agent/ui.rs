@@ -193,6 +193,8 @@ pub struct TerminalApprover {
     interactive: bool,
     /// "always" was answered: approve the rest of the session.
     always: bool,
+    /// `--mode yolo`: approve silently, except commands the policy cannot read.
+    yolo: bool,
 }
 
 impl TerminalApprover {
@@ -200,6 +202,16 @@ impl TerminalApprover {
         Self {
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
             always: false,
+            yolo: false,
+        }
+    }
+
+    /// For `--mode yolo`: asks only about a command whose program or paths
+    /// are decided at run time ([`crate::policy::Verdict::Ask`]).
+    pub fn yolo() -> Self {
+        Self {
+            yolo: true,
+            ..Self::new()
         }
     }
 }
@@ -212,6 +224,14 @@ impl Default for TerminalApprover {
 
 impl Approver for TerminalApprover {
     fn approve(&mut self, request: &Approval) -> Decision {
+        // Why this asks whatever the mode, and "always" does not cover it.
+        let why = match request {
+            Approval::Command { why, .. } => why.as_deref(),
+            _ => None,
+        };
+        if self.yolo && why.is_none() {
+            return Decision::Approve;
+        }
         // The diff or command is shown even when no question follows
         // ("always"): the terminal UI leaves showing diffs to this prompt.
         let what = match request {
@@ -219,18 +239,28 @@ impl Approver for TerminalApprover {
                 eprint!("{}", colored(diff));
                 format!("apply this change to {}?", paths.join(", "))
             }
-            Approval::Command { command, cwd } => {
+            Approval::Command { command, cwd, .. } => {
                 eprintln!("{} {}", style("$").bold(), style(command).bold());
                 format!("run this command in {cwd}?")
             }
             Approval::Read { tool, summary } => format!("allow {tool} {summary}?"),
         };
-        if self.always {
+        if let Some(why) = why {
+            eprintln!(
+                "{} the policy cannot check this command: {why}",
+                style("!").yellow()
+            );
+        } else if self.always {
             return Decision::Approve;
         }
         if !self.interactive {
+            let hint = if why.is_some() {
+                "such commands need a yes on a terminal, even in --mode yolo"
+            } else {
+                "use --mode yolo to allow changes and commands"
+            };
             eprintln!(
-                "{} {what} declined: no terminal to ask on (use --mode yolo to allow changes and commands)",
+                "{} {what} declined: no terminal to ask on ({hint})",
                 style("!").yellow()
             );
             return Decision::Decline;

@@ -13,7 +13,7 @@ use crate::cancel::CancelToken;
 use crate::cli::{AgentArgs, ChatArgs, ModelArgs};
 use crate::llm::Sampling;
 use crate::policy::Mode;
-use crate::tools::{AlwaysApprove, Approver, SemanticSearch};
+use crate::tools::{Approver, SemanticSearch};
 
 /// Exit code for "no answer within --max-steps".
 pub const NO_ANSWER: i32 = 3;
@@ -47,7 +47,7 @@ pub fn open_agent(
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);
     let agent = Agent::new(provider, config, search)?;
     let approver: Box<dyn Approver> = match args.mode {
-        Mode::Yolo => Box::new(AlwaysApprove),
+        Mode::Yolo => Box::new(crate::agent::ui::TerminalApprover::yolo()),
         Mode::Confirm | Mode::Human => Box::new(crate::agent::ui::TerminalApprover::new()),
     };
     Ok(Session { agent, approver })

@@ -21,6 +21,7 @@ pub mod grep;
 pub mod patch;
 pub mod search;
 pub mod shell;
+mod state_guard;
 pub mod workspace;
 
 use std::collections::HashMap;
@@ -127,8 +128,14 @@ impl ToolOutput {
 pub enum Approval {
     /// A change set: the paths and the unified diff that would be applied.
     Write { paths: Vec<String>, diff: String },
-    /// A command and the workspace-relative directory it would run in.
-    Command { command: String, cwd: String },
+    /// A command and the workspace-relative directory it would run in;
+    /// `why` it is asked whatever the mode, when the policy cannot read it.
+    Command {
+        command: String,
+        cwd: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
     /// A read, asked only in `human` mode.
     Read { tool: String, summary: String },
 }

@@ -3,7 +3,8 @@
 //! Order: the command policy first (a denied command never runs), then the
 //! approval, then `sh -c` with stdin closed and the environment scrubbed of
 //! secrets ([`crate::policy::Policy::command_env`]). The process group is
-//! killed on timeout or Ctrl-C. Combined stdout+stderr is kept as its first
+//! killed on timeout or Ctrl-C, and whatever the command left running
+//! (background jobs, `setsid` daemons) is ended when it ends. Combined stdout+stderr is kept as its first
 //! and last 4 KiB. A failure is classified from the output (syntax, missing
 //! dependency, test failure, permission) with a one-line hint for the model.
 //!
@@ -15,6 +16,7 @@ use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,9 +25,10 @@ use serde_json::{json, Value};
 use super::args::Args;
 use super::fs::{not_found, resolve};
 use super::grep::cut;
+use super::state_guard::StateGuard;
 use super::{Access, Approval, Decision, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 use crate::cancel::CancelToken;
-use crate::policy::MAX_TIMEOUT_S;
+use crate::policy::{Verdict, MAX_TIMEOUT_S};
 
 /// Bytes kept from the start of the output.
 pub const OUTPUT_HEAD: usize = 4096;
@@ -54,6 +57,60 @@ fn kill_group(pgid: u32) {
     unsafe {
         kill(-(pgid as i32), SIGKILL);
     }
+}
+
+/// Every process a command starts inherits this variable, so those that
+/// leave its process group (`setsid`, `nohup ... &`, daemons) can still be
+/// found and ended with it. One that clears its environment escapes; the
+/// sandbox is the fence for that.
+const RUN_ID_VAR: &str = "AGENT_RUN_ID";
+
+fn next_run_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Processes (other than this one) whose environment holds `entry`.
+fn processes_with_env(entry: &[u8]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            // Unreadable (another user's) or gone: not ours. A zombie's is empty.
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == entry))
+        })
+        .collect()
+}
+
+/// Kills every process still carrying this run's id; returns how many. It
+/// scans again until none is left, since a process may fork while dying.
+fn end_run(run_id: &str) -> usize {
+    let entry = format!("{RUN_ID_VAR}={run_id}");
+    let mut killed = std::collections::HashSet::new();
+    for _ in 0..50 {
+        let alive = processes_with_env(entry.as_bytes());
+        if alive.is_empty() {
+            break;
+        }
+        for pid in alive {
+            // SAFETY: kill(2) has no memory effects.
+            unsafe {
+                kill(pid, SIGKILL);
+            }
+            killed.insert(pid);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    killed.len()
 }
 
 /// First and last bytes of a stream, and how long it was.
@@ -105,6 +162,8 @@ pub struct CmdResult {
     pub exit_code: Option<i32>,
     pub timed_out: bool,
     pub cancelled: bool,
+    /// Processes it left behind (background, `setsid`) that were ended.
+    pub leftovers: usize,
     /// Combined stdout+stderr, capped (head and tail).
     pub output: String,
     pub output_bytes: u64,
@@ -121,6 +180,7 @@ pub fn run_command(
     cancel: &CancelToken,
 ) -> std::io::Result<CmdResult> {
     let start = Instant::now();
+    let run_id = next_run_id();
     let (mut reader, writer) = std::io::pipe()?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -133,6 +193,7 @@ pub fn run_command(
         .envs(env)
         .envs(FIXED_ENV.iter().copied())
         .env("PWD", cwd)
+        .env(RUN_ID_VAR, &run_id)
         .process_group(0);
     let mut child = cmd.spawn()?;
     // Our copies of the write end must close, or the reader never sees EOF.
@@ -177,11 +238,13 @@ pub fn run_command(
         }
         std::thread::sleep(Duration::from_millis(15));
     };
-    // Background processes may still hold the pipe: give them a moment, then stop them.
+    // Background processes may still hold the pipe: give them a moment, then
+    // end them and any that left the group: nothing outlives its command.
     if done_rx.recv_timeout(Duration::from_millis(500)).is_err() {
         kill_group(pgid);
-        let _ = done_rx.recv_timeout(Duration::from_secs(2));
     }
+    let leftovers = end_run(&run_id);
+    let _ = done_rx.recv_timeout(Duration::from_secs(2));
     let (output, output_bytes) = match capture.lock() {
         Ok(c) => (c.render(), c.total),
         Err(_) => (String::new(), 0),
@@ -191,6 +254,7 @@ pub fn run_command(
         exit_code,
         timed_out,
         cancelled,
+        leftovers,
         output,
         output_bytes,
         elapsed: start.elapsed(),
@@ -336,9 +400,12 @@ impl Tool for RunCmd {
         let timeout_s = timeout
             .map(|t| t.clamp(1, MAX_TIMEOUT_S as i64) as u64)
             .unwrap_or(ctx.policy.timeout_s);
-        if let Err(reason) = ctx.policy.check_command(&command) {
-            return ToolOutput::error(ErrorClass::PolicyDenied, reason);
-        }
+        // Asked even in yolo mode: what it runs is decided at run time.
+        let ask_why = match ctx.policy.check_command(&command) {
+            Verdict::Deny(reason) => return ToolOutput::error(ErrorClass::PolicyDenied, reason),
+            Verdict::Ask(why) => Some(why),
+            Verdict::Allow => None,
+        };
         let dir = match resolve(ctx, &cwd) {
             Ok(d) => d,
             Err(e) => return e,
@@ -350,19 +417,26 @@ impl Tool for RunCmd {
             return a.error(format_args!("cwd `{cwd}` is a file, not a folder"));
         }
         let rel = ctx.workspace.relative(&dir);
-        if ctx.policy.needs_approval(Access::Execute) {
+        if ask_why.is_some() || ctx.policy.needs_approval(Access::Execute) {
             let request = Approval::Command {
                 command: command.clone(),
                 cwd: rel.clone(),
+                why: ask_why.clone(),
             };
             if ctx.approver.approve(&request) == Decision::Decline {
                 return ToolOutput::error(
                     ErrorClass::Declined,
-                    "the user declined to run this command; ask the user or try something else",
+                    match ask_why {
+                        Some(why) => format!(
+                            "not run: {why}, so it needs the user's OK and did not get it. Write the command out plainly (no variables or substitutions in what it runs or deletes, no piping into a shell), or ask the user"
+                        ),
+                        None => "the user declined to run this command; ask the user or try something else".into(),
+                    },
                 );
             }
         }
         let env = ctx.policy.command_env();
+        let guard = StateGuard::snapshot(&ctx.workspace.state_dir());
         let r = match run_command(
             &command,
             &dir,
@@ -375,12 +449,31 @@ impl Tool for RunCmd {
                 return ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}"))
             }
         };
-        let body = if r.output.trim().is_empty() {
+        let tampered = guard.restore();
+        if !tampered.is_empty() {
+            let what = tampered.join("; ");
+            tracing::warn!(command = %command, "a command changed .agent/: {what}");
+            let output = ctx.policy.redact(r.output.trim_end());
+            return ToolOutput::error(
+                ErrorClass::PolicyDenied,
+                format!(
+                    "commands may not change the agent's own folder .agent/: {what}. Do not do this again; the user's settings are theirs to change.\nexit code {}\n{output}",
+                    r.exit_code.unwrap_or(-1)
+                ),
+            );
+        }
+        let mut body = if r.output.trim().is_empty() {
             "(no output)".to_string()
         } else {
             // Never into the model's context, the session or the logs.
             ctx.policy.redact(r.output.trim_end())
         };
+        if r.leftovers > 0 {
+            body.push_str(&format!(
+                "\nnote: {} background process(es) it left running were stopped; nothing outlives its command",
+                r.leftovers
+            ));
+        }
         if r.timed_out {
             return ToolOutput {
                 ok: false,
@@ -473,6 +566,42 @@ mod tests {
         .unwrap();
         assert!(r.cancelled);
         assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    fn alive(pid: i32) -> bool {
+        // A zombie waiting for init to reap it counts as ended.
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+
+    #[test]
+    fn nothing_a_command_starts_outlives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        // Background, nohup'd, setsid'd and double-forked daemons.
+        let cmd = format!(
+            "sleep 30 & echo $! > {p}; nohup sleep 31 >/dev/null 2>&1 & echo $! >> {p}; \
+             setsid sleep 32 >/dev/null 2>&1 < /dev/null & echo $! >> {p}; \
+             (setsid sh -c 'sleep 33 & echo $! >> {p}' &) ; sleep 0.3; echo started",
+            p = pids.display()
+        );
+        let r = run(&cmd, 20);
+        assert_eq!(r.exit_code, Some(0), "{}", r.output);
+        let pids: Vec<i32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        assert_eq!(pids.len(), 4, "{pids:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        let left: Vec<i32> = pids.into_iter().filter(|p| alive(*p)).collect();
+        assert!(left.is_empty(), "still running: {left:?}");
+        assert!(r.leftovers >= 3, "{}", r.leftovers);
     }
 
     #[test]

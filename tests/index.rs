@@ -474,6 +474,46 @@ fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
 }
 
 #[test]
+fn kill_9_while_embedding_loses_at_most_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    sensor_files(dir.path(), "*");
+    let mut child = common::agent_bin()
+        .args(["index", "--json"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Watch the cache file; kill -9 once the first embedding step is saved.
+    let cache = dir.path().join(".agent/index/embeddings.sqlite");
+    let cached = || -> i64 {
+        rusqlite::Connection::open_with_flags(&cache, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|db| db.query_row("SELECT count(*) FROM embeddings", [], |r| r.get(0)))
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while cached() == 0 && Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let kept = cached();
+    assert!(kept > 0, "nothing was cached before the kill");
+    // The next run finishes the index and embeds only what was not kept.
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    let status = index.status().unwrap();
+    assert_eq!((status.files, status.chunks), (40, 80), "{status:?}");
+    assert!(status.complete);
+    assert!(stats.cache_hits as i64 >= kept, "{stats:?}, {kept} cached");
+    assert!(stats.chunks_embedded < 80, "{stats:?}");
+}
+
+#[test]
 fn progress_moves_per_file_and_per_embedded_chunk() {
     let dir = tempfile::tempdir().unwrap();
     common::tiny_model();
@@ -809,18 +849,18 @@ fn the_watcher_holds_steady_and_stays_in_the_repository() {
     });
     rx.recv_timeout(Duration::from_secs(60))
         .expect("initial update");
+    // The watch starts after the initial update is reported.
+    std::thread::sleep(Duration::from_millis(500));
     let edit_and_wait = |i: usize| {
-        write(
-            dir.path(),
-            "pkg/strings.py",
-            format!("{STRINGS_PY}\n# edit {i}\n").as_bytes(),
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Each edit changes the size, so no update can take it for unchanged.
+        let content = format!("{STRINGS_PY}\n#{}\n", "x".repeat(i + 1));
+        write(dir.path(), "pkg/strings.py", content.as_bytes());
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let stats = rx
                 .recv_timeout(left)
-                .expect("the watcher reported the edit");
+                .unwrap_or_else(|e| panic!("the watcher did not report edit {i}: {e:?}"));
             if stats["files_indexed"].as_u64() > Some(0) {
                 break;
             }

@@ -71,9 +71,12 @@ How it works:
 Permissions (--mode):
   confirm  ask before every write and command (default); reads never ask
   human    ask before every tool call, reads included
-  yolo     never ask; the command policy still refuses dangerous commands
+  yolo     never ask; the command policy still refuses dangerous commands, and a command whose
+           program or target is decided at run time ($X, `... | sh`) still asks
   Commands are checked against built-in denials (rm -rf /, curl | sh, network tools, ...) and
-  .agent/policy.toml. `undo` (or the model's undo tool) reverts the last change set.
+  .agent/policy.toml, then run in a sandbox (--sandbox on, Linux Landlock): they write only in
+  the workspace and a private temp dir and reach no network. Whatever a command starts ends with
+  it. `undo` (or the model's undo tool) reverts the last change set.
 
 Logs and state (in .agent/ at the workspace root):
   sessions.sqlite         every session and message (`agent sessions list`)
@@ -120,6 +123,17 @@ pub struct AgentArgs {
     /// Leave the repository map out of the system prompt.
     #[arg(long)]
     pub no_map: bool,
+    /// Run commands in the OS sandbox: writes only in the workspace and a private temp dir, no
+    /// network unless policy.toml allows it (Linux Landlock; see `agent doctor`).
+    #[arg(long, value_enum, default_value_t = Switch::On, value_name = "on|off")]
+    pub sandbox: Switch,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 /// Which model answers, and how it runs.

@@ -191,6 +191,47 @@ fn a_repo_question_reads_then_answers_and_everything_is_logged() {
 }
 
 #[test]
+fn agents_md_reaches_the_system_prompt_and_subfolder_rules_come_with_their_files() {
+    let dir = repo();
+    std::fs::write(
+        dir.path().join("AGENTS.md"),
+        "Run tests with `make check`.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/AGENTS.md"),
+        "Money is in integer cents.\n",
+    )
+    .unwrap();
+    let personal = dir.path().join("personal.md");
+    std::fs::write(&personal, "Keep answers short.\n").unwrap();
+    let answer = finish("add is defined in src/calc.py line 1");
+    let r = run_with(
+        dir.path(),
+        Mode::Confirm,
+        &[READ_CALC, READ_CALC, &answer],
+        "Where is the function add defined?",
+        &mut AlwaysApprove,
+        |c| c.personal_instructions = Some(personal.clone()),
+    );
+    let system = &r.requests[0].messages[0].content;
+    assert!(system.contains("Run tests with `make check`."), "{system}");
+    assert!(system.contains("Keep answers short."), "{system}");
+    assert!(
+        !system.contains("integer cents"),
+        "subfolder rules wait for their files"
+    );
+    // The first read under src/ brings src/AGENTS.md along; the second does not.
+    let first = last_user_message(&r.requests[1]);
+    assert!(
+        first.contains("Money is in integer cents.") && first.contains("src/AGENTS.md"),
+        "{first}"
+    );
+    assert!(!last_user_message(&r.requests[2]).contains("integer cents"));
+    assert_eq!(r.requests[0].messages[0], r.requests[2].messages[0]);
+}
+
+#[test]
 fn questions_get_read_only_tools_and_the_last_step_may_only_answer() {
     let dir = repo();
     let r = run_with(

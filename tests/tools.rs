@@ -1224,6 +1224,55 @@ fn commands_cannot_change_the_agents_own_folder() {
 }
 
 #[test]
+fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
+    if agent::tools::sandbox::landlock_abi().is_none() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let mut h = Harness::with_mode(Mode::Yolo);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    // A script the policy cannot read: only the sandbox stops it.
+    h.write(
+        "escape.py",
+        format!("open({:?}, 'w').write('x')\n", target.display().to_string()),
+    );
+    let out = h.call("run_cmd", json!({"command": "python3 escape.py"}));
+    assert!(!out.ok, "{}", out.content);
+    assert!(out.content.contains("PermissionError"), "{}", out.content);
+    assert!(!target.exists(), "a command wrote outside the workspace");
+
+    // TCP to a listener on this machine.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    h.write(
+        "probe.py",
+        format!("import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\n"),
+    );
+    let out = h.call("run_cmd", json!({"command": "python3 probe.py"}));
+    assert!(!out.ok, "{}", out.content);
+    assert!(listener.accept().is_err(), "the connection got through");
+
+    // Builds and tests inside the workspace still work, temp files included.
+    h.write(
+        "tests/test_math.py",
+        "import tempfile, unittest\n\nclass T(unittest.TestCase):\n    def test_tmp(self):\n        with tempfile.NamedTemporaryFile() as f:\n            f.write(b'x')\n        self.assertEqual(1 + 1, 2)\n",
+    );
+    let out = h.call(
+        "run_cmd",
+        json!({"command": "python3 -m unittest discover -s tests 2>&1 && mkdir -p build && echo ok > build/out.txt && echo x > /dev/null"}),
+    );
+    ok(&out);
+    assert_eq!(h.read("build/out.txt"), "ok\n");
+
+    // The sandbox is what stopped them: off, the same script escapes.
+    h.policy.sandbox = false;
+    ok(&h.call("run_cmd", json!({"command": "python3 escape.py"})));
+    assert!(target.exists());
+}
+
+#[test]
 fn run_cmd_timeout_kills_quickly() {
     let mut h = Harness::new();
     let t = Instant::now();
@@ -1289,6 +1338,7 @@ fn run_cmd_scrubs_secrets_from_the_environment() {
         env,
         Duration::from_secs(10),
         &CancelToken::new(),
+        None,
     )
     .unwrap();
     assert_eq!(r.output, "none none yes\n");

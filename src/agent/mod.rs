@@ -18,6 +18,7 @@
 
 pub mod answer;
 pub mod context;
+pub mod instructions;
 pub mod intent;
 pub mod log;
 pub mod prompt;
@@ -31,7 +32,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
 use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Role, Sampling};
@@ -66,6 +67,10 @@ pub struct AgentConfig {
     pub resume: Option<String>,
     /// Code-index matches fetched before the first step (0: none).
     pub prefetch: usize,
+    /// Run commands in the OS sandbox (`--sandbox off` clears it).
+    pub sandbox: bool,
+    /// The user's own AGENTS.md (see [`instructions::personal_file`]).
+    pub personal_instructions: Option<PathBuf>,
 }
 
 impl AgentConfig {
@@ -78,6 +83,8 @@ impl AgentConfig {
             sampling: Sampling::greedy(),
             verify: None,
             repo_map: true,
+            sandbox: true,
+            personal_instructions: instructions::personal_file(),
             resume: None,
             prefetch: 4,
         }
@@ -153,6 +160,8 @@ pub struct Agent {
     config: AgentConfig,
     turns: Vec<Turn>,
     judge: answer::Judge,
+    /// AGENTS.md files: in the system prompt, and per subfolder as tools touch it.
+    instructions: instructions::Instructions,
     /// Writes and commands declined during the current request.
     declined: usize,
 }
@@ -219,7 +228,8 @@ impl Agent {
     ) -> Result<Self> {
         let workspace = Workspace::new(&config.workspace)?;
         let state = workspace.state_dir();
-        let policy = Policy::load(&state, config.mode)?;
+        let mut policy = Policy::load(&state, config.mode)?;
+        policy.sandbox = config.sandbox;
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;
         let toolbox = Toolbox::standard();
@@ -253,6 +263,10 @@ impl Agent {
             .map(|s| s.to_string()),
         );
         let judge = answer::Judge::new(&ours);
+        let instructions = instructions::Instructions::load(
+            workspace.root(),
+            config.personal_instructions.as_deref(),
+        );
         Ok(Self {
             provider,
             toolbox,
@@ -264,6 +278,7 @@ impl Agent {
             sessions,
             log,
             config,
+            instructions,
             turns,
             judge,
             declined: 0,
@@ -305,6 +320,7 @@ impl Agent {
         let specs = self.toolbox.specs();
         let system = prompt::system_prompt(&prompt::PromptParts {
             workspace: self.workspace.root(),
+            instructions: &self.instructions.text,
             repo_map: map.as_deref(),
             tools: &specs,
         });
@@ -992,6 +1008,13 @@ a larger --model does better)"
                 "policy_deny",
                 json!({"tool": call.tool, "reason": output.content}),
             );
+        }
+        let mut output = output;
+        // A subfolder's AGENTS.md, the first time a tool touches a file under it.
+        if let Some(path) = call.args.get("path").and_then(Value::as_str) {
+            if let Some(rules) = self.instructions.nested_for(path) {
+                output.content = format!("{}\n\n{rules}", output.content);
+            }
         }
         self.log.audit(
             "tool_result",

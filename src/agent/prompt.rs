@@ -14,6 +14,8 @@ use crate::tools::ToolSpec;
 /// What the system prompt is made of.
 pub struct PromptParts<'a> {
     pub workspace: &'a Path,
+    /// AGENTS.md text ([`super::instructions`]); empty when there is none.
+    pub instructions: &'a str,
     /// The rendered repo map, when one could be built.
     pub repo_map: Option<&'a str>,
     /// The tools of this request; empty for answers without the loop.
@@ -36,6 +38,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     out.push_str(IDENTITY);
     out.push_str("\n\n");
     out.push_str(&environment(parts.workspace));
+    out.push_str(parts.instructions);
     if let Some(map) = parts.repo_map.filter(|m| !m.trim().is_empty()) {
         out.push_str("\nRepository map (most relevant definitions):\n");
         out.push_str(map.trim_end());
@@ -132,6 +135,7 @@ mod tests {
         }];
         let parts = PromptParts {
             workspace: dir.path(),
+            instructions: "\nProject instructions (AGENTS.md); follow them:\nUse tabs.\n",
             repo_map: Some("src/lib.rs:\n  fn main()\n"),
             tools: &tools,
         };
@@ -139,6 +143,7 @@ mod tests {
         assert_eq!(a, system_prompt(&parts));
         assert!(a.contains("read_file: Read a file."), "{a}");
         assert!(a.contains("fn main()"), "{a}");
+        assert!(a.contains("Use tabs."), "{a}");
         assert!(a.contains(&dir.path().display().to_string()), "{a}");
         let plain = system_prompt(&PromptParts {
             tools: &[],

@@ -41,6 +41,7 @@ pub fn open_agent(
         sampling,
         verify: args.verify.clone(),
         repo_map: !args.no_map,
+        sandbox: args.sandbox == crate::cli::Switch::On,
         resume,
         ..AgentConfig::new(&root)
     };

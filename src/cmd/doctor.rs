@@ -53,6 +53,17 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     }
     checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
     checks.push(index_check());
+    checks.push(instructions_check());
+    let sandbox = crate::tools::sandbox::describe();
+    checks.push(Check {
+        name: "sandbox",
+        ok: sandbox.is_ok(),
+        required: false,
+        fix: sandbox.is_err().then(|| {
+            "a Linux kernel with Landlock (5.13+, in the boot `lsm=` list), or `--sandbox off` to run commands unfenced without asking".into()
+        }),
+        detail: sandbox.unwrap_or_else(|e| e),
+    });
     checks.push(Check {
         name: "llama.cpp",
         ok: true,
@@ -162,6 +173,35 @@ fn chat_model_check(model: &Path) -> Check {
         }
     }
     check
+}
+
+/// Which AGENTS.md files go into the system prompt.
+fn instructions_check() -> Check {
+    use crate::agent::instructions::{personal_file, Instructions, FILE_NAME};
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let found = Instructions::load(&root, personal_file().as_deref());
+    let names: Vec<String> = found
+        .files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    Check {
+        name: "instructions",
+        ok: true,
+        required: false,
+        detail: if names.is_empty() {
+            format!(
+                "no {FILE_NAME} in {} or in your config folder",
+                root.display()
+            )
+        } else {
+            format!(
+                "read {} (subfolders' {FILE_NAME} are added as tools reach them)",
+                names.join(", ")
+            )
+        },
+        fix: None,
+    }
 }
 
 /// The workspace's code index, if any: optional for `ask`, so only a warning.

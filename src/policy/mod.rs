@@ -139,6 +139,8 @@ pub struct Policy {
     pub allow_network: bool,
     /// Default `run_cmd` timeout in seconds.
     pub timeout_s: u64,
+    /// Commands run in the OS sandbox ([`crate::tools::sandbox`]); off with `--sandbox off`.
+    pub sandbox: bool,
     deny: Vec<Rule>,
     allow: Vec<Rule>,
     scrub_env: Vec<String>,
@@ -170,6 +172,7 @@ impl Policy {
             mode,
             allow_network: false,
             timeout_s: DEFAULT_TIMEOUT_S,
+            sandbox: true,
             deny: Vec::new(),
             allow: Vec::new(),
             scrub_env: Vec::new(),

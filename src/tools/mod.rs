@@ -19,6 +19,7 @@ pub mod edit;
 pub mod fs;
 pub mod grep;
 pub mod patch;
+pub mod sandbox;
 pub mod search;
 pub mod shell;
 mod state_guard;

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use super::args::Args;
 use super::fs::{not_found, resolve};
 use super::grep::cut;
+use super::sandbox::{self, Sandbox};
 use super::state_guard::StateGuard;
 use super::{Access, Approval, Decision, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 use crate::cancel::CancelToken;
@@ -171,16 +172,31 @@ pub struct CmdResult {
 }
 
 /// Runs `sh -c command` in `cwd` with exactly `env`, in its own process
-/// group, stdin null; kills the group on timeout or cancellation.
+/// group, stdin null, inside `sandbox` when given (with a private `TMPDIR`);
+/// kills the group on timeout or cancellation.
 pub fn run_command(
     command: &str,
     cwd: &Path,
     env: Vec<(OsString, OsString)>,
     timeout: Duration,
     cancel: &CancelToken,
+    sandbox: Option<&Sandbox>,
 ) -> std::io::Result<CmdResult> {
     let start = Instant::now();
     let run_id = next_run_id();
+    // Removed when the command ends, with whatever it left there.
+    let private_tmp = match sandbox {
+        Some(_) => Some(tempfile::Builder::new().prefix("agent-cmd-").tempdir()?),
+        None => None,
+    };
+    let ruleset = match (sandbox, &private_tmp) {
+        (Some(sandbox), Some(tmp)) => {
+            let mut sandbox = sandbox.clone();
+            sandbox.writable.push(tmp.path().to_path_buf());
+            Some(sandbox.prepare().map_err(std::io::Error::other)?)
+        }
+        _ => None,
+    };
     let (mut reader, writer) = std::io::pipe()?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -195,6 +211,23 @@ pub fn run_command(
         .env("PWD", cwd)
         .env(RUN_ID_VAR, &run_id)
         .process_group(0);
+    if let Some(tmp) = &private_tmp {
+        for var in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(var, tmp.path());
+        }
+    }
+    if let Some(ruleset) = ruleset {
+        let mut ruleset = Some(ruleset);
+        // SAFETY: runs in the child between fork and exec; it only makes
+        // the prctl and landlock_restrict_self system calls (the ruleset
+        // was built in the parent).
+        unsafe {
+            cmd.pre_exec(move || match ruleset.take() {
+                Some(r) => sandbox::enforce(r),
+                None => Ok(()),
+            });
+        }
+    }
     let mut child = cmd.spawn()?;
     // Our copies of the write end must close, or the reader never sees EOF.
     drop(cmd);
@@ -357,6 +390,10 @@ pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
     )
 }
 
+/// Why a command asks when the sandbox is on but the kernel cannot provide it.
+const NO_SANDBOX: &str =
+    "this system has no sandbox (Landlock), so the command would run with all of the user's rights";
+
 pub struct RunCmd;
 
 impl Tool for RunCmd {
@@ -400,11 +437,23 @@ impl Tool for RunCmd {
         let timeout_s = timeout
             .map(|t| t.clamp(1, MAX_TIMEOUT_S as i64) as u64)
             .unwrap_or(ctx.policy.timeout_s);
-        // Asked even in yolo mode: what it runs is decided at run time.
-        let ask_why = match ctx.policy.check_command(&command) {
+        // Asked even in yolo mode: what it runs is decided at run time, or
+        // nothing fences it in.
+        let mut ask_why = match ctx.policy.check_command(&command) {
             Verdict::Deny(reason) => return ToolOutput::error(ErrorClass::PolicyDenied, reason),
             Verdict::Ask(why) => Some(why),
             Verdict::Allow => None,
+        };
+        let sandbox = match (ctx.policy.sandbox, sandbox::landlock_abi()) {
+            (false, _) => None,
+            (true, Some(_)) => Some(Sandbox {
+                writable: vec![ctx.workspace.root().to_path_buf()],
+                allow_network: ctx.policy.allow_network,
+            }),
+            (true, None) => {
+                ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
+                None
+            }
         };
         let dir = match resolve(ctx, &cwd) {
             Ok(d) => d,
@@ -427,6 +476,9 @@ impl Tool for RunCmd {
                 return ToolOutput::error(
                     ErrorClass::Declined,
                     match ask_why {
+                        Some(why) if why == NO_SANDBOX => format!(
+                            "not run: {why}, and the user did not approve it; ask the user"
+                        ),
                         Some(why) => format!(
                             "not run: {why}, so it needs the user's OK and did not get it. Write the command out plainly (no variables or substitutions in what it runs or deletes, no piping into a shell), or ask the user"
                         ),
@@ -443,6 +495,7 @@ impl Tool for RunCmd {
             env,
             Duration::from_secs(timeout_s),
             ctx.cancel,
+            sandbox.as_ref(),
         ) {
             Ok(r) => r,
             Err(e) => {
@@ -523,6 +576,7 @@ mod tests {
             std::env::vars_os().collect(),
             Duration::from_secs(timeout),
             &CancelToken::new(),
+            None,
         )
         .unwrap()
     }
@@ -562,6 +616,7 @@ mod tests {
             vec![],
             Duration::from_secs(30),
             &cancel,
+            None,
         )
         .unwrap();
         assert!(r.cancelled);
@@ -601,7 +656,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let left: Vec<i32> = pids.into_iter().filter(|p| alive(*p)).collect();
         assert!(left.is_empty(), "still running: {left:?}");
-        assert!(r.leftovers >= 3, "{}", r.leftovers);
+        // The two that left the process group are found only by their run id.
+        assert!(r.leftovers >= 2, "{}", r.leftovers);
     }
 
     #[test]

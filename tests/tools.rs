@@ -488,6 +488,43 @@ fn search_semantic_uses_the_index_or_says_how_to_build_it() {
 // edit
 
 #[test]
+fn an_edit_that_breaks_a_file_comes_back_with_the_error_and_its_line() {
+    let mut h = Harness::new();
+    h.write(
+        "app.py",
+        "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
+    );
+    ok(&h.call("read_file", json!({"path": "app.py"})));
+    let out = h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "def add(a, b):\n    return a - b", "new_text": "def add(a, b:\n    return a + b"}),
+    );
+    ok(&out);
+    assert!(
+        out.content
+            .contains("diagnostics: this change broke app.py")
+            && out.content.contains("app.py:1:"),
+        "{}",
+        out.content
+    );
+    // Fixing it brings no report.
+    let out = h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "def add(a, b:", "new_text": "def add(a, b):"}),
+    );
+    ok(&out);
+    assert!(!out.content.contains("diagnostics"), "{}", out.content);
+
+    // Rust, through write_file.
+    let out = h.call(
+        "write_file",
+        json!({"path": "src/lib.rs", "content": "pub fn f() -> i32 {\n    let x = 1\n    x\n}\n"}),
+    );
+    ok(&out);
+    assert!(out.content.contains("src/lib.rs:2:"), "{}", out.content);
+}
+
+#[test]
 fn edit_replaces_once_after_a_read() {
     let mut h = Harness::new();
     h.write("app.py", "def add(a, b):\n    return a - b\n");

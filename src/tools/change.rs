@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::checkpoint::Snapshot;
+use super::diagnose;
 use super::{diff, sha256_hex, Access, Approval, Decision, ErrorClass, ToolContext, ToolOutput};
 
 /// One file of a change set.
@@ -55,6 +56,18 @@ impl FileStat {
 pub struct Applied {
     pub diff: String,
     pub stats: Vec<FileStat>,
+    /// Errors the change brought into the files it wrote ([`diagnose`]).
+    pub diagnostics: Vec<String>,
+}
+
+impl Applied {
+    /// A tool's result text with the diagnostics after it.
+    pub fn report(&self, content: String) -> String {
+        if self.diagnostics.is_empty() {
+            return content;
+        }
+        format!("{content}\n{}", self.diagnostics.join("\n"))
+    }
 }
 
 fn text(bytes: &Option<Vec<u8>>) -> String {
@@ -170,6 +183,12 @@ pub fn apply(
         match &c.new {
             Some(bytes) => {
                 ctx.ledger.hashes.insert(c.abs.clone(), sha256_hex(bytes));
+                if let Ok(after) = std::str::from_utf8(bytes) {
+                    let before = c.old.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+                    applied
+                        .diagnostics
+                        .extend(diagnose::report(&c.rel, before, after));
+                }
             }
             None => {
                 ctx.ledger.hashes.remove(&c.abs);

@@ -159,10 +159,10 @@ impl Tool for Edit {
         };
         ToolOutput {
             ok: true,
-            content: format!(
+            content: applied.report(format!(
                 "edited {rel}: +{} -{} lines ({where_})",
                 stat.added, stat.removed
-            ),
+            )),
             diff: Some(applied.diff.clone()),
             changed: vec![rel],
             ..ToolOutput::default()

@@ -671,7 +671,7 @@ impl Tool for WriteFile {
         };
         ToolOutput {
             ok: true,
-            content: text,
+            content: applied.report(text),
             diff: Some(applied.diff).filter(|d| !d.is_empty()),
             changed: applied.stats.into_iter().map(|s| s.rel).collect(),
             ..ToolOutput::default()

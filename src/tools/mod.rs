@@ -14,6 +14,7 @@
 mod args;
 pub mod change;
 pub mod checkpoint;
+pub mod diagnose;
 pub mod diff;
 pub mod edit;
 pub mod fs;

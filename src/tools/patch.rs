@@ -527,7 +527,7 @@ impl Tool for ApplyPatch {
         }
         ToolOutput {
             ok: true,
-            content: format!(
+            content: applied.report(format!(
                 "applied patch: {}",
                 applied
                     .stats
@@ -535,7 +535,7 @@ impl Tool for ApplyPatch {
                     .map(|s| s.line())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
+            )),
             diff: Some(applied.diff),
             changed: applied.stats.into_iter().map(|s| s.rel).collect(),
             ..ToolOutput::default()

@@ -129,6 +129,24 @@ pub struct AgentArgs {
     pub sandbox: Switch,
 }
 
+impl AskArgs {
+    /// The output format, `--json` included.
+    pub fn format(&self) -> OutputFormat {
+        match self.output_format {
+            OutputFormat::Text if self.json => OutputFormat::Json,
+            f => f,
+        }
+    }
+}
+
+/// How `agent ask` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
+}
+
 /// `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Switch {
@@ -209,9 +227,14 @@ pub struct AskArgs {
     /// Constrain the answer to JSON matching this JSON Schema file (with --no-tools).
     #[arg(long, value_name = "FILE", requires = "no_tools")]
     pub json_schema: Option<PathBuf>,
-    /// Print one JSON object (answer, finish, intent, steps, tool calls, tokens, session) instead of streaming text.
-    #[arg(long)]
+    /// Print one JSON object (answer, finish, intent, steps, tool calls, tokens, session) instead of streaming text
+    /// (the same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
     pub json: bool,
+    /// text: streamed for a person; json: one object at the end; stream-json: one JSON event per
+    /// line as it happens (intent, step, text, tool_call, tool_result, notice, final).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output_format: OutputFormat,
     #[command(flatten)]
     pub agent: AgentArgs,
     #[command(flatten)]

@@ -103,6 +103,55 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
 }
 
 #[test]
+fn stream_json_prints_one_event_per_line_as_it_happens() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            {"content": r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#},
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args([
+            "ask",
+            "--output-format",
+            "stream-json",
+            "--mode",
+            "yolo",
+            "--script",
+        ])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let at = |k: &str| {
+        kinds
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or_else(|| panic!("no {k} in {kinds:?}"))
+    };
+    assert!(at("intent") < at("tool_call"), "{kinds:?}");
+    assert!(at("tool_call") < at("tool_result"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"final"), "{kinds:?}");
+    let result = &events[at("tool_result")];
+    assert_eq!(result["tool"], "grep");
+    assert!(
+        result["content"].as_str().unwrap().contains("calc.py"),
+        "{result}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["answer"], "add is in calc.py");
+    assert_eq!(last["finish"], "answered");
+}
+
+#[test]
 fn without_a_terminal_confirm_mode_declines_writes() {
     let dir = repo();
     let script = write_script(

@@ -47,6 +47,60 @@ impl Ui for QuietUi {
     fn notice(&mut self, _: &str) {}
 }
 
+/// `--output-format stream-json`: one JSON object per line on stdout, as it
+/// happens (`intent`, `step`, `text`, `tool_call`, `tool_result`, `notice`;
+/// the caller prints `final`), for CI jobs and editors.
+pub struct JsonLinesUi<W: std::io::Write> {
+    out: W,
+}
+
+impl<W: std::io::Write> JsonLinesUi<W> {
+    pub fn new(out: W) -> Self {
+        Self { out }
+    }
+
+    /// Writes one event; a closed stdout is not worth failing the request for.
+    pub fn event(&mut self, kind: &str, mut fields: serde_json::Value) {
+        if let Some(map) = fields.as_object_mut() {
+            map.insert("type".into(), kind.into());
+        }
+        let _ = writeln!(self.out, "{fields}");
+        let _ = self.out.flush();
+    }
+}
+
+impl<W: std::io::Write> Ui for JsonLinesUi<W> {
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
+        self.event(
+            "intent",
+            serde_json::json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason, "tools": tools}),
+        );
+    }
+    fn step_start(&mut self, step: usize) {
+        self.event("step", serde_json::json!({ "step": step }));
+    }
+    fn answer_text(&mut self, text: &str) {
+        self.event("text", serde_json::json!({ "delta": text }));
+    }
+    fn step_end(&mut self) {}
+    fn tool_call(&mut self, call: &ToolCall) {
+        self.event(
+            "tool_call",
+            serde_json::json!({"tool": call.tool, "args": call.args, "thought": call.thought}),
+        );
+    }
+    fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput) {
+        let mut fields = serde_json::to_value(output).unwrap_or_default();
+        if let Some(map) = fields.as_object_mut() {
+            map.insert("tool".into(), call.tool.clone().into());
+        }
+        self.event("tool_result", fields);
+    }
+    fn notice(&mut self, text: &str) {
+        self.event("notice", serde_json::json!({ "text": text }));
+    }
+}
+
 /// The interactive terminal.
 pub struct TerminalUi {
     spinner: Option<indicatif::ProgressBar>,

@@ -8,9 +8,9 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::exit;
-use crate::agent::ui::{QuietUi, TerminalUi, Ui};
+use crate::agent::ui::{JsonLinesUi, QuietUi, TerminalUi, Ui};
 use crate::cancel::CancelToken;
-use crate::cli::AskArgs;
+use crate::cli::{AskArgs, OutputFormat};
 use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
 use crate::policy::Mode;
 
@@ -42,16 +42,22 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     };
     let mut session =
         super::chat::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
-    let mut ui = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
+    let format = args.format();
+    let mut terminal = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let mut quiet = QuietUi;
-    let ui: &mut dyn Ui = if args.json { &mut quiet } else { &mut ui };
+    let mut lines = JsonLinesUi::new(std::io::stdout());
+    let ui: &mut dyn Ui = match format {
+        OutputFormat::Text => &mut terminal,
+        OutputFormat::Json => &mut quiet,
+        OutputFormat::StreamJson => &mut lines,
+    };
     let outcome = session
         .agent
         .handle(&request, ui, session.approver.as_mut(), cancel)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        super::chat::print_outcome(&outcome);
+    match format {
+        OutputFormat::Text => super::chat::print_outcome(&outcome),
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
+        OutputFormat::StreamJson => lines.event("final", serde_json::to_value(&outcome)?),
     }
     Ok(super::chat::exit_code(&outcome))
 }
@@ -100,7 +106,8 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
     let mut provider = super::provider(&args.model)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let stream = !args.json;
+    let json = args.format() != OutputFormat::Text;
+    let stream = !json;
     let completion = provider.complete(&request, &mut |event| {
         if cancel.is_cancelled() {
             return Flow::Stop;
@@ -118,7 +125,7 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
         Flow::Continue
     })?;
 
-    if args.json {
+    if json {
         let report = json!({
             "answer": completion.text,
             "model": provider.name(),

@@ -39,6 +39,21 @@ ensure_models() {
     "$ROOT/scripts/fetch-models"
 }
 
+# A Python with the `mcp` package (v1 API), for the tests that run a real MCP
+# server. In a venv of its own under the cache folder; exported as
+# AGENT_TEST_MCP_PYTHON. Without it those tests say they were skipped.
+ensure_mcp_python() {
+    local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agent/mcp-venv"
+    if ! "$venv/bin/python" -c 'import mcp.server.fastmcp' 2>/dev/null; then
+        log "installing the mcp Python package (for the MCP tests) into $venv"
+        if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'mcp<2'; } >&2; then
+            log "warning: could not install mcp; the MCP server tests will be skipped"
+            return 0
+        fi
+    fi
+    export AGENT_TEST_MCP_PYTHON="$venv/bin/python"
+}
+
 build_release() {
     log "building (release; target dir $CARGO_TARGET_DIR)"
     (cd "$ROOT" && cargo build --release --locked "$@")

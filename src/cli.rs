@@ -57,6 +57,37 @@ pub enum Command {
     Models(ModelsArgs),
     /// Check that models, ONNX Runtime and llama.cpp work; exit 0 only if `agent ask` can run.
     Doctor(DoctorArgs),
+    /// MCP servers of this workspace (.mcp.json, .agent/config.toml): start them, show their tools.
+    #[command(after_help = "Servers are declared in .mcp.json at the workspace root
+  {\"mcpServers\": {\"docs\": {\"command\": \"python3\", \"args\": [\"docs_server.py\"], \"env\": {}}}}
+or in .agent/config.toml
+  [mcp_servers.docs]
+  command = \"python3\"
+  args = [\"docs_server.py\"]
+
+Their tools reach the agent as mcp__SERVER__TOOL; calls ask first in confirm mode unless the
+server marks the tool read-only, and deny rules of .agent/policy.toml apply to them.
+
+Examples:
+  agent mcp list
+  agent mcp list --json")]
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start each server, list its state and tools, stop it again.
+    List {
+        /// Print JSON instead of a list.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 const ASK_HELP: &str = "\

@@ -23,6 +23,7 @@ pub mod cli;
 pub mod cmd;
 pub mod index;
 pub mod llm;
+pub mod mcp;
 pub mod models;
 pub mod paths;
 pub mod policy;

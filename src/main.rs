@@ -19,6 +19,7 @@ fn main() {
         Command::Map(args) => cmd::map::run(args),
         Command::Models(args) => cmd::models::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Mcp(args) => cmd::mcp::run(args),
     };
     let code = match result {
         Ok(code) => code,

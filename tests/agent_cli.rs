@@ -151,6 +151,144 @@ fn stream_json_prints_one_event_per_line_as_it_happens() {
     assert_eq!(last["finish"], "answered");
 }
 
+/// The Python that runs the test MCP server (set up by scripts/test).
+fn mcp_python() -> Option<String> {
+    let python = std::env::var("AGENT_TEST_MCP_PYTHON").ok()?;
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp.server.fastmcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "AGENT_TEST_MCP_PYTHON={python} cannot import mcp");
+    Some(python)
+}
+
+#[test]
+fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
+    let Some(python) = mcp_python() else {
+        eprintln!("skipped: AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        return;
+    };
+    let dir = repo();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "tickets": {"command": python, "args": [server]},
+            "broken": {"command": "/definitely/not/a/server"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+
+    let out = agent_in(dir.path())
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a server failed to start");
+    let servers = json_of(&out);
+    let by_name = |n: &str| {
+        servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let tickets = by_name("tickets");
+    assert_eq!(tickets["state"], "running", "{servers}");
+    let tools: Vec<(&str, bool)> = tickets["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["read_only"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        tools.contains(&("lookup", true)) && tools.contains(&("close", false)),
+        "{tools:?}"
+    );
+    assert!(
+        by_name("broken")["state"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start"),
+        "{servers}"
+    );
+
+    // A replayed session: a read-only call, a call that changes things, a
+    // crash mid-call, then the answer.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 7}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__close", "args": {"ticket": 7, "reason": "fixed"}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__crash", "args": {}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "closed ticket 7: the login page times out"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Fix the login timeout, then close ticket 7")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server broken"), "{stderr}");
+    common::assert_success(&out);
+    let v = json_of(&out);
+    assert_eq!(v["finish"], "answered", "{v}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
+        "7 fixed\n"
+    );
+    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let results: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "tool_result")
+        .collect();
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("login page times out"),
+        "{:?}",
+        results[0]
+    );
+    assert_eq!(results[1]["ok"], true);
+    let crash = results[2]["content"].as_str().unwrap();
+    assert!(
+        results[2]["ok"] == false && crash.contains("stopped"),
+        "{crash}"
+    );
+
+    // Confirm mode without a terminal: the read-only tool runs, the other is declined.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 8}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__close", "args": {"ticket": 8, "reason": "dup"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "ticket 8: the login page times out; not closed"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("Fix the login timeout, then close ticket 8")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
+        "7 fixed\n"
+    );
+}
+
 #[test]
 fn without_a_terminal_confirm_mode_declines_writes() {
     let dir = repo();

@@ -327,6 +327,16 @@ impl Agent {
         self.push(Turn::new(Kind::System, system))
     }
 
+    /// The session's policy (for what runs beside the agent, like MCP servers).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Adds tools (an MCP server's) before the session's system prompt is built.
+    pub fn add_tools(&mut self, tools: Vec<Box<dyn crate::tools::Tool>>) {
+        self.toolbox.extend(tools);
+    }
+
     /// The repo map for the system prompt, or None when it cannot be built
     /// (the loop works without it).
     fn repo_map(&self, request: &str) -> Option<String> {

@@ -298,6 +298,15 @@ impl Approver for TerminalApprover {
                 format!("run this command in {cwd}?")
             }
             Approval::Read { tool, summary } => format!("allow {tool} {summary}?"),
+            Approval::Tool { tool, args } => {
+                eprintln!(
+                    "{} {} {}",
+                    style("⚙").bold(),
+                    style(tool).bold(),
+                    cut(args, 400)
+                );
+                format!("call {tool}?")
+            }
         };
         if let Some(why) = why {
             eprintln!(

@@ -46,7 +46,21 @@ pub fn open_agent(
         ..AgentConfig::new(&root)
     };
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);
-    let agent = Agent::new(provider, config, search)?;
+    let mut agent = Agent::new(provider, config, search)?;
+    // The team's own tools; a server that fails is reported and left out.
+    let servers = crate::mcp::config::load(&root)?;
+    if !servers.is_empty() {
+        let hub = crate::mcp::Hub::start(servers, &root, agent.policy());
+        for s in hub.status().iter().filter(|s| s.state != "running") {
+            eprintln!(
+                "{} MCP server {}: {} (going on without it; `agent mcp list` shows all)",
+                console::style("!").yellow(),
+                s.name,
+                s.state
+            );
+        }
+        agent.add_tools(hub.tools());
+    }
     let approver: Box<dyn Approver> = match args.mode {
         Mode::Yolo => Box::new(crate::agent::ui::TerminalApprover::yolo()),
         Mode::Confirm | Mode::Human => Box::new(crate::agent::ui::TerminalApprover::new()),

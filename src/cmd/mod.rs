@@ -5,6 +5,7 @@ pub mod chat;
 pub mod doctor;
 pub mod index;
 pub mod map;
+pub mod mcp;
 pub mod models;
 pub mod search;
 pub mod sessions;

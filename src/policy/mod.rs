@@ -282,6 +282,20 @@ impl Policy {
         }
     }
 
+    /// `Err(reason)` when a `deny` rule of policy.toml matches an MCP tool
+    /// call, seen as `NAME {args}` (`mcp__tickets__close {"id":3}`).
+    pub fn check_tool(&self, name: &str, args: &serde_json::Value) -> Result<(), String> {
+        let text = format!("{name} {args}");
+        match self.deny.iter().find(|r| r.is_match(&text)) {
+            Some(rule) => Err(format!(
+                "denied by the deny rule `{}` in .agent/policy.toml. Do not retry this call; \
+                 do the task another way or ask the user.",
+                rule.pattern
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn allowed(&self, text: &str) -> bool {
         self.allow.iter().any(|r| r.is_match(text))
     }

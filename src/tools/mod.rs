@@ -140,6 +140,8 @@ pub enum Approval {
     },
     /// A read, asked only in `human` mode.
     Read { tool: String, summary: String },
+    /// A call to an MCP server's tool that may change things, and its arguments (JSON).
+    Tool { tool: String, args: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -240,6 +242,12 @@ impl Toolbox {
                 .filter(|t| allowed.contains(&t.spec().access))
                 .collect(),
         }
+    }
+
+    /// Adds tools (an MCP server's) before `finish`, which stays last.
+    pub fn extend(&mut self, tools: Vec<Box<dyn Tool>>) {
+        let at = self.tools.len().saturating_sub(1);
+        self.tools.splice(at..at, tools);
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {

@@ -5,7 +5,7 @@ use agent::cli::{Cli, Command};
 use agent::cmd::{self, exit};
 
 fn main() {
-    restore_sigpipe();
+    quiet_on_closed_output();
     agent::alloc::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);
@@ -24,6 +24,13 @@ fn main() {
     let code = match result {
         Ok(code) => code,
         Err(e) => {
+            let closed_output = e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if closed_output {
+                die_of_sigpipe();
+            }
             eprintln!("error: {e:#}");
             exit::FAILURE
         }
@@ -31,16 +38,39 @@ fn main() {
     std::process::exit(code);
 }
 
-/// `agent search | head`: a closed pipe ends the process quietly, as it does
-/// every Unix tool, instead of a panic in `println!` (Rust ignores SIGPIPE).
-/// What the agent writes to disk is written as it happens, so nothing of
-/// a session is lost.
-fn restore_sigpipe() {
+/// `agent search | head`: a closed pipe ends the process quietly, killed by
+/// SIGPIPE as every Unix tool is, instead of a panic in `println!`.
+///
+/// SIGPIPE itself stays ignored (Rust's default): the agent writes to pipes
+/// of its own children (MCP servers, Python's compiler), and one that exits
+/// early must be an error the agent handles, not its death. So only a failed
+/// write to our own stdout or stderr ends the process, here.
+fn quiet_on_closed_output() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            die_of_sigpipe();
+        }
+        default(info)
+    }));
+}
+
+/// Ends the process the way a closed pipe ends a Unix tool.
+fn die_of_sigpipe() -> ! {
     #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread exists.
+    // SAFETY: restoring the default action and raising the signal has no
+    // memory effects; the process ends here.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
     }
+    std::process::exit(141)
 }
 
 /// Logs go to stderr. llama.cpp's own (very chatty) logs arrive under the

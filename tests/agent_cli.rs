@@ -290,6 +290,63 @@ fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
 }
 
 #[test]
+fn mcp_servers_that_hang_or_speak_garbage_are_reported_not_waited_on_forever() {
+    let dir = repo();
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "hangs": {"command": "sleep", "args": ["300"], "startup_timeout_s": 2},
+            "garbage": {"command": "sh", "args": ["-c", "while true; do echo not-json; sleep 0.01; done"], "startup_timeout_s": 2},
+            "exits": {"command": "sh", "args": ["-c", "exit 1"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = agent_in(dir.path())
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let servers = json_of(&out);
+    for s in servers.as_array().unwrap() {
+        assert_ne!(s["state"], "running", "{s}");
+    }
+    // They start side by side, each within its startup_timeout_s.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    // None is left running.
+    let left = Command::new("pgrep")
+        .args(["-f", "^sleep 300$"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    // A session goes on without them.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py defines add"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("Where is add defined?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server hangs"), "{stderr}");
+    assert_ne!(out.status.code(), Some(1), "{stderr}");
+}
+
+#[test]
 fn without_a_terminal_confirm_mode_declines_writes() {
     let dir = repo();
     let script = write_script(

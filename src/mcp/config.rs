@@ -5,6 +5,8 @@
 //!   `{"mcpServers": {"NAME": {"command": "...", "args": [...], "env": {...}}}}`
 //! - `.agent/config.toml`: `[mcp_servers.NAME]` with `command`, `args`, `env`.
 //!
+//! Either may give `startup_timeout_s` (default 10).
+//!
 //! A name in both is taken from `.agent/config.toml`.
 
 use std::collections::BTreeMap;
@@ -24,6 +26,9 @@ pub struct ServerConfig {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Seconds it may take to start and list its tools (default 10).
+    #[serde(default)]
+    pub startup_timeout_s: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +91,7 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
                 .transpose()
                 .with_context(|| format!("{}: `{name}`.env", json_path.display()))?
                 .unwrap_or_default();
+            let startup_timeout_s = value.get("startup_timeout_s").and_then(|t| t.as_u64());
             servers.insert(
                 name.clone(),
                 ServerConfig {
@@ -93,6 +99,7 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
                     command,
                     args,
                     env,
+                    startup_timeout_s,
                 },
             );
         }

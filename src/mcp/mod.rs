@@ -33,12 +33,27 @@ use crate::tools::{
 };
 pub use config::ServerConfig;
 
-/// How long a server may take to start and list its tools.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a server may take to start and list its tools, unless its
+/// config says otherwise.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one tool call may take before the server is given up on.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most characters of a result given to the model.
 const MAX_RESULT_CHARS: usize = 8000;
+
+/// Every server process (and what it starts) carries this variable, so all
+/// of it can be ended: dropping the SDK's handle does not always reap a
+/// server that never answered.
+const SERVER_VAR: &str = "AGENT_MCP_SERVER";
+
+fn server_id(name: &str) -> String {
+    format!("{}-{name}", std::process::id())
+}
+
+/// Ends a server's processes.
+fn end_server(name: &str) {
+    crate::tools::shell::end_processes_with(&format!("{SERVER_VAR}={}", server_id(name)));
+}
 
 /// One tool a server offers.
 #[derive(Debug, Clone, Serialize)]
@@ -135,25 +150,29 @@ impl Hub {
         let logs = workspace.join(".agent").join("logs");
         let _ = std::fs::create_dir_all(&logs);
         let env = policy.command_env();
+        // All at once: a session waits for the slowest server, not the sum.
+        let launches = configs
+            .iter()
+            .map(|config| Self::launch(config, workspace, &env, &logs));
+        let results = rt.block_on(futures::future::join_all(launches));
         let servers = configs
             .into_iter()
-            .map(|config| {
-                let started = rt.block_on(Self::launch(&config, workspace, &env, &logs));
-                match started {
-                    Ok((client, tools)) => Server {
+            .zip(results)
+            .map(|(config, started)| match started {
+                Ok((client, tools)) => Server {
+                    config,
+                    client: Some(client),
+                    state: "running".into(),
+                    tools,
+                },
+                Err(why) => {
+                    tracing::debug!("MCP server {}: {why}", config.name);
+                    end_server(&config.name);
+                    Server {
                         config,
-                        client: Some(client),
-                        state: "running".into(),
-                        tools,
-                    },
-                    Err(why) => {
-                        tracing::debug!("MCP server {}: {why}", config.name);
-                        Server {
-                            config,
-                            client: None,
-                            state: why,
-                            tools: Vec::new(),
-                        }
+                        client: None,
+                        state: why,
+                        tools: Vec::new(),
                     }
                 }
             })
@@ -175,7 +194,8 @@ impl Hub {
             .current_dir(workspace)
             .env_clear()
             .envs(env.iter().cloned())
-            .envs(&config.env);
+            .envs(&config.env)
+            .env(SERVER_VAR, server_id(&config.name));
         // Its stderr goes to a log of its own, for when it misbehaves.
         let log = std::fs::File::create(logs.join(format!("mcp-{}.log", config.name)))
             .map(std::process::Stdio::from)
@@ -197,9 +217,16 @@ impl Hub {
                 .map_err(|e| format!("cannot list its tools: {e}"))?;
             Ok((client, tools.iter().map(tool_info).collect()))
         };
-        tokio::time::timeout(START_TIMEOUT, work)
-            .await
-            .map_err(|_| format!("did not start within {}s", START_TIMEOUT.as_secs()))?
+        let limit = config
+            .startup_timeout_s
+            .map_or(START_TIMEOUT, Duration::from_secs);
+        tokio::time::timeout(limit, work).await.map_err(|_| {
+            format!(
+                "did not start within {}s (see .agent/logs/mcp-{}.log; a slow server can set startup_timeout_s)",
+                limit.as_secs(),
+                config.name
+            )
+        })?
     }
 
     /// Every server and its state.
@@ -286,12 +313,24 @@ impl Hub {
             Ok(Err(e)) => format!("failed during the call: {e}"),
             Err(_) => format!("did not answer within {}s", CALL_TIMEOUT.as_secs()),
         };
-        // Stopped for the rest of the session: dropping the client ends it.
+        // Stopped for the rest of the session.
         s.client = None;
+        end_server(server);
         s.state = format!("stopped: {failure}");
         Err(format!(
             "the MCP server `{server}` {failure}; it was stopped for this session"
         ))
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let servers = std::mem::take(self.servers.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for s in servers {
+            let name = s.config.name.clone();
+            drop(s);
+            end_server(&name);
+        }
     }
 }
 

@@ -92,10 +92,15 @@ fn processes_with_env(entry: &[u8]) -> Vec<i32> {
         .collect()
 }
 
-/// Kills every process still carrying this run's id; returns how many. It
-/// scans again until none is left, since a process may fork while dying.
+/// Kills every process still carrying this run's id; returns how many.
 fn end_run(run_id: &str) -> usize {
-    let entry = format!("{RUN_ID_VAR}={run_id}");
+    end_processes_with(&format!("{RUN_ID_VAR}={run_id}"))
+}
+
+/// Kills every process (but this one) whose environment holds `entry`
+/// (`NAME=value`); returns how many. It scans again until none is left,
+/// since a process may fork while dying.
+pub fn end_processes_with(entry: &str) -> usize {
     let mut killed = std::collections::HashSet::new();
     for _ in 0..50 {
         let alive = processes_with_env(entry.as_bytes());

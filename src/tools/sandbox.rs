@@ -16,27 +16,12 @@
 //! Without Landlock (older kernels, macOS) commands run unsandboxed and the
 //! policy asks before each one, even in yolo mode; `--sandbox off` opts out.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use landlock::{
-    AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, ABI,
-};
-
-/// The Landlock ABI this kernel speaks, if any.
-pub fn landlock_abi() -> Option<i32> {
-    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
-    // only returns the ABI version (or fails); it touches no memory.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            1u32,
-        )
-    };
-    (v > 0).then_some(v as i32)
-}
+#[cfg(target_os = "linux")]
+pub use linux::{enforce, landlock_abi, RulesetCreated};
+#[cfg(not(target_os = "linux"))]
+pub use other::{enforce, landlock_abi, RulesetCreated};
 
 /// What the sandbox can enforce here, in a sentence (for `doctor`).
 pub fn describe() -> Result<String, String> {
@@ -50,23 +35,12 @@ pub fn describe() -> Result<String, String> {
              network blocking needs ABI 4 (Linux 6.7+), so only the command policy stops it"
         )),
         None => Err(
-            "this kernel has no Landlock, so commands cannot be sandboxed and each one \
+            "this system has no Landlock, so commands cannot be sandboxed and each one \
                      asks first, even in --mode yolo"
                 .into(),
         ),
     }
 }
-
-/// Devices any command may write (`> /dev/null`, the terminal).
-const WRITABLE_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
-];
 
 /// The rules for one command.
 #[derive(Debug, Clone)]
@@ -76,53 +50,111 @@ pub struct Sandbox {
     pub allow_network: bool,
 }
 
-impl Sandbox {
-    /// Builds the ruleset. This runs in the parent, since opening the paths
-    /// allocates, which is not safe between fork and exec; the child only
-    /// calls [`enforce`].
-    pub fn prepare(&self) -> Result<RulesetCreated, String> {
-        let abi = ABI::V5;
-        let fail = |e: &dyn std::fmt::Display| format!("cannot set up the sandbox: {e}");
-        let mut ruleset = Ruleset::default()
-            .handle_access(AccessFs::from_write(abi))
-            .map_err(|e| fail(&e))?;
-        if !self.allow_network && landlock_abi().is_some_and(|v| v >= 4) {
-            ruleset = ruleset
-                .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-                .map_err(|e| fail(&e))?;
+#[cfg(not(target_os = "linux"))]
+mod other {
+    /// No Landlock outside Linux: commands ask first instead.
+    pub fn landlock_abi() -> Option<i32> {
+        None
+    }
+
+    pub struct RulesetCreated;
+
+    impl super::Sandbox {
+        pub fn prepare(&self) -> Result<RulesetCreated, String> {
+            Err("no sandbox on this system".into())
         }
-        // Only writes are handled, so reads stay allowed everywhere.
-        let write = AccessFs::from_write(abi);
-        let mut created = ruleset.create().map_err(|e| fail(&e))?;
-        for dir in &self.writable {
-            let fd = PathFd::new(dir).map_err(|e| fail(&e))?;
-            created = created
-                .add_rule(PathBeneath::new(fd, write))
-                .map_err(|e| fail(&e))?;
-        }
-        for dev in WRITABLE_DEVICES
-            .iter()
-            .map(Path::new)
-            .filter(|p| p.exists())
-        {
-            let Ok(fd) = PathFd::new(dev) else { continue };
-            let access = if dev.is_dir() {
-                write
-            } else {
-                write & AccessFs::from_file(abi)
-            };
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(|e| fail(&e))?;
-        }
-        Ok(created)
+    }
+
+    pub fn enforce(_: RulesetCreated) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
-/// Restricts the calling process (the command's child, before exec).
-pub fn enforce(ruleset: RulesetCreated) -> std::io::Result<()> {
-    ruleset
-        .restrict_self()
-        .map(|_| ())
-        .map_err(|e| std::io::Error::other(e.to_string()))
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::path::Path;
+
+    pub use landlock::RulesetCreated;
+    use landlock::{
+        AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
+    };
+
+    use super::Sandbox;
+
+    /// The Landlock ABI this kernel speaks, if any.
+    pub fn landlock_abi() -> Option<i32> {
+        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+        // only returns the ABI version (or fails); it touches no memory.
+        let v = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<u8>(),
+                0usize,
+                1u32,
+            )
+        };
+        (v > 0).then_some(v as i32)
+    }
+
+    /// Devices any command may write (`> /dev/null`, the terminal).
+    const WRITABLE_DEVICES: &[&str] = &[
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/tty",
+        "/dev/ptmx",
+        "/dev/pts",
+        "/dev/shm",
+    ];
+
+    impl Sandbox {
+        /// Builds the ruleset. This runs in the parent, since opening the paths
+        /// allocates, which is not safe between fork and exec; the child only
+        /// calls [`enforce`].
+        pub fn prepare(&self) -> Result<RulesetCreated, String> {
+            let abi = ABI::V5;
+            let fail = |e: &dyn std::fmt::Display| format!("cannot set up the sandbox: {e}");
+            let mut ruleset = Ruleset::default()
+                .handle_access(AccessFs::from_write(abi))
+                .map_err(|e| fail(&e))?;
+            if !self.allow_network && landlock_abi().is_some_and(|v| v >= 4) {
+                ruleset = ruleset
+                    .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+                    .map_err(|e| fail(&e))?;
+            }
+            // Only writes are handled, so reads stay allowed everywhere.
+            let write = AccessFs::from_write(abi);
+            let mut created = ruleset.create().map_err(|e| fail(&e))?;
+            for dir in &self.writable {
+                let fd = PathFd::new(dir).map_err(|e| fail(&e))?;
+                created = created
+                    .add_rule(PathBeneath::new(fd, write))
+                    .map_err(|e| fail(&e))?;
+            }
+            for dev in WRITABLE_DEVICES
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.exists())
+            {
+                let Ok(fd) = PathFd::new(dev) else { continue };
+                let access = if dev.is_dir() {
+                    write
+                } else {
+                    write & AccessFs::from_file(abi)
+                };
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
+                    .map_err(|e| fail(&e))?;
+            }
+            Ok(created)
+        }
+    }
+
+    /// Restricts the calling process (the command's child, before exec).
+    pub fn enforce(ruleset: RulesetCreated) -> std::io::Result<()> {
+        ruleset
+            .restrict_self()
+            .map(|_| ())
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
 }

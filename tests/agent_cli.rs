@@ -54,16 +54,21 @@ fn json_of(out: &std::process::Output) -> Value {
     })
 }
 
-#[test]
-fn a_replayed_session_prints_the_json_contract_and_is_saved() {
-    let dir = repo();
-    let script = write_script(
-        dir.path(),
+/// A replay: grep for `def add`, then answer.
+fn grep_then_finish(dir: &Path) -> std::path::PathBuf {
+    write_script(
+        dir,
         serde_json::json!([
             {"content": r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#},
             r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
         ]),
-    );
+    )
+}
+
+#[test]
+fn a_replayed_session_prints_the_json_contract_and_is_saved() {
+    let dir = repo();
+    let script = grep_then_finish(dir.path());
     let out = agent_in(dir.path())
         .args(["ask", "--json", "--mode", "yolo", "--script"])
         .arg(&script)
@@ -105,13 +110,7 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
 #[test]
 fn stream_json_prints_one_event_per_line_as_it_happens() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            {"content": r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#},
-            r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
-        ]),
-    );
+    let script = grep_then_finish(dir.path());
     let out = agent_in(dir.path())
         .args([
             "ask",

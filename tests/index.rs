@@ -712,22 +712,23 @@ fn cli_index_status_and_search_json() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("agent index"));
 }
 
-#[test]
-fn cli_watch_keeps_the_repo_map_current() {
-    use std::io::BufRead;
-    let dir = repo();
-    /// A failing assertion must not leave a watcher running forever.
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
+/// A watcher process (`agent index --watch --json`) on `dir`, ended on drop
+/// so a failing assertion never leaves one running, and its reports.
+struct Watcher(std::process::Child);
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
-    let mut child = Reap(
+}
+
+fn spawn_watcher(dir: &Path) -> (Watcher, std::sync::mpsc::Receiver<serde_json::Value>) {
+    use std::io::BufRead;
+    let mut child = Watcher(
         common::agent_bin()
             .args(["index", "--watch", "--json"])
-            .arg(dir.path())
+            .arg(dir)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -745,6 +746,13 @@ fn cli_watch_keeps_the_repo_map_current() {
             }
         }
     });
+    (child, rx)
+}
+
+#[test]
+fn cli_watch_keeps_the_repo_map_current() {
+    let dir = repo();
+    let (mut child, rx) = spawn_watcher(dir.path());
     // The first report is the initial update; then the watcher is running.
     let initial = rx
         .recv_timeout(Duration::from_secs(60))
@@ -809,7 +817,6 @@ fn watches_and_fds(pid: u32) -> (usize, usize) {
 
 #[test]
 fn the_watcher_holds_steady_and_stays_in_the_repository() {
-    use std::io::BufRead;
     let dir = repo();
     // Links out of the repository: a tree of 200 folders, and `/` itself.
     let outside = tempfile::tempdir().unwrap();
@@ -818,35 +825,8 @@ fn the_watcher_holds_steady_and_stays_in_the_repository() {
     }
     std::os::unix::fs::symlink(outside.path(), dir.path().join("big")).unwrap();
     std::os::unix::fs::symlink("/", dir.path().join("rootfs")).unwrap();
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Reap(
-        common::agent_bin()
-            .args(["index", "--watch", "--json"])
-            .arg(dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (child, rx) = spawn_watcher(dir.path());
     let pid = child.0.id();
-    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
-    let stdout = child.0.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
-                break;
-            }
-        }
-    });
     rx.recv_timeout(Duration::from_secs(60))
         .expect("initial update");
     // The watch starts after the initial update is reported.

@@ -1290,6 +1290,21 @@ fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
     let out = h.call("run_cmd", json!({"command": "python3 probe.py"}));
     assert!(!out.ok, "{}", out.content);
     assert!(listener.accept().is_err(), "the connection got through");
+    // UDP, which Landlock does not cover: the network namespace does.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    h.write(
+        "udp.py",
+        format!("import socket\ntry:\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {udp_port}))\nexcept OSError as e:\n    print(e)\n"),
+    );
+    h.call("run_cmd", json!({"command": "python3 udp.py"}));
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a UDP datagram got through"
+    );
 
     // Builds and tests inside the workspace still work, temp files included.
     h.write(
@@ -1303,10 +1318,12 @@ fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
     ok(&out);
     assert_eq!(h.read("build/out.txt"), "ok\n");
 
-    // The sandbox is what stopped them: off, the same script escapes.
+    // The sandbox is what stopped them: off, the same scripts get out.
     h.policy.sandbox = false;
     ok(&h.call("run_cmd", json!({"command": "python3 escape.py"})));
     assert!(target.exists());
+    ok(&h.call("run_cmd", json!({"command": "python3 udp.py"})));
+    assert!(udp.recv_from(&mut buf).is_ok(), "the UDP probe never sent");
 }
 
 #[test]

@@ -224,8 +224,8 @@ pub fn run_command(
     if let Some(ruleset) = ruleset {
         let mut ruleset = Some(ruleset);
         // SAFETY: runs in the child between fork and exec; it only makes
-        // the prctl and landlock_restrict_self system calls (the ruleset
-        // was built in the parent).
+        // system calls (unshare, writes to /proc/self, prctl,
+        // landlock_restrict_self) on what was built in the parent.
         unsafe {
             cmd.pre_exec(move || match ruleset.take() {
                 Some(r) => sandbox::enforce(r),

@@ -148,6 +148,141 @@ fn in_test_module(tags: &FileTags, def: &Def) -> bool {
         })
 }
 
+/// Names nearly every codebase defines or calls (standard trait, collection
+/// and iterator methods, macros such as `format!`, Python's dunder methods).
+/// A call like `.len()` is almost always the standard library's, so a reference by such a name says next to
+/// nothing about the repository's own `len`, and a map that leads with them
+/// says nothing about the code.
+const GENERIC_NAMES: &[&str] = &[
+    "len",
+    "is_empty",
+    "new",
+    "default",
+    "get",
+    "get_mut",
+    "set",
+    "insert",
+    "remove",
+    "push",
+    "pop",
+    "clear",
+    "contains",
+    "iter",
+    "iter_mut",
+    "into_iter",
+    "next",
+    "fmt",
+    "clone",
+    "eq",
+    "ne",
+    "cmp",
+    "partial_cmp",
+    "hash",
+    "from",
+    "into",
+    "try_from",
+    "as_ref",
+    "as_mut",
+    "deref",
+    "deref_mut",
+    "drop",
+    "index",
+    "path",
+    "name",
+    "id",
+    "key",
+    "value",
+    "run",
+    "open",
+    "close",
+    "read",
+    "write",
+    "flush",
+    "to_string",
+    "as_str",
+    "main",
+    "__init__",
+    "__repr__",
+    "__str__",
+    "__eq__",
+    "__hash__",
+    "__len__",
+    "__iter__",
+    "__next__",
+    "__getitem__",
+    "__setitem__",
+    "__contains__",
+    "__call__",
+    "__enter__",
+    "__exit__",
+    "format",
+    "count",
+    "json",
+    "error",
+    "extend",
+    "map",
+    "filter",
+    "find",
+    "join",
+    "split",
+    "trim",
+    "parse",
+    "take",
+    "skip",
+    "sum",
+    "min",
+    "max",
+    "sort",
+    "first",
+    "last",
+    "append",
+    "add",
+    "sub",
+    "to_owned",
+    "borrow",
+    "with_capacity",
+    "capacity",
+    "unwrap",
+    "expect",
+    "is_some",
+    "is_none",
+    "any",
+    "all",
+    "print",
+    "println",
+    "vec",
+    "matches",
+    "assert",
+    "write_str",
+    "entry",
+    "retain",
+    "truncate",
+    "lines",
+    "chars",
+    "bytes",
+    "as_bytes",
+    "starts_with",
+    "ends_with",
+    "replace",
+    "lock",
+    "send",
+    "recv",
+    "spawn",
+    "wait",
+    "kill",
+    "exists",
+    "display",
+];
+const GENERIC_NAME_WEIGHT: f64 = 0.1;
+
+fn name_weight(name: &str) -> f64 {
+    if GENERIC_NAMES.contains(&name) {
+        GENERIC_NAME_WEIGHT
+    } else {
+        1.0
+    }
+}
+
 /// How much a reference by name says about this definition.
 fn target_weight(tags: &FileTags, def: &Def) -> f64 {
     let scope = def.scope.map(|s| tags.scopes[s as usize].kind);
@@ -160,7 +295,7 @@ fn target_weight(tags: &FileTags, def: &Def) -> f64 {
         (_, Some(ScopeKind::TraitImpl)) => TRAIT_IMPL_WEIGHT,
         _ => 1.0,
     };
-    kind * if def.public { 1.0 } else { PRIVATE_WEIGHT }
+    kind * name_weight(&def.name) * if def.public { 1.0 } else { PRIVATE_WEIGHT }
 }
 
 /// How much an unreferenced definition of this kind is worth showing.
@@ -543,6 +678,43 @@ mod tests {
             .unwrap();
         assert!(r.file_rank[special] > r.file_rank[m1]);
         assert!(position(&files, &r, "special_thing") < position(&files, &r, "hidden_thing"));
+    }
+
+    #[test]
+    fn standard_method_names_do_not_lead_the_map() {
+        // Every file calls `.len()` (on vectors) and `parse_manifest` once;
+        // the repository's own `Stack::len` must not take the calls to the
+        // standard library's for its own.
+        let caller = |i: usize| {
+            format!(
+                "use crate::stack::Stack;\npub fn caller_{i}(v: Vec<u8>) -> usize {{ parse_manifest(); v.len() + v.len() + v.len() }}\n"
+            )
+        };
+        let callers: Vec<String> = (0..6).map(caller).collect();
+        let mut sources: Vec<(&'static str, &str)> = vec![
+            (
+                "src/stack.rs",
+                "pub struct Stack(Vec<u8>);\nimpl Stack {\n    pub fn len(&self) -> usize { self.0.len() }\n}\n",
+            ),
+            ("src/manifest.rs", "pub fn parse_manifest() {}\n"),
+        ];
+        let names = [
+            "src/c0.rs",
+            "src/c1.rs",
+            "src/c2.rs",
+            "src/c3.rs",
+            "src/c4.rs",
+            "src/c5.rs",
+        ];
+        for (name, src) in names.iter().zip(&callers) {
+            sources.push((name, src.as_str()));
+        }
+        let v = corpus(&sources);
+        let r = rank(&refs(&v), &Seeds::default());
+        assert!(
+            position(&refs(&v), &r, "parse_manifest") < position(&refs(&v), &r, "len"),
+            "the specific name ranks first"
+        );
     }
 
     #[test]

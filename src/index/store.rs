@@ -224,6 +224,29 @@ impl std::fmt::Display for Damage {
     }
 }
 
+/// A fresh handle on the chunk table under `dir`, created when absent.
+fn open_table(rt: &tokio::runtime::Runtime, dir: &Path) -> Result<Table> {
+    let uri = dir
+        .to_str()
+        .ok_or_else(|| anyhow!("index path is not UTF-8: {}", dir.display()))?;
+    let table = rt.block_on(async {
+        // Strong read consistency: a long-lived reader (the agent, a
+        // benchmark) sees what a concurrent writer committed.
+        let db: Connection = lancedb::connect(uri)
+            .read_consistency_interval(std::time::Duration::ZERO)
+            .execute()
+            .await?;
+        match db.open_table(TABLE).execute().await {
+            Ok(t) => Ok(t),
+            Err(lancedb::Error::TableNotFound { .. }) => {
+                db.create_empty_table(TABLE, schema()).execute().await
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    Ok(table)
+}
+
 impl Store {
     /// Opens the chunk table under `dir`, creating it when absent.
     pub fn open(dir: &Path) -> Result<Self> {
@@ -232,24 +255,7 @@ impl Store {
             .enable_all()
             .build()
             .context("cannot start the storage runtime")?;
-        let uri = dir
-            .to_str()
-            .ok_or_else(|| anyhow!("index path is not UTF-8: {}", dir.display()))?;
-        let table = rt.block_on(async {
-            // Strong read consistency: a long-lived reader (the agent, a
-            // benchmark) sees what a concurrent writer committed.
-            let db: Connection = lancedb::connect(uri)
-                .read_consistency_interval(std::time::Duration::ZERO)
-                .execute()
-                .await?;
-            match db.open_table(TABLE).execute().await {
-                Ok(t) => Ok(t),
-                Err(lancedb::Error::TableNotFound { .. }) => {
-                    db.create_empty_table(TABLE, schema()).execute().await
-                }
-                Err(e) => Err(e),
-            }
-        })?;
+        let table = open_table(&rt, dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             table,
@@ -367,7 +373,8 @@ impl Store {
     /// of every one it has read open (two descriptors per update, in a
     /// watcher, until it runs out).
     pub fn reopen(&mut self) -> Result<()> {
-        *self = Store::open(&self.dir)?;
+        // On the same runtime; the old handle drops here, its files with it.
+        self.table = open_table(&self.rt, &self.dir)?;
         Ok(())
     }
 

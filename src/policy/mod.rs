@@ -253,15 +253,9 @@ impl Policy {
     pub fn check_command(&self, command: &str) -> Verdict {
         let commands = split_commands(command);
         // The user's own denials: never overridden.
-        for rule in &self.deny {
-            let hit = rule.is_match(command) || commands.iter().any(|c| rule.is_match(&c.text()));
-            if hit {
-                return Verdict::Deny(format!(
-                    "denied by the deny rule `{}` in .agent/policy.toml. Do not retry this command; \
-                     do the task another way or ask the user.",
-                    rule.pattern
-                ));
-            }
+        let texts: Vec<String> = commands.iter().map(SimpleCommand::text).collect();
+        if let Some(reason) = self.user_denial("command", command, &texts) {
+            return Verdict::Deny(reason);
         }
         let compact = command.split_whitespace().collect::<Vec<_>>().join(" ");
         if let Some(d) = whole_line_denial(command, &commands) {
@@ -285,15 +279,24 @@ impl Policy {
     /// `Err(reason)` when a `deny` rule of policy.toml matches an MCP tool
     /// call, seen as `NAME {args}` (`mcp__tickets__close {"id":3}`).
     pub fn check_tool(&self, name: &str, args: &serde_json::Value) -> Result<(), String> {
-        let text = format!("{name} {args}");
-        match self.deny.iter().find(|r| r.is_match(&text)) {
-            Some(rule) => Err(format!(
-                "denied by the deny rule `{}` in .agent/policy.toml. Do not retry this call; \
-                 do the task another way or ask the user.",
-                rule.pattern
-            )),
+        match self.user_denial("call", &format!("{name} {args}"), &[]) {
+            Some(reason) => Err(reason),
             None => Ok(()),
         }
+    }
+
+    /// The first `deny` rule of policy.toml matching `line` or one of `parts`,
+    /// as the reason the model gets (`what`: "command", "call").
+    fn user_denial(&self, what: &str, line: &str, parts: &[String]) -> Option<String> {
+        let rule = self
+            .deny
+            .iter()
+            .find(|r| r.is_match(line) || parts.iter().any(|p| r.is_match(p)))?;
+        Some(format!(
+            "denied by the deny rule `{}` in .agent/policy.toml. Do not retry this {what}; \
+             do the task another way or ask the user.",
+            rule.pattern
+        ))
     }
 
     fn allowed(&self, text: &str) -> bool {

@@ -8,7 +8,7 @@
 //! This is a tripwire, not a fence: a script file can do anything its user
 //! can. The OS sandbox is the fence.
 
-use super::shell::{basename, SimpleCommand, SHELLS};
+use super::shell::{basename, is_shell_c_flag, SimpleCommand, SHELLS};
 
 /// Why a line needs the user's OK whatever the mode, or `None`.
 pub(super) fn needs_asking(commands: &[SimpleCommand]) -> Option<String> {
@@ -45,15 +45,13 @@ pub(super) fn needs_asking(commands: &[SimpleCommand]) -> Option<String> {
                     "`{name}` gets the paths it deletes or changes from its input at run time"
                 ));
             }
-            if let Some(w) = super::operands(args).into_iter().find(|w| expands(w)) {
+            let targets = super::operands(args);
+            if let Some(w) = targets.iter().find(|w| expands(w)) {
                 return Some(format!(
                     "`{name}` works on a path known only at run time (`{w}`)"
                 ));
             }
-            if let Some(w) = super::operands(args)
-                .into_iter()
-                .find(|w| *w == ".." || w.starts_with("../"))
-            {
+            if let Some(w) = targets.iter().find(|w| **w == ".." || w.starts_with("../")) {
                 return Some(format!("`{name}` reaches outside the workspace (`{w}`)"));
             }
         }
@@ -99,21 +97,16 @@ fn is_run_time_file(arg: &str) -> bool {
 
 /// A shell or interpreter with no script argument reads its program from stdin.
 fn reads_code_from_stdin(name: &str, args: &[String]) -> bool {
-    let inline_flags: &[&str] = if SHELLS.contains(&name) {
-        &[]
-    } else {
-        &["-c", "-m", "-e", "-E", "-r", "-p", "--eval", "--print"]
-    };
-    if SHELLS.contains(&name) && args.iter().any(|a| a == "-s") {
-        return true;
-    }
-    if args.iter().any(|a| {
-        inline_flags.contains(&a.as_str())
-            || (SHELLS.contains(&name)
-                && a.starts_with('-')
-                && !a.starts_with("--")
-                && a.contains('c'))
-    }) {
+    /// Interpreter flags that give the program on the command line.
+    const INLINE_FLAGS: &[&str] = &["-c", "-m", "-e", "-E", "-r", "-p", "--eval", "--print"];
+    if SHELLS.contains(&name) {
+        if args.iter().any(|a| a == "-s") {
+            return true;
+        }
+        if args.iter().any(|a| is_shell_c_flag(a)) {
+            return false;
+        }
+    } else if args.iter().any(|a| INLINE_FLAGS.contains(&a.as_str())) {
         return false;
     }
     match super::operands(args).first() {

@@ -106,6 +106,11 @@ fn is_assignment(word: &str) -> bool {
     }
 }
 
+/// A shell's `-c` (or a cluster holding it, `-ec`): the next word is the script.
+pub(super) fn is_shell_c_flag(word: &str) -> bool {
+    word.starts_with('-') && !word.starts_with("--") && word.contains('c')
+}
+
 pub(super) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
@@ -147,10 +152,7 @@ impl Parser<'_> {
         if let Some(first) = eff.first() {
             let name = basename(first);
             if SHELLS.contains(&name) {
-                if let Some(i) = eff
-                    .iter()
-                    .position(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('c'))
-                {
+                if let Some(i) = eff.iter().position(|w| is_shell_c_flag(w)) {
                     if let Some(script) = eff.get(i + 1) {
                         parse_into(script, self.out, self.depth + 1);
                     }

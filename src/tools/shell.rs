@@ -189,18 +189,17 @@ pub fn run_command(
 ) -> std::io::Result<CmdResult> {
     let start = Instant::now();
     let run_id = next_run_id();
-    // Removed when the command ends, with whatever it left there.
-    let private_tmp = match sandbox {
-        Some(_) => Some(tempfile::Builder::new().prefix("agent-cmd-").tempdir()?),
-        None => None,
-    };
-    let ruleset = match (sandbox, &private_tmp) {
-        (Some(sandbox), Some(tmp)) => {
+    // A sandboxed command gets a temp dir of its own, writable, removed when
+    // the command ends with whatever it left there.
+    let (private_tmp, ruleset) = match sandbox {
+        Some(sandbox) => {
+            let tmp = tempfile::Builder::new().prefix("agent-cmd-").tempdir()?;
             let mut sandbox = sandbox.clone();
             sandbox.writable.push(tmp.path().to_path_buf());
-            Some(sandbox.prepare().map_err(std::io::Error::other)?)
+            let prepared = sandbox.prepare().map_err(std::io::Error::other)?;
+            (Some(tmp), Some(prepared))
         }
-        _ => None,
+        None => (None, None),
     };
     let (mut reader, writer) = std::io::pipe()?;
     let mut cmd = Command::new("sh");

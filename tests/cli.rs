@@ -300,11 +300,7 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
 
     // Weights that compute NaN: the header is fine, the model is not.
     let dir = tempfile::tempdir().unwrap();
-    let mut bytes = std::fs::read(common::tiny_model()).unwrap();
-    let from = bytes.len() * 3 / 10;
-    bytes[from..].fill(0xFF);
-    let nan = dir.path().join("nan.gguf");
-    std::fs::write(&nan, bytes).unwrap();
+    let nan = common::nan_model(dir.path());
     let out = agent_bin()
         .args(["doctor", "--model"])
         .arg(&nan)

@@ -351,23 +351,12 @@ fn bad_model_files_are_errors_never_crashes() {
     assert!(matches!(err, LlmError::InvalidModel { .. }), "{err}");
 }
 
-/// The real model with its weights (the back 70% of the file, all tensor
-/// data) overwritten by 0xFF bytes: NaN as f16 and f32, header intact.
-fn nan_model(dir: &std::path::Path) -> std::path::PathBuf {
-    let mut bytes = std::fs::read(common::tiny_model()).unwrap();
-    let from = bytes.len() * 3 / 10;
-    bytes[from..].fill(0xFF);
-    let path = dir.join("nan.gguf");
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
 #[test]
 fn a_model_that_computes_nan_is_an_error_not_an_empty_answer() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = LlamaEngine::load(&EngineConfig {
         ctx_size: Some(512),
-        ..EngineConfig::new(nan_model(dir.path()))
+        ..EngineConfig::new(common::nan_model(dir.path()))
     })
     .expect("the header is intact, so it loads");
     let mut req = CompletionRequest::new(vec![Message::user("Say OK.")]);

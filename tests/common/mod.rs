@@ -15,6 +15,18 @@ pub fn tiny_model() -> PathBuf {
     path
 }
 
+/// The real model with its weights (the back 70% of the file, all tensor
+/// data) overwritten by 0xFF bytes, NaN as f16 and f32, header intact: a
+/// model that loads and computes NaN. Written as `dir/nan.gguf`.
+pub fn nan_model(dir: &std::path::Path) -> PathBuf {
+    let mut bytes = std::fs::read(tiny_model()).unwrap();
+    let from = bytes.len() * 3 / 10;
+    bytes[from..].fill(0xFF);
+    let path = dir.join("nan.gguf");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
 /// The binary, run from a neutral directory so that no repository index
 /// around the test's working directory leaks into its prompts. Not the temp
 /// dir itself: the `.agent/` a command creates there would become the

@@ -34,7 +34,19 @@ pub struct ServerConfig {
 #[derive(Deserialize)]
 struct McpJson {
     #[serde(rename = "mcpServers", default)]
-    servers: BTreeMap<String, serde_json::Value>,
+    servers: BTreeMap<String, McpJsonServer>,
+}
+
+/// A server in `.mcp.json`. Other tools add keys of their own (`type`,
+/// `disabled`, `url`): unknown keys are ignored there.
+#[derive(Deserialize)]
+struct McpJsonServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    startup_timeout_s: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -66,40 +78,22 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
     if let Ok(text) = std::fs::read_to_string(&json_path) {
         let file: McpJson = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a valid .mcp.json", json_path.display()))?;
-        for (name, value) in file.servers {
+        for (name, server) in file.servers {
             check_name(&name, &json_path)?;
-            // Other tools add keys of their own (`type`, `disabled`): ignore those.
-            let command = value
-                .get("command")
-                .and_then(|c| c.as_str())
-                .ok_or_else(|| {
-                    anyhow!(
-                        "{}: server `{name}` has no \"command\" (only stdio servers are supported)",
-                        json_path.display()
-                    )
-                })?
-                .to_string();
-            let args = value
-                .get("args")
-                .map(|a| serde_json::from_value::<Vec<String>>(a.clone()))
-                .transpose()
-                .with_context(|| format!("{}: `{name}`.args", json_path.display()))?
-                .unwrap_or_default();
-            let env = value
-                .get("env")
-                .map(|e| serde_json::from_value::<BTreeMap<String, String>>(e.clone()))
-                .transpose()
-                .with_context(|| format!("{}: `{name}`.env", json_path.display()))?
-                .unwrap_or_default();
-            let startup_timeout_s = value.get("startup_timeout_s").and_then(|t| t.as_u64());
+            let command = server.command.ok_or_else(|| {
+                anyhow!(
+                    "{}: server `{name}` has no \"command\" (only stdio servers are supported)",
+                    json_path.display()
+                )
+            })?;
             servers.insert(
                 name.clone(),
                 ServerConfig {
                     name,
                     command,
-                    args,
-                    env,
-                    startup_timeout_s,
+                    args: server.args,
+                    env: server.env,
+                    startup_timeout_s: server.startup_timeout_s,
                 },
             );
         }

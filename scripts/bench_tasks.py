@@ -3,8 +3,9 @@
 
 Small real tasks, each in its own temporary git repository: find where
 something is defined, explain a function, rename a symbol across files, fix a
-failing test, add a parameter. Every task has an automatic check. The agent is
-run once per task as
+failing test, add a parameter. Every task has an automatic check. As in the
+product's workflow, each repository is indexed first (`$AGENT_BIN index
+--json`, timed as index_s), then the agent is run once per task as
 
     $AGENT_BIN ask --mode yolo --json [--model PATH] [--max-steps N] PROMPT
 
@@ -18,7 +19,7 @@ stdout holds no JSON object is a crash (stderr tail kept), one past --timeout
 unsolved and are left out of the step and token averages. A task's wall_s is
 the agent's run; the total wall_s also covers the checks.
 
-Writes bench-results/tasks.json and prints a table.
+Writes bench-results/tasks.json (with solved tasks per kind) and prints a table.
 
     bench_tasks.py [--model PATH] [--only NAME,...] [--max-steps N]
                    [--timeout S] [--keep] [--out FILE]
@@ -1575,7 +1576,21 @@ def run_task(t, agent, args, base):
     # Anything the agent builds (cargo test in the Rust task) goes beside the repo, not into the shared target dir.
     env = dict(os.environ, CARGO_TARGET_DIR=str(tdir / "agent-target"), PYTHONDONTWRITEBYTECODE="1")
     row = {"name": t.name, "kind": t.kind, "solved": False, "reason": "", "steps": 0, "tokens": 0,
-           "invalid_tool_calls": 0, "wall_s": 0.0, "finish": None}
+           "invalid_tool_calls": 0, "wall_s": 0.0, "index_s": 0.0, "finish": None}
+    # The product's workflow: `agent index`, then `agent ask` (which then searches a real index).
+    start = time.monotonic()
+    try:
+        idx = subprocess.run([agent, "index", "--json"], cwd=repo, env=env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=args.timeout)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        row["reason"] = f"agent index failed: {err}"
+        row["finish"] = "crash"
+        return row, repo
+    row["index_s"] = round(time.monotonic() - start, 2)
+    if idx.returncode != 0:
+        row["reason"] = f"agent index exited {idx.returncode}: {tail(idx.stderr, 400)}"
+        row["finish"] = "crash"
+        return row, repo
     start = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -1663,6 +1678,9 @@ def bench(tasks, args):
         "timed_out": sum(r["finish"] == "timeout" for r in rows),
         "max_steps": args.max_steps,
         "timeout_s": args.timeout,
+        "per_kind": {k: {"tasks": sum(r["kind"] == k for r in rows),
+                         "solved": sum(r["solved"] for r in rows if r["kind"] == k)}
+                     for k in sorted({r["kind"] for r in rows})},
         "results": rows,
     }
     out_path = Path(args.out)
@@ -1673,6 +1691,7 @@ def bench(tasks, args):
     print(f"\nsolved {out['solved']}/{out['tasks']} with {model}; avg steps {out['avg_steps']}, "
           f"avg tokens {out['avg_tokens']}, invalid tool calls {out['invalid_tool_calls']}, "
           f"crashed {out['crashed']}, timed out {out['timed_out']}, wall {out['wall_s']} s")
+    print("solved per kind: " + ", ".join(f"{k} {v['solved']}/{v['tasks']}" for k, v in out["per_kind"].items()))
     if args.keep:
         print(f"kept the task repositories under {base}")
         for r in rows:

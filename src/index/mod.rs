@@ -17,6 +17,7 @@
 
 pub mod chunk;
 pub mod embed;
+pub mod query;
 pub mod search;
 pub mod state;
 pub mod store;
@@ -544,8 +545,21 @@ impl Index {
         } else {
             (k * 4).max(40)
         };
+        // An issue text is taken apart; a one-line query is used as it is.
+        let long = query::is_long(&query.text).then(|| query::analyze(&query.text));
+        let depth = if long.is_some() {
+            depth.max(LONG_QUERY_DEPTH)
+        } else {
+            depth
+        };
         let vector_hits = if query.mode != SearchMode::Bm25 {
-            let v = self.embedder()?.embed_one(&query.text)?;
+            let v = match &long {
+                Some(l) if l.passages.len() > 1 => {
+                    let vectors = self.embedder()?.embed(&l.passages)?;
+                    mean_direction(&vectors)
+                }
+                _ => self.embedder()?.embed_one(&query.text)?,
+            };
             self.store
                 .vector_search(&v, depth, filter.as_deref())
                 .context(UNREADABLE)?
@@ -553,12 +567,18 @@ impl Index {
             Vec::new()
         };
         let text_hits = if query.mode != SearchMode::Vector {
+            let groups = match &long {
+                Some(l) => vec![
+                    (
+                        search::searchable_query(&l.code_terms.join(" ")),
+                        LONG_QUERY_NAME_WEIGHT,
+                    ),
+                    (l.prose_terms.join(" "), 1.0),
+                ],
+                None => vec![(search::searchable_query(&query.text), 1.0)],
+            };
             self.store
-                .text_search(
-                    &search::searchable_query(&query.text),
-                    depth,
-                    filter.as_deref(),
-                )
+                .weighted_text_search(&groups, depth, filter.as_deref())
                 .context(UNREADABLE)?
         } else {
             Vec::new()
@@ -588,11 +608,15 @@ impl Index {
             // Not "no results": the table is gone (deleted, or lost).
             bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
         }
-        let ranked = if search::wants_docs(&query.text) {
-            ranked
-        } else {
-            search::code_first(ranked, |h| h.row.path.as_str())
-        };
+        let ranked = search::code_first(ranked, &query.text, |h| h.row.path.as_str());
+        let mut signals = search::FileSignals::default();
+        if let Some(l) = &long {
+            let files = self.state.files()?;
+            signals.named_files =
+                search::resolve_named_files(&l.named_paths, files.keys().map(String::as_str));
+            signals.names = l.code_terms.iter().cloned().collect();
+        }
+        let ranked = search::rank_by_file(ranked, &signals, CHUNKS_PER_FILE);
         Ok(ranked
             .into_iter()
             .take(k)
@@ -656,6 +680,34 @@ const COMPLETE_KEY: &str = "complete";
 /// How hybrid search fuses its two lists; chosen on the CoSQA dev split
 /// (see BENCHMARKS.md), never on the test split.
 pub const DEFAULT_FUSION: search::Fusion = search::Fusion::Linear { text_weight: 0.1 };
+
+/// Chunks of one file in search results: the rest of a file's matches would
+/// push other files out of a short list.
+const CHUNKS_PER_FILE: usize = 3;
+/// Candidates each leg returns for a long query: the file ranking and the
+/// name bonuses need a deeper list than a top-k.
+const LONG_QUERY_DEPTH: usize = 200;
+/// BM25 weight of the names in an issue text against its prose words.
+const LONG_QUERY_NAME_WEIGHT: f32 = 2.0;
+
+/// The normalised mean of unit vectors: one query vector for several
+/// passages, pointing where they agree.
+fn mean_direction(vectors: &[Vec<f32>]) -> Vec<f32> {
+    let mut mean = vec![0.0f32; vectors.first().map_or(0, Vec::len)];
+    for v in vectors {
+        for (m, x) in mean.iter_mut().zip(v) {
+            *m += x;
+        }
+    }
+    let norm = mean
+        .iter()
+        .map(|x| x * x)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::EPSILON);
+    mean.iter_mut().for_each(|m| *m /= norm);
+    mean
+}
 
 /// Chunks a file so that each chunk, with its `path | symbol` header, fits
 /// the embedder's input (the symbol is given a fixed allowance).

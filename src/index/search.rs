@@ -1,6 +1,6 @@
 //! Query side: identifier-aware text for BM25, and hybrid rank fusion.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -209,6 +209,144 @@ pub fn fuse_linear(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> 
     fused
 }
 
+/// What the file ranking knows of a query besides the chunks it matched.
+#[derive(Debug, Default)]
+pub struct FileSignals {
+    /// Repository files the query names, by path or module path.
+    pub named_files: HashSet<String>,
+    /// Names in code form the query mentions (`LatexPrinter`, `_print_Mul`).
+    pub names: HashSet<String>,
+}
+
+/// Share of a file's other matching chunks added to its best one: a file
+/// with several good chunks beats one with a single equal chunk, but one
+/// strong chunk still beats many weak ones.
+const REST_SHARE: f32 = 0.1;
+/// Chunks of a file counted in its score besides the best.
+const REST_CHUNKS: usize = 4;
+/// Bonus (in units of the best score) for a file the query names.
+const NAMED_FILE_BONUS: f32 = 0.3;
+/// Bonus for a chunk that defines a name the query mentions.
+const NAMED_SYMBOL_BONUS: f32 = 0.1;
+
+/// Ranks files, not chunks: what the agent needs first is the file. A file
+/// scores its best chunk plus [`REST_SHARE`] of its next ones, with bonuses
+/// for being named by the query and for defining names it mentions. The
+/// chunks come back grouped by file, best file first, at most `per_file`
+/// of each, each with its own score.
+pub fn rank_by_file(
+    ranked: Vec<(Hit, f32)>,
+    signals: &FileSignals,
+    per_file: usize,
+) -> Vec<(Hit, f32)> {
+    /// A chunk with its own score and its weight in its file's score.
+    struct Candidate {
+        hit: Hit,
+        score: f32,
+        weight: f32,
+    }
+    let top = ranked.iter().map(|(_, s)| *s).fold(f32::EPSILON, f32::max);
+    let mut files: HashMap<String, Vec<Candidate>> = HashMap::new();
+    for (hit, score) in ranked {
+        let defines_named = hit
+            .row
+            .symbol
+            .split(['.', ':'])
+            .any(|part| signals.names.contains(part));
+        let bonus = if defines_named {
+            NAMED_SYMBOL_BONUS
+        } else {
+            0.0
+        };
+        files
+            .entry(hit.row.path.clone())
+            .or_default()
+            .push(Candidate {
+                weight: score / top + bonus,
+                hit,
+                score,
+            });
+    }
+    let mut scored: Vec<(f32, String, Vec<Candidate>)> = files
+        .into_iter()
+        .map(|(path, mut chunks)| {
+            chunks.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+            let rest: f32 = chunks
+                .iter()
+                .skip(1)
+                .take(REST_CHUNKS)
+                .map(|c| c.weight)
+                .sum();
+            let named = if signals.named_files.contains(&path) {
+                NAMED_FILE_BONUS
+            } else {
+                0.0
+            };
+            (chunks[0].weight + REST_SHARE * rest + named, path, chunks)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .flat_map(|(_, _, chunks)| chunks.into_iter().take(per_file))
+        .map(|c| (c.hit, c.score))
+        .collect()
+}
+
+/// The repository files that paths named in a query refer to. A named path
+/// matches a file it is a suffix of (`core/basic.py`); a module path
+/// (`sympy/printing/latex`, from `sympy.printing.latex`) matches its `.py`
+/// file or package, also after dropping a last part that names a class or
+/// function in it. Single-part names are too vague to count.
+pub fn resolve_named_files<'a>(
+    named: &[String],
+    files: impl Iterator<Item = &'a str> + Clone,
+) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let ends_with = |file: &str, tail: &str| {
+        file == tail || (file.ends_with(tail) && file[..file.len() - tail.len()].ends_with('/'))
+    };
+    for name in named {
+        let parts: Vec<&str> = name.split('/').collect();
+        let has_ext = parts.last().is_some_and(|p| p.contains('.'));
+        let candidates: Vec<Vec<String>> = if has_ext {
+            vec![vec![name.clone()]]
+        } else {
+            // The whole module path first; without its last part only if
+            // that matched nothing.
+            (2..=parts.len())
+                .rev()
+                .take(2)
+                .map(|n| {
+                    let m = parts[..n].join("/");
+                    vec![
+                        format!("{m}.py"),
+                        format!("{m}/__init__.py"),
+                        format!("{m}.rs"),
+                    ]
+                })
+                .collect()
+        };
+        for tails in candidates {
+            let before = out.len();
+            for file in files.clone() {
+                // Either may be the longer: `core/basic.py` names `sympy/core/basic.py`,
+                // and `/home/u/src/sympy/core/basic.py` names it too.
+                if tails
+                    .iter()
+                    .any(|c| ends_with(file, c) || (file.contains('/') && ends_with(c, file)))
+                {
+                    out.insert(file.to_string());
+                }
+            }
+            if out.len() > before {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// Score factor for documentation chunks when the query does not ask for
 /// docs: prose matches a natural-language question better than code does,
 /// so without it READMEs and .rst pages crowd the code out of the results.
@@ -253,17 +391,63 @@ pub fn wants_docs(query: &str) -> bool {
         .any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
 }
 
-/// Re-ranks so code comes before documentation of similar score: a doc
-/// chunk's score is scaled by [`DOC_WEIGHT`]. The sort is stable.
-pub fn code_first<T>(mut ranked: Vec<(T, f32)>, path: impl Fn(&T) -> &str) -> Vec<(T, f32)> {
+/// Score factor for test files when the query does not mention tests: a
+/// test calls the code it tests by name, so it matches a request about that
+/// code by words almost as well as the code itself does.
+const TEST_WEIGHT: f32 = 0.8;
+
+/// Test code, by path: a `tests`/`test`/`testing` folder, or a file named
+/// `test_*.py`, `*_test.py`, `*_test.go`, `*_spec.rb`, `*.test.ts`, ...
+pub fn is_test(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let mut parts = lower.split('/').rev();
+    let file = parts.next().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or("");
+    parts.any(|d| matches!(d, "tests" | "test" | "testing" | "__tests__" | "spec"))
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("_spec")
+        || file.contains(".test.")
+        || file.contains(".spec.")
+        || stem == "conftest"
+}
+
+/// Whether a query is about tests.
+pub fn wants_tests(query: &str) -> bool {
+    query.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        matches!(
+            w.to_ascii_lowercase().as_str(),
+            "test" | "tests" | "testing" | "pytest" | "unittest" | "spec" | "specs"
+        )
+    })
+}
+
+/// Re-ranks so code comes before documentation and tests of similar score:
+/// a doc chunk's score is scaled by [`DOC_WEIGHT`] unless the query asks for
+/// docs, a test's by [`TEST_WEIGHT`] unless it mentions tests. The sort is
+/// stable.
+pub fn code_first<T>(
+    mut ranked: Vec<(T, f32)>,
+    query: &str,
+    path: impl Fn(&T) -> &str,
+) -> Vec<(T, f32)> {
+    let doc_weight = if wants_docs(query) { 1.0 } else { DOC_WEIGHT };
+    let test_weight = if wants_tests(query) { 1.0 } else { TEST_WEIGHT };
     for (hit, score) in ranked.iter_mut() {
-        if is_doc(path(hit)) {
-            *score = if *score >= 0.0 {
-                *score * DOC_WEIGHT
-            } else {
-                *score / DOC_WEIGHT
-            };
-        }
+        let p = path(hit);
+        let weight = if is_doc(p) {
+            doc_weight
+        } else if is_test(p) {
+            test_weight
+        } else {
+            1.0
+        };
+        *score = if *score >= 0.0 {
+            *score * weight
+        } else {
+            *score / weight
+        };
     }
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
     ranked
@@ -273,6 +457,109 @@ pub fn code_first<T>(mut ranked: Vec<(T, f32)>, path: impl Fn(&T) -> &str) -> Ve
 mod tests {
     use super::*;
 
+    fn hit(path: &str, line: u32, symbol: &str) -> Hit {
+        Hit {
+            row: super::super::store::Row {
+                id: format!("{path}:{line}"),
+                path: path.into(),
+                lang: "python".into(),
+                symbol: symbol.into(),
+                kind: "function".into(),
+                start_line: line,
+                end_line: line + 5,
+                hash: String::new(),
+                text: String::new(),
+                search_text: String::new(),
+                vector: Vec::new(),
+            },
+            score: 0.0,
+        }
+    }
+
+    fn order(ranked: &[(Hit, f32)]) -> Vec<String> {
+        ranked.iter().map(|(h, _)| h.row.id.clone()).collect()
+    }
+
+    #[test]
+    fn files_rank_by_best_chunk_plus_a_share_of_the_rest() {
+        let ranked = vec![
+            (hit("a.py", 1, "f"), 0.80),
+            (hit("b.py", 1, "g"), 0.78),
+            (hit("b.py", 10, "h"), 0.70),
+            (hit("b.py", 20, "i"), 0.60),
+            (hit("b.py", 30, "j"), 0.50),
+            (hit("c.py", 1, "k"), 0.30),
+        ];
+        let none = FileSignals::default();
+        // b's three other chunks lift it past a's single slightly better one,
+        // and only `per_file` chunks of b are kept, grouped.
+        assert_eq!(
+            order(&rank_by_file(ranked.clone(), &none, 3)),
+            ["b.py:1", "b.py:10", "b.py:20", "a.py:1", "c.py:1"]
+        );
+        // A named file and a chunk defining a named symbol move up.
+        // A named file, or a chunk defining a named symbol, moves up.
+        let mut ranked = ranked;
+        ranked[5].1 = 0.75;
+        assert_eq!(
+            order(&rank_by_file(ranked.clone(), &none, 1)),
+            ["b.py:1", "a.py:1", "c.py:1"]
+        );
+        let named = FileSignals {
+            named_files: HashSet::from(["c.py".to_string()]),
+            names: HashSet::new(),
+        };
+        assert_eq!(
+            order(&rank_by_file(ranked.clone(), &named, 1)),
+            ["c.py:1", "b.py:1", "a.py:1"]
+        );
+        let names = FileSignals {
+            named_files: HashSet::new(),
+            names: HashSet::from(["k".to_string()]),
+        };
+        assert_eq!(
+            order(&rank_by_file(ranked, &names, 1)),
+            ["b.py:1", "c.py:1", "a.py:1"]
+        );
+    }
+
+    #[test]
+    fn named_paths_resolve_to_repository_files() {
+        let files = [
+            "sympy/core/basic.py",
+            "sympy/printing/latex.py",
+            "sympy/printing/__init__.py",
+            "sympy/printing/tests/test_latex.py",
+            "setup.py",
+        ];
+        let named = |names: &[&str]| {
+            let mut v: Vec<String> = resolve_named_files(
+                &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                files.iter().copied(),
+            )
+            .into_iter()
+            .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(named(&["core/basic.py"]), ["sympy/core/basic.py"]);
+        assert_eq!(
+            named(&["home/u/src/sympy/core/basic.py"]),
+            ["sympy/core/basic.py"]
+        );
+        assert_eq!(
+            named(&["sympy/printing/latex"]),
+            ["sympy/printing/latex.py"]
+        );
+        // A class after the module: `sympy.printing.latex.LatexPrinter`.
+        assert_eq!(
+            named(&["sympy/printing/latex/LatexPrinter"]),
+            ["sympy/printing/latex.py"]
+        );
+        assert_eq!(named(&["sympy/printing"]), ["sympy/printing/__init__.py"]);
+        assert!(named(&["numpy/linalg"]).is_empty());
+    }
+
     #[test]
     fn docs_rank_after_code_unless_asked_for() {
         let ranked = vec![
@@ -280,15 +567,46 @@ mod tests {
             ("docs/api.rst", 0.55),
             ("src/app.py", 0.50),
         ];
-        let out = code_first(ranked, |p| p);
+        let q = "where is the app started";
+        let out = code_first(ranked.clone(), q, |p| p);
         assert_eq!(out[0].0, "src/app.py");
+        assert_eq!(code_first(ranked, "the docs", |p| p)[0].0, "README.md");
         // A much better doc still wins.
-        let out = code_first(vec![("README.md", 0.9), ("src/app.py", 0.3)], |p| p);
+        let out = code_first(vec![("README.md", 0.9), ("src/app.py", 0.3)], q, |p| p);
         assert_eq!(out[0].0, "README.md");
         assert!(!wants_docs("where is the debug flag read"));
         assert!(wants_docs("what do the docs say about the debug flag"));
         assert!(wants_docs("What does this project do?"));
         assert!(is_doc("CHANGES.rst") && is_doc("README.md") && !is_doc("src/app.py"));
+    }
+
+    #[test]
+    fn tests_rank_after_code_unless_asked_for() {
+        for p in [
+            "sympy/printing/tests/test_latex.py",
+            "pkg/foo_test.go",
+            "src/app.test.ts",
+            "conftest.py",
+            "spec/models/user_spec.rb",
+        ] {
+            assert!(is_test(p), "{p}");
+        }
+        for p in [
+            "sympy/printing/latex.py",
+            "src/testing_utils_not.rs",
+            "latest.py",
+        ] {
+            assert!(!is_test(p), "{p}");
+        }
+        let ranked = vec![("pkg/tests/test_app.py", 0.6), ("pkg/app.py", 0.55)];
+        assert_eq!(
+            code_first(ranked.clone(), "app crashes", |p| p)[0].0,
+            "pkg/app.py"
+        );
+        assert_eq!(
+            code_first(ranked, "the app test fails", |p| p)[0].0,
+            "pkg/tests/test_app.py"
+        );
     }
 
     #[test]

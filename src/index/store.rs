@@ -16,7 +16,9 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
-use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
+use lancedb::index::scalar::{
+    BooleanQuery, FtsIndexBuilder, FullTextSearchQuery, MatchQuery, Occur,
+};
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
@@ -467,14 +469,42 @@ impl Store {
 
     /// Best chunks by BM25 over the identifier-aware text.
     pub fn text_search(&self, query: &str, limit: usize, filter: Option<&str>) -> Result<Vec<Hit>> {
-        if query.trim().is_empty() || !self.has_text_index()? {
+        self.weighted_text_search(&[(query.to_string(), 1.0)], limit, filter)
+    }
+
+    /// BM25 with groups of terms that weigh differently (the names in an
+    /// issue text count for more than its prose): a chunk's score is the
+    /// sum over the groups of its BM25 score for the group × the weight.
+    pub fn weighted_text_search(
+        &self,
+        groups: &[(String, f32)],
+        limit: usize,
+        filter: Option<&str>,
+    ) -> Result<Vec<Hit>> {
+        let groups: Vec<&(String, f32)> = groups
+            .iter()
+            .filter(|(q, _)| !q.trim().is_empty())
+            .collect();
+        if groups.is_empty() || !self.has_text_index()? {
             return Ok(Vec::new());
         }
+        let query = match groups.as_slice() {
+            [(q, w)] if *w == 1.0 => FullTextSearchQuery::new(q.clone()),
+            _ => FullTextSearchQuery::new_query(
+                BooleanQuery::new(groups.iter().map(|(q, w)| {
+                    let clause = MatchQuery::new(q.clone())
+                        .with_column(Some("search_text".into()))
+                        .with_boost(*w);
+                    (Occur::Should, clause.into())
+                }))
+                .into(),
+            ),
+        };
         self.rt.block_on(async {
             let q = self
                 .table
                 .query()
-                .full_text_search(FullTextSearchQuery::new(query.to_string()))
+                .full_text_search(query)
                 .select(Select::columns(&columns_with("_score")))
                 .limit(limit);
             collect_hits(q, filter, "_score").await

@@ -1,0 +1,660 @@
+//! Long requests: an issue text of prose, code, tracebacks and names, taken
+//! apart so that each search leg gets what it is good at.
+//!
+//! A one-line query goes to both legs as it is. A long one (a bug report, a
+//! feature request) is split into:
+//! - passages for the vector leg: MiniLM reads 256 tokens, an issue runs to
+//!   thousands, so the text is cut at paragraph boundaries and each piece is
+//!   embedded;
+//! - terms for BM25: names written in code form (`LatexPrinter`,
+//!   `_print_Mul`, `sympy.printing.latex`) and everything inside code blocks
+//!   and tracebacks, kept apart from the prose words so they can weigh more;
+//!   filler words of bug reports ("expected", "following") are dropped;
+//! - the files it names: paths (tracebacks, text) and dotted module paths,
+//!   which the file ranking looks up in the repository.
+
+use std::collections::HashSet;
+
+/// Queries with more words than this (or more than a few lines) are long.
+const SHORT_QUERY_WORDS: usize = 40;
+/// Words per vector passage: about 256 MiniLM tokens of mixed prose and code.
+const PASSAGE_WORDS: usize = 150;
+/// Passages embedded per query: each costs one embedder call.
+pub const MAX_PASSAGES: usize = 6;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LongQuery {
+    /// Pieces of the text for the vector leg, in text order.
+    pub passages: Vec<String>,
+    /// Names in code form and words from code blocks, tracebacks and inline
+    /// code, as BM25 query text (identifier parts included).
+    pub code_terms: Vec<String>,
+    /// The remaining prose words, lower-case, without filler.
+    pub prose_terms: Vec<String>,
+    /// Paths the text names, with `/` separators and no leading `./` or
+    /// absolute prefix; dotted module paths become `a/b/c` (no extension).
+    pub named_paths: Vec<String>,
+}
+
+/// Whether `text` is long enough to be taken apart.
+pub fn is_long(text: &str) -> bool {
+    text.split_whitespace().count() > SHORT_QUERY_WORDS
+        || text.lines().filter(|l| !l.trim().is_empty()).count() > 3
+}
+
+/// Takes a long query apart (see the module docs).
+pub fn analyze(text: &str) -> LongQuery {
+    let text = &without_console_noise(text);
+    let mut q = LongQuery {
+        passages: passages(text),
+        ..LongQuery::default()
+    };
+    let mut seen_code = HashSet::new();
+    let mut seen_prose = HashSet::new();
+    let mut seen_path = HashSet::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        let code_line = in_fence
+            || trimmed.starts_with(">>>")
+            || trimmed.starts_with("... ")
+            || trimmed.starts_with("File \"")
+            || line.starts_with("    ")
+            || line.starts_with('\t')
+            || looks_like_error(trimmed);
+        for path in paths_in(line) {
+            if seen_path.insert(path.clone()) {
+                q.named_paths.push(path);
+            }
+        }
+        let mut in_backticks = false;
+        for (token, after, backticked) in tokens(line, &mut in_backticks) {
+            if (code_line || backticked) && is_module_path(&token) {
+                let path = token.replace('.', "/");
+                if seen_path.insert(path.clone()) {
+                    q.named_paths.push(path);
+                }
+            }
+            for part in token.split('.').filter(|p| !p.is_empty()) {
+                let code = code_line || backticked || after == '(' || is_code_form(part);
+                if code {
+                    if is_keyword(part) || part.chars().all(|c| c.is_ascii_digit() || c == '_') {
+                        continue;
+                    }
+                    if seen_code.insert(part.to_string()) {
+                        q.code_terms.push(part.to_string());
+                    }
+                } else {
+                    let w = part.to_lowercase();
+                    if w.len() > 2
+                        && !is_filler(&w)
+                        && !w.chars().all(|c| c.is_ascii_digit())
+                        && seen_prose.insert(w.clone())
+                    {
+                        q.prose_terms.push(w);
+                    }
+                }
+            }
+        }
+    }
+    q.prose_terms.retain(|w| !seen_code.contains(w.as_str()));
+    q
+}
+
+/// The text without what interactive sessions add around the code: the
+/// banner of an IPython or Python session (its version and help lines) and
+/// the `In [3]:` / `Out[3]:` prompts. Pasted sessions are common in bug
+/// reports, and their words otherwise match the project's own REPL code.
+fn without_console_noise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let t = line.trim_start();
+        let starts_with_version = |prefix: &str| {
+            t.strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        let banner = starts_with_version("Python ")
+            || starts_with_version("IPython ")
+            || t.starts_with("Type \"copyright\"")
+            || t.starts_with("Type \"help\"")
+            || t.split_once(" -> ").is_some_and(|(head, _)| {
+                let head = head.trim();
+                !head.is_empty() && !head.contains(' ')
+            });
+        if banner {
+            continue;
+        }
+        out.push_str(strip_prompt(t).unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// The code after an IPython prompt (`In [3]: x`, `Out[3]: y`, `   ...: z`).
+fn strip_prompt(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix("In [")
+        .or_else(|| line.strip_prefix("Out["))?;
+    let (n, after) = rest.split_once("]:")?;
+    n.chars()
+        .all(|c| c.is_ascii_digit())
+        .then(|| after.trim_start())
+}
+
+/// `Error:` / `Exception:` lines of a traceback or log.
+fn looks_like_error(line: &str) -> bool {
+    let head = line.split(':').next().unwrap_or("");
+    !head.contains(' ')
+        && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("Warning"))
+        && line.len() > head.len()
+}
+
+/// Identifier-like tokens with the character after each and whether the
+/// token sits in `inline code`. Dots join parts (`a.b.C`); a trailing dot
+/// (sentence end) is dropped.
+fn tokens(line: &str, in_backticks: &mut bool) -> Vec<(String, char, bool)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in line.chars() {
+        let part_of = c.is_alphanumeric() || c == '_' || (c == '.' && !cur.is_empty());
+        if part_of {
+            cur.push(c);
+            continue;
+        }
+        if !cur.is_empty() {
+            let token = cur.trim_end_matches('.').to_string();
+            if !token.is_empty() {
+                out.push((token, c, *in_backticks));
+            }
+            cur.clear();
+        }
+        if c == '`' {
+            *in_backticks = !*in_backticks;
+        }
+    }
+    if !cur.is_empty() {
+        let token = cur.trim_end_matches('.').to_string();
+        if !token.is_empty() {
+            out.push((token, ' ', *in_backticks));
+        }
+    }
+    out
+}
+
+/// `package.module` or `package.module.Name`: lower-case parts, perhaps a
+/// capitalised last one; not an attribute of a local (`self.x`) nor a file
+/// name (`basic.py`).
+fn is_module_path(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    let last = parts.len() - 1;
+    parts.len() >= 2
+        && !["self", "cls", "other", "np", "os", "sys", "re"].contains(&parts[0])
+        && ![
+            "py", "pyi", "rs", "txt", "rst", "md", "c", "h", "cfg", "toml",
+        ]
+        .contains(&parts[last])
+        && parts.iter().enumerate().all(|(i, p)| {
+            !p.is_empty()
+                && p.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && (i == last || !p.chars().any(|c| c.is_uppercase()))
+        })
+}
+
+/// Names only code writes: `snake_case`, `camelCase`, `CamelCase` with a
+/// second capital, `__dunder__`.
+pub fn is_code_form(word: &str) -> bool {
+    let letters = word.chars().filter(|c| c.is_alphabetic()).count();
+    if letters < 2 {
+        return false;
+    }
+    if word.contains('_') && word.trim_matches('_').len() > 1 {
+        return true;
+    }
+    let mut prev_lower = false;
+    let mut capitals = 0;
+    for c in word.chars() {
+        if c.is_uppercase() {
+            capitals += 1;
+            if prev_lower {
+                return true; // camelCase or CamelCase
+            }
+        }
+        prev_lower = c.is_lowercase();
+    }
+    // `HTTPError`-like: capitals then lower case, more than one capital.
+    capitals >= 2 && word.chars().any(|c| c.is_lowercase())
+}
+
+/// Paths the line names: `a/b/c.py`, `./x.rs`, `/usr/lib/.../site-packages/pkg/m.py`.
+/// The site-packages (or dist-packages) prefix of installed code is cut, so
+/// the rest matches the repository's own layout.
+fn paths_in(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in line.split(|c: char| c.is_whitespace() || "\"'`(),;:<>[]{}".contains(c)) {
+        let raw = raw.trim_end_matches('.');
+        if !raw.contains('/') || !raw.contains('.') {
+            continue;
+        }
+        let Some((_, ext)) = raw.rsplit_once('.') else {
+            continue;
+        };
+        if ext.is_empty()
+            || ext.len() > 5
+            || !ext.chars().all(|c| c.is_ascii_alphanumeric())
+            || raw.contains("://")
+        {
+            continue;
+        }
+        let mut p = raw;
+        for marker in ["site-packages/", "dist-packages/"] {
+            if let Some(i) = p.rfind(marker) {
+                p = &p[i + marker.len()..];
+            }
+        }
+        let p = p.trim_start_matches("./").trim_start_matches('/');
+        if p.split('/').all(|s| !s.is_empty() && s != "..") {
+            out.push(p.to_string());
+        }
+    }
+    out
+}
+
+/// Paragraphs packed into passages of about [`PASSAGE_WORDS`] words, in
+/// text order; a long paragraph is cut into pieces. At most
+/// [`MAX_PASSAGES`]: the opening one, which states the problem, and then
+/// the ones richest in names.
+fn passages(text: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let flush = |current: &mut Vec<&str>, pieces: &mut Vec<String>| {
+        let words: Vec<&str> = current.iter().flat_map(|l| l.split_whitespace()).collect();
+        for piece in words.chunks(PASSAGE_WORDS) {
+            pieces.push(piece.join(" "));
+        }
+        current.clear();
+    };
+    let mut words_in_current = 0;
+    for line in text.lines() {
+        let n = line.split_whitespace().count();
+        if line.trim().is_empty() && words_in_current >= PASSAGE_WORDS / 2 {
+            flush(&mut current, &mut pieces);
+            words_in_current = 0;
+            continue;
+        }
+        if words_in_current + n > PASSAGE_WORDS && words_in_current > 0 {
+            flush(&mut current, &mut pieces);
+            words_in_current = 0;
+        }
+        current.push(line);
+        words_in_current += n;
+    }
+    flush(&mut current, &mut pieces);
+    pieces.retain(|p| p.split_whitespace().count() >= 3);
+    if pieces.len() <= MAX_PASSAGES {
+        return pieces;
+    }
+    let names = |p: &str| {
+        p.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| is_code_form(w))
+            .count()
+    };
+    let mut rest: Vec<usize> = (1..pieces.len()).collect();
+    rest.sort_by_key(|&i| std::cmp::Reverse(names(&pieces[i])));
+    let mut keep: Vec<usize> = std::iter::once(0)
+        .chain(rest.into_iter().take(MAX_PASSAGES - 1))
+        .collect();
+    keep.sort_unstable();
+    keep.into_iter().map(|i| pieces[i].clone()).collect()
+}
+
+fn is_keyword(w: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "def",
+        "class",
+        "import",
+        "from",
+        "return",
+        "self",
+        "None",
+        "True",
+        "False",
+        "print",
+        "in",
+        "for",
+        "if",
+        "else",
+        "elif",
+        "and",
+        "or",
+        "not",
+        "is",
+        "lambda",
+        "with",
+        "as",
+        "try",
+        "except",
+        "raise",
+        "pass",
+        "while",
+        "assert",
+        "yield",
+        "fn",
+        "let",
+        "mut",
+        "pub",
+        "use",
+        "impl",
+        "struct",
+        "enum",
+        "match",
+        "const",
+        "static",
+        "mod",
+        "crate",
+        "super",
+        "File",
+        "line",
+        "Traceback",
+        "most",
+        "recent",
+        "call",
+        "last",
+        "the",
+        "a",
+        "an",
+        "to",
+        "of",
+        "it",
+        "at",
+        "be",
+        "this",
+        "that",
+        "python",
+        "Python",
+        "In",
+        "Out",
+    ];
+    KEYWORDS.contains(&w)
+}
+
+/// English stop words and the filler of bug reports.
+fn is_filler(w: &str) -> bool {
+    const FILLER: &[&str] = &[
+        "the",
+        "and",
+        "for",
+        "that",
+        "this",
+        "with",
+        "are",
+        "was",
+        "but",
+        "not",
+        "you",
+        "have",
+        "has",
+        "had",
+        "can",
+        "will",
+        "would",
+        "should",
+        "could",
+        "there",
+        "their",
+        "what",
+        "when",
+        "which",
+        "where",
+        "who",
+        "how",
+        "why",
+        "then",
+        "than",
+        "them",
+        "they",
+        "these",
+        "those",
+        "its",
+        "also",
+        "from",
+        "into",
+        "out",
+        "all",
+        "any",
+        "some",
+        "one",
+        "two",
+        "been",
+        "being",
+        "were",
+        "does",
+        "did",
+        "doing",
+        "just",
+        "like",
+        "more",
+        "most",
+        "other",
+        "such",
+        "only",
+        "same",
+        "very",
+        "about",
+        "because",
+        "here",
+        "now",
+        "get",
+        "gets",
+        "got",
+        "use",
+        "used",
+        "using",
+        "make",
+        "makes",
+        "see",
+        "seems",
+        "seem",
+        "think",
+        "know",
+        "want",
+        "need",
+        "way",
+        "thing",
+        "things",
+        "case",
+        "cases",
+        "example",
+        "examples",
+        "following",
+        "expected",
+        "actual",
+        "result",
+        "results",
+        "output",
+        "outputs",
+        "issue",
+        "issues",
+        "bug",
+        "bugs",
+        "problem",
+        "error",
+        "errors",
+        "work",
+        "works",
+        "working",
+        "version",
+        "versions",
+        "code",
+        "run",
+        "running",
+        "returns",
+        "return",
+        "correct",
+        "correctly",
+        "wrong",
+        "instead",
+        "should",
+        "shouldn",
+        "doesn",
+        "isn",
+        "don",
+        "didn",
+        "it's",
+        "i'm",
+        "thanks",
+        "please",
+        "hi",
+        "hello",
+        "maybe",
+        "may",
+        "might",
+        "must",
+        "well",
+        "still",
+        "even",
+        "each",
+        "both",
+        "after",
+        "before",
+        "while",
+        "our",
+        "your",
+        "his",
+        "her",
+        "him",
+        "she",
+        "yes",
+        "via",
+        "per",
+        "etc",
+        "lot",
+        "new",
+        "old",
+    ];
+    FILLER.contains(&w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ISSUE: &str = "latex printer does not support full inverse trig function names for acsc and asec
+
+For example
+`latex(asin(x), inv_trig_style=\"full\")` works as expected returning `'\\\\arcsin{\\\\left (x \\\\right )}'`
+But `latex(acsc(x), inv_trig_style=\"full\")` gives `'\\\\operatorname{acsc}{\\\\left (x \\\\right )}'` instead.
+
+A fix seems to be to change line 743 of sympy/printing/latex.py from
+`inv_trig_table = [\"asin\", \"acos\", \"atan\", \"acot\"]` to
+`inv_trig_table = [\"asin\", \"acos\", \"atan\", \"acsc\", \"asec\", \"acot\"]`
+
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/sympy/core/basic.py\", line 12, in __eq__
+    return self._hashable_content() == other._hashable_content()
+AttributeError: 'Foo' object has no attribute '_hashable_content'
+";
+
+    #[test]
+    fn an_issue_is_taken_apart() {
+        assert!(is_long(ISSUE));
+        assert!(!is_long("where is the config parsed"));
+        let q = analyze(ISSUE);
+        for name in [
+            "inv_trig_style",
+            "inv_trig_table",
+            "latex",
+            "acsc",
+            "_hashable_content",
+            "AttributeError",
+            "__eq__",
+        ] {
+            assert!(
+                q.code_terms.iter().any(|t| t == name),
+                "{name}: {:?}",
+                q.code_terms
+            );
+        }
+        for word in ["printer", "inverse", "trig", "names"] {
+            assert!(
+                q.prose_terms.iter().any(|t| t == word),
+                "{word}: {:?}",
+                q.prose_terms
+            );
+        }
+        for filler in ["the", "expected", "example", "latex"] {
+            assert!(!q.prose_terms.iter().any(|t| t == filler), "{filler}");
+        }
+        assert_eq!(
+            q.named_paths,
+            ["sympy/printing/latex.py", "sympy/core/basic.py"]
+        );
+        assert!(!q.passages.is_empty() && q.passages.len() <= MAX_PASSAGES);
+        assert!(q.passages[0].starts_with("latex printer does not support"));
+    }
+
+    #[test]
+    fn console_banners_and_prompts_are_dropped() {
+        let text = "Wrong result with apart\n```\nPython 3.6.0 |Continuum Analytics, Inc.| (default)\nType \"copyright\", \"credits\" or \"license\" for more information.\n\nIPython 5.1.0 -- An enhanced Interactive Python.\n?         -> Introduction and overview of IPython's features.\n%quickref -> Quick reference.\n\nIn [1]: from sympy import symbols\n\nIn [8]: bug.apart(t)\nOut[8]: -a*t\n```\nThe result x -> y is wrong.";
+        let clean = without_console_noise(text);
+        assert!(!clean.contains("Continuum") && !clean.contains("quickref"));
+        assert!(!clean.contains("copyright") && !clean.contains("IPython"));
+        assert!(clean.contains("\nfrom sympy import symbols\n"));
+        assert!(clean.contains("\nbug.apart(t)\n-a*t\n"));
+        assert!(clean.contains("The result x -> y is wrong."));
+        let q = analyze(text);
+        assert!(!q.code_terms.iter().any(|t| t == "In" || t == "Out"));
+        assert!(q.code_terms.iter().any(|t| t == "apart"));
+    }
+
+    #[test]
+    fn code_form_names_are_told_from_words() {
+        for w in [
+            "snake_case",
+            "camelCase",
+            "LatexPrinter",
+            "HTTPError",
+            "__init__",
+        ] {
+            assert!(is_code_form(w), "{w}");
+        }
+        for w in ["The", "printer", "OK", "I", "_", "x"] {
+            assert!(!is_code_form(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn dotted_module_paths_in_code_become_paths() {
+        let q = analyze(
+            "Importing fails\n\n```\nfrom sklearn.utils.validation import check_array\n```\n\nsee `matplotlib.axes._base` too. End of sentence. More words here to pass.",
+        );
+        assert!(q
+            .named_paths
+            .contains(&"sklearn/utils/validation".to_string()));
+        assert!(q.named_paths.contains(&"matplotlib/axes/_base".to_string()));
+        assert!(!q.named_paths.iter().any(|p| p.contains("sentence")));
+        assert!(q.code_terms.contains(&"check_array".to_string()));
+    }
+
+    #[test]
+    fn many_paragraphs_keep_the_opening_and_the_richest() {
+        let mut text = String::from("Title line about the failure here\n\n");
+        for i in 0..20 {
+            let names = if i == 13 {
+                "foo_bar baz_qux FooBar "
+            } else {
+                ""
+            };
+            text.push_str(&format!("{names}{}\n\n", "plain words ".repeat(80)));
+        }
+        let p = passages(&text);
+        assert_eq!(p.len(), MAX_PASSAGES);
+        assert!(p[0].starts_with("Title line"));
+        assert!(p.iter().any(|x| x.contains("foo_bar")));
+    }
+}

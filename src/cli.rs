@@ -45,12 +45,12 @@ pub enum Command {
     Index(IndexArgs),
     /// Search the code index: hybrid (vector + BM25) by default.
     #[command(
-        after_help = "Examples:\n  agent search \"where is the KV cache trimmed\"\n  agent search -k 5 --lang rust --path 'src/**' \"parse a GGUF header\"\n  agent search --mode bm25 LlamaEngine --json"
+        after_help = "Results are grouped by file, best file first (at most 3 chunks of a file). A long query, such as a whole issue text (`agent search -- \"$(cat issue.md)\"`), is taken apart: its code names, paths and tracebacks weigh more than its prose.\n\nExamples:\n  agent search \"where is the KV cache trimmed\"\n  agent search -k 5 --lang rust --path 'src/**' \"parse a GGUF header\"\n  agent search --mode bm25 LlamaEngine --json"
     )]
     Search(SearchArgs),
     /// Print a ranked map of the repository's definitions, fitted to a token budget.
     #[command(
-        after_help = "Examples:\n  agent map                         # the map the agent's system prompt carries\n  agent map --tokens 400 --focus src/index/mod.rs --focus LlamaEngine\n  agent map --json                  # text, token count, ranked files"
+        after_help = "Examples:\n  agent map                         # the map the agent's system prompt carries\n  agent map --tokens 400 --focus src/index/mod.rs --focus LlamaEngine\n  agent map --json                  # text, token count, ranked files\n  agent map --request \"$(cat issue.md)\"  # the map the agent would see for that request"
     )]
     Map(MapArgs),
     /// List the model files, verify their sha256, and show what the chat model is.
@@ -392,6 +392,10 @@ pub struct MapArgs {
     /// Files or identifiers to rank higher (repeatable).
     #[arg(long, value_name = "PATH_OR_IDENT")]
     pub focus: Vec<String>,
+    /// Focus the map as the agent does for this request (an issue text, a
+    /// question): on the paths and names it mentions.
+    #[arg(long, value_name = "TEXT")]
+    pub request: Option<String>,
     /// Repository to map (default: the enclosing one).
     #[arg(long, value_name = "PATH")]
     pub root: Option<PathBuf>,

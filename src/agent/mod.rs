@@ -340,7 +340,9 @@ impl Agent {
     /// The repo map for the system prompt, or None when it cannot be built
     /// (the loop works without it).
     fn repo_map(&self, request: &str) -> Option<String> {
-        use crate::repomap::{budget_for_context, default_cache_path, MapOptions, RepoMap};
+        use crate::repomap::{
+            budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
+        };
         let root = self.workspace.root();
         let mut map = RepoMap::open(root, &default_cache_path(root));
         if let Err(e) = map.refresh() {
@@ -350,16 +352,7 @@ impl Agent {
         // A smaller share than `agent map` shows: the loop needs room for tool output.
         let options = MapOptions {
             token_budget: budget_for_context(self.provider.context_size(), 0.08),
-            focus: request
-                .split(|c: char| c.is_whitespace() || c == '`' || c == ',' || c == '?')
-                .filter(|w| w.len() > 2)
-                .map(|w| {
-                    w.trim_matches(|c: char| {
-                        !c.is_alphanumeric() && c != '_' && c != '/' && c != '.'
-                    })
-                    .to_string()
-                })
-                .collect(),
+            focus: focus_from_request(request),
             recent_files: Vec::new(),
         };
         let count = |s: &str| {

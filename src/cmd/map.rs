@@ -6,7 +6,8 @@ use super::exit;
 use crate::cli::MapArgs;
 use crate::paths;
 use crate::repomap::{
-    budget_for_context, default_cache_path, MapOptions, RepoMap, DEFAULT_BUDGET_FRACTION,
+    budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
+    DEFAULT_BUDGET_FRACTION,
 };
 
 pub fn run(args: &MapArgs) -> Result<i32> {
@@ -19,7 +20,17 @@ pub fn run(args: &MapArgs) -> Result<i32> {
         token_budget: args.tokens.unwrap_or_else(|| {
             budget_for_context(provider.context_size(), DEFAULT_BUDGET_FRACTION)
         }),
-        focus: args.focus.clone(),
+        focus: args
+            .focus
+            .iter()
+            .cloned()
+            .chain(
+                args.request
+                    .as_deref()
+                    .map(focus_from_request)
+                    .unwrap_or_default(),
+            )
+            .collect(),
         recent_files: Vec::new(),
     };
     let count = |s: &str| {

@@ -93,6 +93,27 @@ impl MapOptions {
     }
 }
 
+/// What a request asks the map to focus on. A long request (an issue text)
+/// is taken apart like a search query: the paths and the names in code
+/// form it mentions, not every word of its prose. A short one gives its
+/// words (of three letters or more), which the ranking reads as paths or
+/// identifiers.
+pub fn focus_from_request(request: &str) -> Vec<String> {
+    use crate::index::query;
+    if query::is_long(request) {
+        let q = query::analyze(request);
+        return q.named_paths.into_iter().chain(q.code_terms).collect();
+    }
+    request
+        .split(|c: char| c.is_whitespace() || c == '`' || c == ',' || c == '?')
+        .filter(|w| w.len() > 2)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '/' && c != '.')
+                .to_string()
+        })
+        .collect()
+}
+
 /// `fraction` of the context window, in tokens.
 pub fn budget_for_context(context_tokens: usize, fraction: f64) -> usize {
     (context_tokens as f64 * fraction.clamp(0.0, 1.0)) as usize

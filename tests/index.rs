@@ -1062,3 +1062,66 @@ fn damage_is_detected_and_repaired_without_re_embedding() {
         "{note}"
     );
 }
+
+/// An issue text as the query: the file the issue is about comes first, its
+/// test file after it, and results come grouped by file.
+#[test]
+fn an_issue_text_finds_the_file_it_is_about() {
+    common::tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut latex = String::from(
+        "class LatexPrinter:\n    \"\"\"Renders expressions as LaTeX.\"\"\"\n\n    def _print_Function(self, expr, exp=None):\n        inv_trig_style = self._settings['inv_trig_style']\n        inv_trig_table = [\"asin\", \"acos\", \"atan\", \"acot\"]\n        func = expr.func.__name__\n        if func in inv_trig_table and inv_trig_style == \"full\":\n            func = \"arc\" + func[1:]\n        return func\n",
+    );
+    for i in 0..6 {
+        latex.push_str(&format!(
+            "\n    def _print_Other{i}(self, expr):\n        \"\"\"Prints variant {i} of an expression with braces.\"\"\"\n        return '{{' + str(expr) + '}}'\n"
+        ));
+    }
+    write(root, "pkg/printing/latex.py", latex.as_bytes());
+    let mut tests = String::new();
+    for f in ["asin", "acos", "acsc", "asec"] {
+        tests.push_str(&format!(
+            "def test_latex_{f}():\n    assert latex({f}(x), inv_trig_style=\"full\") == '\\\\arc{f}'\n    assert latex({f}(x), inv_trig_style=\"power\") == '{f}'\n\n\n"
+        ));
+    }
+    write(root, "pkg/printing/tests/test_latex.py", tests.as_bytes());
+    write(
+        root,
+        "pkg/core/basic.py",
+        b"class Basic:\n    \"\"\"Base class for all objects.\"\"\"\n\n    def __eq__(self, other):\n        return self._hashable_content() == other._hashable_content()\n",
+    );
+    write(
+        root,
+        "README.md",
+        b"# pkg\n\nSymbolic maths. The latex printer supports inverse trig functions.\n",
+    );
+    let issue = "latex printer does not support full inverse trig function names for acsc and asec\n\n\
+For example `latex(asin(x), inv_trig_style=\"full\")` works as expected returning `'\\\\arcsin{x}'`.\n\
+But `latex(acsc(x), inv_trig_style=\"full\")` gives `'\\\\operatorname{acsc}{x}'` instead.\n\n\
+A fix seems to be to change line 743 of pkg/printing/latex.py from\n\
+`inv_trig_table = [\"asin\", \"acos\", \"atan\", \"acot\"]` to\n\
+`inv_trig_table = [\"asin\", \"acos\", \"atan\", \"acsc\", \"asec\", \"acot\"]`\n\n\
+It seems to work for me with this change and the output is what I would expect then.";
+    let mut index = Index::open_writer(root, options()).unwrap();
+    update(&mut index);
+    for mode in [SearchMode::Hybrid, SearchMode::Bm25, SearchMode::Vector] {
+        let mut q = SearchQuery::new(issue, 10);
+        q.mode = mode;
+        let hits = index.search(&q).unwrap();
+        let files: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+        assert_eq!(files[0], "pkg/printing/latex.py", "{mode:?}: {files:?}");
+        // Grouped: a file's chunks are together, at most 3 of them.
+        let mut seen: Vec<&str> = Vec::new();
+        for f in &files {
+            if seen.last() != Some(f) {
+                assert!(!seen.contains(f), "{mode:?}: {f} is split: {files:?}");
+                seen.push(f);
+            }
+            assert!(files.iter().filter(|g| *g == f).count() <= 3, "{files:?}");
+        }
+        if let Some(t) = seen.iter().position(|f| f.contains("tests/")) {
+            assert!(t > 0, "{mode:?}: the test file first: {files:?}");
+        }
+    }
+}

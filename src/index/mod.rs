@@ -615,6 +615,7 @@ impl Index {
             signals.named_files =
                 search::resolve_named_files(&l.named_paths, files.keys().map(String::as_str));
             signals.names = l.code_terms.iter().cloned().collect();
+            signals.accumulate = true;
         }
         let ranked = search::rank_by_file(ranked, &signals, CHUNKS_PER_FILE);
         Ok(ranked

@@ -216,11 +216,17 @@ pub struct FileSignals {
     pub named_files: HashSet<String>,
     /// Names in code form the query mentions (`LatexPrinter`, `_print_Mul`).
     pub names: HashSet<String>,
+    /// Whether a file's other matching chunks add to its score. Yes for a
+    /// long query (an issue touches several parts of the file it is about);
+    /// no for a short one, where the best chunk should decide: there, long
+    /// functions split into several chunks would otherwise win too often
+    /// (docstring pairs: MRR@10 0.557 → 0.502 with the share).
+    pub accumulate: bool,
 }
 
-/// Share of a file's other matching chunks added to its best one: a file
-/// with several good chunks beats one with a single equal chunk, but one
-/// strong chunk still beats many weak ones.
+/// Share of a file's other matching chunks added to its best one (for long
+/// queries): a file with several good chunks beats one with a single equal
+/// chunk, but one strong chunk still beats many weak ones.
 const REST_SHARE: f32 = 0.1;
 /// Chunks of a file counted in its score besides the best.
 const REST_CHUNKS: usize = 4;
@@ -230,7 +236,8 @@ const NAMED_FILE_BONUS: f32 = 0.3;
 const NAMED_SYMBOL_BONUS: f32 = 0.1;
 
 /// Ranks files, not chunks: what the agent needs first is the file. A file
-/// scores its best chunk plus [`REST_SHARE`] of its next ones, with bonuses
+/// scores its best chunk (plus, for long queries, [`REST_SHARE`] of its next
+/// ones), with bonuses
 /// for being named by the query and for defining names it mentions. The
 /// chunks come back grouped by file, best file first, at most `per_file`
 /// of each, each with its own score.
@@ -282,7 +289,8 @@ pub fn rank_by_file(
             } else {
                 0.0
             };
-            (chunks[0].weight + REST_SHARE * rest + named, path, chunks)
+            let share = if signals.accumulate { REST_SHARE } else { 0.0 };
+            (chunks[0].weight + share * rest + named, path, chunks)
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -490,7 +498,10 @@ mod tests {
             (hit("b.py", 30, "j"), 0.50),
             (hit("c.py", 1, "k"), 0.30),
         ];
-        let none = FileSignals::default();
+        let none = FileSignals {
+            accumulate: true,
+            ..FileSignals::default()
+        };
         // b's three other chunks lift it past a's single slightly better one,
         // and only `per_file` chunks of b are kept, grouped.
         assert_eq!(
@@ -498,6 +509,12 @@ mod tests {
             ["b.py:1", "b.py:10", "b.py:20", "a.py:1", "c.py:1"]
         );
         // A named file and a chunk defining a named symbol move up.
+        // For a short query the best chunk alone decides.
+        let short = FileSignals::default();
+        assert_eq!(
+            order(&rank_by_file(ranked.clone(), &short, 1)),
+            ["a.py:1", "b.py:1", "c.py:1"]
+        );
         // A named file, or a chunk defining a named symbol, moves up.
         let mut ranked = ranked;
         ranked[5].1 = 0.75;
@@ -508,6 +525,7 @@ mod tests {
         let named = FileSignals {
             named_files: HashSet::from(["c.py".to_string()]),
             names: HashSet::new(),
+            accumulate: true,
         };
         assert_eq!(
             order(&rank_by_file(ranked.clone(), &named, 1)),
@@ -516,6 +534,7 @@ mod tests {
         let names = FileSignals {
             named_files: HashSet::new(),
             names: HashSet::from(["k".to_string()]),
+            accumulate: true,
         };
         assert_eq!(
             order(&rank_by_file(ranked, &names, 1)),

@@ -10,6 +10,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agent/target}"
 AGENT_BIN="$CARGO_TARGET_DIR/release/agent"
+# The binary finds models/ beside the source it was built from; clones that
+# share the target dir also share that binary, so name this clone's folder.
+export AGENT_MODELS_DIR="${AGENT_MODELS_DIR:-$ROOT/models}"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

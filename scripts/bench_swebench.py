@@ -46,9 +46,24 @@ def seed_cache(prev_work, work):
         a.backup(b)  # consistent even if a WAL was left behind
 
 
+def earlier_work_dir(spec):
+    """The work dir of the newest earlier version of SPEC's project that was indexed, if any."""
+    name, _ = spec.split("==")
+    best = None
+    for d in os.listdir(WORK) if os.path.isdir(WORK) else []:
+        m = d.rsplit("-", 1)
+        if len(m) == 2 and prepare.norm(m[0]) == prepare.norm(name) and os.path.exists(
+                os.path.join(WORK, d, CACHE_FILE)):
+            v = run.vkey(f"x=={m[1]}")
+            if v < run.vkey(spec) and (best is None or v > best[0]):
+                best = (v, os.path.join(WORK, d))
+    return best[1] if best else None
+
+
 def ensure_index(binp, spec, prev_work):
     src = prepare.unpack(spec)
     work = os.path.join(WORK, os.path.basename(src))
+    prev_work = prev_work or earlier_work_dir(spec)
     fresh = not os.path.isdir(os.path.join(work, ".agent"))
     if fresh:
         run.sync_tree(src, work)

@@ -2,7 +2,7 @@
 """SWE-bench Lite file localization, fast enough to rerun whenever the ranking changes.
 
 usage: bench_swebench.py BIN [--modes bm25,vector,hybrid,map,map-words] [--repos sympy ...] [--limit N]
-                         [--index-only] [--jobs N] [--out FILE] [--label NAME] [--extra-arg ARG]
+                         [--index-only | --indexed-only] [--jobs N] [--out FILE] [--label NAME] [--extra-arg ARG]
 
 The data and metrics are the shared harness's (../shared/eval/swebench: instances.jsonl, prepare.py,
 run.py's sync_tree / rank_files / metrics); what differs is the layout. run.py keeps one work dir per
@@ -58,6 +58,17 @@ def earlier_work_dir(spec):
             if v < run.vkey(spec) and (best is None or v > best[0]):
                 best = (v, os.path.join(WORK, d))
     return best[1] if best else None
+
+
+def is_indexed(spec):
+    """Whether SPEC's work dir holds a complete index (its last `index` run finished)."""
+    work = os.path.join(WORK, os.path.basename(prepare.src_dir(spec)))
+    state = os.path.join(work, ".agent", "index", "state.sqlite")
+    if not os.path.exists(state):
+        return False
+    with sqlite3.connect(state) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()
+    return bool(row) and row[0] == "yes"
 
 
 def ensure_index(binp, spec, prev_work):
@@ -134,6 +145,8 @@ def main():
     ap.add_argument("--limit", type=int, help="at most N instances per sdist")
     ap.add_argument("--search-k", type=int, default=50)
     ap.add_argument("--index-only", action="store_true")
+    ap.add_argument("--indexed-only", action="store_true",
+                    help="evaluate only the sdists whose index is built (skip the others, index nothing new)")
     ap.add_argument("--jobs", type=int, default=2, help="searches run in parallel (default 2)")
     ap.add_argument("--extra-arg", action="append", default=[], help="passed to every `search` (repeatable)")
     ap.add_argument("--label", default="", help="a name for this run in the output")
@@ -153,6 +166,9 @@ def main():
     index_runs, rows, prev = [], [], {}
     for spec in sorted(by_sdist, key=lambda s: (s.split("==")[0], run.vkey(s))):
         name = spec.split("==")[0]
+        if a.indexed_only and not is_indexed(spec):
+            print(f"skip  {spec:20s} (not indexed yet)", file=sys.stderr)
+            continue
         work, ir = ensure_index(binp, spec, prev.get(name))
         prev[name] = work
         index_runs.append(ir)

@@ -610,11 +610,14 @@ impl Index {
         }
         let ranked = search::code_first(ranked, &query.text, |h| h.row.path.as_str());
         let mut signals = search::FileSignals::default();
-        if let Some(l) = &long {
-            let files = self.state.files()?;
-            signals.named_files =
-                search::resolve_named_files(&l.named_paths, files.keys().map(String::as_str));
-            signals.names = l.code_terms.iter().cloned().collect();
+        if let Some(l) = long {
+            // The file list is read only when the query names paths.
+            if !l.named_paths.is_empty() {
+                let files = self.state.files()?;
+                signals.named_files =
+                    search::resolve_named_files(&l.named_paths, files.keys().map(String::as_str));
+            }
+            signals.names = l.code_terms.into_iter().collect();
             signals.accumulate = true;
         }
         let ranked = search::rank_by_file(ranked, &signals, CHUNKS_PER_FILE);

@@ -67,17 +67,12 @@ pub fn analyze(text: &str) -> LongQuery {
             || line.starts_with('\t')
             || looks_like_error(trimmed);
         for path in paths_in(line) {
-            if seen_path.insert(path.clone()) {
-                q.named_paths.push(path);
-            }
+            push_once(&mut q.named_paths, &mut seen_path, path);
         }
         let mut in_backticks = false;
         for (token, after, backticked) in tokens(line, &mut in_backticks) {
             if (code_line || backticked) && is_module_path(&token) {
-                let path = token.replace('.', "/");
-                if seen_path.insert(path.clone()) {
-                    q.named_paths.push(path);
-                }
+                push_once(&mut q.named_paths, &mut seen_path, token.replace('.', "/"));
             }
             for part in token.split('.').filter(|p| !p.is_empty()) {
                 let code = code_line || backticked || after == '(' || is_code_form(part);
@@ -85,17 +80,11 @@ pub fn analyze(text: &str) -> LongQuery {
                     if is_keyword(part) || part.chars().all(|c| c.is_ascii_digit() || c == '_') {
                         continue;
                     }
-                    if seen_code.insert(part.to_string()) {
-                        q.code_terms.push(part.to_string());
-                    }
+                    push_once(&mut q.code_terms, &mut seen_code, part.to_string());
                 } else {
                     let w = part.to_lowercase();
-                    if w.len() > 2
-                        && !is_filler(&w)
-                        && !w.chars().all(|c| c.is_ascii_digit())
-                        && seen_prose.insert(w.clone())
-                    {
-                        q.prose_terms.push(w);
+                    if w.len() > 2 && !is_filler(&w) && !w.chars().all(|c| c.is_ascii_digit()) {
+                        push_once(&mut q.prose_terms, &mut seen_prose, w);
                     }
                 }
             }
@@ -103,6 +92,13 @@ pub fn analyze(text: &str) -> LongQuery {
     }
     q.prose_terms.retain(|w| !seen_code.contains(w.as_str()));
     q
+}
+
+/// Appends `item` unless it was seen before (text order, no repeats).
+fn push_once(list: &mut Vec<String>, seen: &mut HashSet<String>, item: String) {
+    if seen.insert(item.clone()) {
+        list.push(item);
+    }
 }
 
 /// The text without what interactive sessions add around the code: the
@@ -134,7 +130,7 @@ fn without_console_noise(text: &str) -> String {
     out
 }
 
-/// The code after an IPython prompt (`In [3]: x`, `Out[3]: y`, `   ...: z`).
+/// The code after an IPython prompt (`In [3]: x`, `Out[3]: y`).
 fn strip_prompt(line: &str) -> Option<&str> {
     let rest = line
         .strip_prefix("In [")

@@ -394,9 +394,14 @@ pub fn wants_docs(query: &str) -> bool {
         "license",
         "contributing",
     ];
+    mentions_any(query, WORDS)
+}
+
+/// Whether the query has one of `words` (lower case) as a word of its own.
+fn mentions_any(query: &str, words: &[&str]) -> bool {
     query
         .split(|c: char| !c.is_alphanumeric())
-        .any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
+        .any(|w| words.contains(&w.to_ascii_lowercase().as_str()))
 }
 
 /// Score factor for test files when the query does not mention tests: a
@@ -423,12 +428,12 @@ pub fn is_test(path: &str) -> bool {
 
 /// Whether a query is about tests.
 pub fn wants_tests(query: &str) -> bool {
-    query.split(|c: char| !c.is_alphanumeric()).any(|w| {
-        matches!(
-            w.to_ascii_lowercase().as_str(),
-            "test" | "tests" | "testing" | "pytest" | "unittest" | "spec" | "specs"
-        )
-    })
+    mentions_any(
+        query,
+        &[
+            "test", "tests", "testing", "pytest", "unittest", "spec", "specs",
+        ],
+    )
 }
 
 /// Re-ranks so code comes before documentation and tests of similar score:

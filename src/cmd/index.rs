@@ -27,6 +27,17 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                 "  BM25 index   {}",
                 if status.text_index { "yes" } else { "not yet" }
             );
+            match &status.vector_index {
+                Some(v) if v.unindexed_rows > 0 => println!(
+                    "  vector index {} over {} chunks ({} newer ones searched exactly)",
+                    v.kind, v.indexed_rows, v.unindexed_rows
+                ),
+                Some(v) => println!("  vector index {} over {} chunks", v.kind, v.indexed_rows),
+                None => println!(
+                    "  vector index none: exact search (built from {} chunks)",
+                    crate::index::store::ANN_MIN_ROWS
+                ),
+            }
             println!(
                 "  last update  {}",
                 status.last_update.as_deref().unwrap_or("never")
@@ -131,6 +142,12 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
 
 /// `312 chunks written, 1,024 embedded (40/s), 96 to embed in this batch`
 fn progress_message(p: &Progress, secs: f64) -> String {
+    if p.building_indices {
+        return format!(
+            "{} chunks written, updating the search indices",
+            p.chunks_done
+        );
+    }
     let mut msg = format!("{} chunks written", p.chunks_done);
     if p.chunks_embedded > 0 {
         msg.push_str(&format!(
@@ -164,6 +181,12 @@ fn report(stats: &UpdateStats, json: bool) {
         stats.skipped.len(),
         stats.seconds
     );
+    if stats.vector_index_built {
+        println!(
+            "built the vector index: from {} chunks on, searches probe it instead of comparing every vector",
+            crate::index::store::ANN_MIN_ROWS
+        );
+    }
     for s in stats
         .skipped
         .iter()

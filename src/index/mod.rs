@@ -82,6 +82,9 @@ pub struct Progress {
     pub chunks_embedded: usize,
     /// Chunks the current batch still has to embed.
     pub chunks_to_embed: usize,
+    /// The rows are written; the BM25 and vector indices are being brought
+    /// up to them.
+    pub building_indices: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -99,6 +102,9 @@ pub struct UpdateStats {
     pub seconds: f64,
     /// Set when a damaged index was found and rebuilt.
     pub recovered: Option<String>,
+    /// Set when this update built the ANN index: the table reached
+    /// [`store::ANN_MIN_ROWS`] chunks.
+    pub vector_index_built: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,6 +115,9 @@ pub struct Status {
     pub chunks: usize,
     pub cached_embeddings: u64,
     pub text_index: bool,
+    /// The ANN index, once the table has passed [`store::ANN_MIN_ROWS`]
+    /// chunks; below that, every search compares every vector.
+    pub vector_index: Option<store::VectorIndexInfo>,
     pub last_update: Option<String>,
     pub writer_active: bool,
     pub disk_bytes: u64,
@@ -210,7 +219,7 @@ impl Index {
             }
         };
         // Damage that opening does not see (deleted or truncated data files,
-        // a table that lost rows, a broken BM25 index), repaired here: the
+        // a table that lost rows, a broken BM25 or vector index), repaired here: the
         // rows come back from the files and the embedding cache.
         let store = match check(&store, &state) {
             None => store,
@@ -219,6 +228,14 @@ impl Index {
                     .rebuild_text_index()
                     .context("cannot rebuild the damaged BM25 index")?;
                 recovered = Some(format!("the BM25 index was damaged ({why}); rebuilt it"));
+                store
+            }
+            Some(Damage::VectorIndex(why)) => {
+                store
+                    .drop_vector_index()
+                    .and_then(|()| store.refresh_indices(true))
+                    .context("cannot rebuild the damaged vector index")?;
+                recovered = Some(format!("the vector index was damaged ({why}); rebuilt it"));
                 store
             }
             Some(Damage::Table(why)) => {
@@ -373,8 +390,16 @@ impl Index {
             self.state.commit_files(&[], &removed)?;
             stats.files_removed = removed.len();
         }
-        if stats.files_indexed > 0 || stats.files_removed > 0 || !was_complete {
-            self.store.refresh_text_index()?;
+        let changed = stats.files_indexed > 0 || stats.files_removed > 0 || !was_complete;
+        if changed || !stats.interrupted {
+            progress.building_indices = true;
+            on_progress(&progress);
+            // Also with nothing changed: a table that passed the ANN
+            // threshold under an older version gets its vector index here.
+            // Not after Ctrl-C, though: that build can take a minute.
+            stats.vector_index_built = self.store.refresh_indices(!stats.interrupted)?;
+        }
+        if changed || stats.vector_index_built {
             self.store.tidy()?;
             self.store.reopen()?;
         }
@@ -552,6 +577,7 @@ impl Index {
         } else {
             depth
         };
+        let started = Instant::now();
         let vector_hits = if query.mode != SearchMode::Bm25 {
             let v = match &long {
                 Some(l) if l.passages.len() > 1 => {
@@ -560,12 +586,20 @@ impl Index {
                 }
                 _ => self.embedder()?.embed_one(&query.text)?,
             };
-            self.store
+            let embedded = started.elapsed();
+            let hits = self
+                .store
                 .vector_search(&v, depth, filter.as_deref())
-                .context(UNREADABLE)?
+                .context(UNREADABLE)?;
+            tracing::debug!(
+                "search: embedded in {embedded:?}, vector leg in {:?}",
+                started.elapsed() - embedded
+            );
+            hits
         } else {
             Vec::new()
         };
+        let text_started = Instant::now();
         let text_hits = if query.mode != SearchMode::Vector {
             let groups = match &long {
                 Some(l) => vec![
@@ -583,6 +617,7 @@ impl Index {
         } else {
             Vec::new()
         };
+        tracing::debug!("search: BM25 leg in {:?}", text_started.elapsed());
         let keep = |h: &store::Hit| glob.as_ref().is_none_or(|g| g.is_match(&h.row.path));
         let vector_hits: Vec<_> = vector_hits.into_iter().filter(keep).collect();
         let text_hits: Vec<_> = text_hits.into_iter().filter(keep).collect();
@@ -644,6 +679,7 @@ impl Index {
             chunks: self.store.count_rows()?,
             cached_embeddings: self.state.cached_vector_count()?,
             text_index: self.store.has_text_index()?,
+            vector_index: self.store.vector_index()?,
             last_update: self.state.meta("last_update")?,
             writer_active: self._lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),

@@ -19,6 +19,7 @@ use futures::TryStreamExt;
 use lancedb::index::scalar::{
     BooleanQuery, FtsIndexBuilder, FullTextSearchQuery, MatchQuery, Occur,
 };
+use lancedb::index::vector::{IvfHnswSqIndexBuilder, IvfPqIndexBuilder};
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
@@ -40,6 +41,106 @@ const KEEP_VERSIONS: usize = 16;
 /// Only versions older than this are pruned: readers reload the latest
 /// version on every query, and no query runs this long.
 const PRUNE_AFTER_SECONDS: i64 = 30;
+
+/// Rows from which vector search goes through an ANN index rather than a
+/// scan of every vector (see BENCHMARKS.md, "Vector search at scale").
+pub const ANN_MIN_ROWS: usize = 50_000;
+/// Full vectors an ANN query re-ranks at most (each is a random read):
+/// the top 10 of any list is then as good as of a top-10 query at the
+/// default refine factor, and a deep list (a long query asks for 200) costs
+/// no more to refine.
+const ANN_MAX_REFINE_ROWS: usize = 400;
+/// Delta segments an ANN index may gather from incremental updates (each
+/// update indexes its new rows as a small segment of its own) before they
+/// are merged: every query searches every segment.
+const ANN_MAX_SEGMENTS: u32 = 8;
+
+/// The vector indexes the store can build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnKind {
+    /// IVF partitions of product-quantized codes, re-ranked on the full
+    /// vectors (`refine_factor`).
+    IvfPq,
+    /// IVF partitions each holding an HNSW graph over 8-bit scalar codes.
+    IvfHnswSq,
+}
+
+impl AnnKind {
+    pub const ALL: [AnnKind; 2] = [AnnKind::IvfPq, AnnKind::IvfHnswSq];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnnKind::IvfPq => "ivf_pq",
+            AnnKind::IvfHnswSq => "ivf_hnsw_sq",
+        }
+    }
+
+    /// The index for a table of `rows` rows: about √rows partitions (LanceDB's
+    /// own rule), 48 sub-vectors of 8 dimensions for PQ.
+    fn index(self, rows: usize) -> Index {
+        let partitions = ((rows as f64).sqrt() as u32).clamp(1, 4096);
+        match self {
+            AnnKind::IvfPq => Index::IvfPq(
+                IvfPqIndexBuilder::default()
+                    .distance_type(DistanceType::Cosine)
+                    .num_partitions(partitions)
+                    .num_sub_vectors((DIM / 8) as u32),
+            ),
+            AnnKind::IvfHnswSq => Index::IvfHnswSq(
+                // HNSW partitions are searched by graph, so they can be
+                // larger: fewer centroids to compare the query with.
+                IvfHnswSqIndexBuilder::default()
+                    .distance_type(DistanceType::Cosine)
+                    .num_partitions((partitions / 4).max(1)),
+            ),
+        }
+    }
+}
+
+impl std::str::FromStr for AnnKind {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        AnnKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| anyhow!("unknown vector index kind {s:?} (ivf_pq or ivf_hnsw_sq)"))
+    }
+}
+
+/// How an ANN query trades speed for recall (ignored without an index).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnnSearch {
+    /// IVF partitions searched.
+    pub nprobes: usize,
+    /// IVF_PQ: candidates re-ranked on the full vectors, × the limit.
+    pub refine_factor: u32,
+    /// IVF_HNSW: candidates kept while walking each partition's graph (at
+    /// least the candidates to re-rank).
+    pub ef: usize,
+}
+
+impl Default for AnnSearch {
+    /// Chosen on 1M rows (about 1,000 partitions) for recall@10 ≥ 0.95 at a
+    /// p50 near 10 ms (BENCHMARKS.md); smaller tables get more of their
+    /// partitions searched, so higher recall.
+    fn default() -> Self {
+        Self {
+            nprobes: 160,
+            refine_factor: 40,
+            ef: 100,
+        }
+    }
+}
+
+/// The vector index of a table, as [`Store::vector_index`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VectorIndexInfo {
+    pub kind: String,
+    pub indexed_rows: usize,
+    pub unindexed_rows: usize,
+    /// Segments: the trained index plus the deltas of later updates.
+    pub segments: u32,
+}
 
 /// One chunk as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +178,12 @@ pub struct Store {
     text_index_seen: std::sync::atomic::AtomicBool,
     /// Versions younger than this are kept ([`PRUNE_AFTER_SECONDS`]).
     prune_after_seconds: i64,
+    /// Search effort once the table has a vector index.
+    ann: AnnSearch,
+    /// The index [`Store::refresh_indices`] builds past `ann_min_rows`.
+    ann_kind: AnnKind,
+    /// [`ANN_MIN_ROWS`], lowered by tests.
+    ann_min_rows: usize,
 }
 
 fn schema() -> SchemaRef {
@@ -215,6 +322,8 @@ pub enum Damage {
     Table(String),
     /// Only the BM25 index: it can be rebuilt from the table.
     TextIndex(String),
+    /// Only the vector index: it can be rebuilt from the table.
+    VectorIndex(String),
 }
 
 impl std::fmt::Display for Damage {
@@ -222,6 +331,7 @@ impl std::fmt::Display for Damage {
         match self {
             Damage::Table(why) => write!(f, "the chunk table is damaged: {why}"),
             Damage::TextIndex(why) => write!(f, "the BM25 index is damaged: {why}"),
+            Damage::VectorIndex(why) => write!(f, "the vector index is damaged: {why}"),
         }
     }
 }
@@ -264,6 +374,9 @@ impl Store {
             rt,
             text_index_seen: std::sync::atomic::AtomicBool::new(false),
             prune_after_seconds: PRUNE_AFTER_SECONDS,
+            ann: AnnSearch::default(),
+            ann_kind: AnnKind::IvfPq,
+            ann_min_rows: ANN_MIN_ROWS,
         })
     }
 
@@ -311,29 +424,101 @@ impl Store {
         Ok(())
     }
 
-    /// Builds the BM25 index when missing, or folds rows added since into it.
-    pub fn refresh_text_index(&self) -> Result<()> {
-        self.rt.block_on(async {
+    /// Brings the indices up to the table after a write: builds the BM25
+    /// index when missing, builds the vector index once the table reaches
+    /// [`ANN_MIN_ROWS`] (when `may_build_ann`), and folds rows added since
+    /// into both. Returns whether it built the vector index (tens of seconds
+    /// on 1M rows). Cheap when there is nothing to do.
+    pub fn refresh_indices(&self, may_build_ann: bool) -> Result<bool> {
+        let built = self.rt.block_on(async {
             let indices = self.table.list_indices().await?;
-            if let Some(fts) = indices.iter().find(|i| i.columns == ["search_text"]) {
-                let stats = self.table.index_stats(&fts.name).await?;
-                if stats.is_some_and(|s| s.num_unindexed_rows > 0) {
+            let rows = self.table.count_rows(None).await?;
+            let mut behind = false;
+            match indices.iter().find(|i| i.columns == ["search_text"]) {
+                Some(fts) => {
+                    let stats = self.table.index_stats(&fts.name).await?;
+                    behind |= stats.is_some_and(|s| s.num_unindexed_rows > 0);
+                }
+                None if rows > 0 => {
+                    // Our own search_text column already splits identifiers,
+                    // so the plain tokenizer with stemming suits it.
+                    let params = FtsIndexBuilder::default().with_position(false);
                     self.table
-                        .optimize(OptimizeAction::Index(OptimizeOptions::default()))
+                        .create_index(&["search_text"], Index::FTS(params))
+                        .execute()
                         .await?;
                 }
-            } else if self.table.count_rows(None).await? > 0 {
-                // Our own search_text column already splits identifiers, so
-                // the plain tokenizer with stemming suits it.
-                let params = FtsIndexBuilder::default().with_position(false);
-                self.table
-                    .create_index(&["search_text"], Index::FTS(params))
-                    .execute()
-                    .await?;
+                None => {}
             }
-            Ok::<_, lancedb::Error>(())
+            let mut merge = None;
+            let mut built = false;
+            match indices.iter().find(|i| i.columns == ["vector"]) {
+                Some(vector) => {
+                    if let Some(stats) = self.table.index_stats(&vector.name).await? {
+                        behind |= stats.num_unindexed_rows > 0;
+                        if stats.num_indices.unwrap_or(1) > ANN_MAX_SEGMENTS {
+                            merge = Some(ANN_MAX_SEGMENTS as usize);
+                        }
+                    }
+                }
+                None if may_build_ann && rows >= self.ann_min_rows => {
+                    self.table
+                        .create_index(&["vector"], self.ann_kind.index(rows))
+                        .execute()
+                        .await?;
+                    built = true;
+                }
+                None => {}
+            }
+            if behind || merge.is_some() {
+                // New rows become a delta segment of each index; a merge
+                // folds the deltas back into one.
+                let options = OptimizeOptions::default().num_indices_to_merge(merge);
+                self.table.optimize(OptimizeAction::Index(options)).await?;
+            }
+            Ok::<_, lancedb::Error>(built)
+        })?;
+        Ok(built)
+    }
+
+    /// The table's vector index, if it has one.
+    pub fn vector_index(&self) -> Result<Option<VectorIndexInfo>> {
+        self.rt.block_on(async {
+            let indices = self.table.list_indices().await?;
+            let Some(index) = indices.iter().find(|i| i.columns == ["vector"]) else {
+                return Ok(None);
+            };
+            Ok(self
+                .table
+                .index_stats(&index.name)
+                .await?
+                .map(|s| VectorIndexInfo {
+                    kind: s.index_type.to_string(),
+                    indexed_rows: s.num_indexed_rows,
+                    unindexed_rows: s.num_unindexed_rows,
+                    segments: s.num_indices.unwrap_or(1),
+                }))
+        })
+    }
+
+    /// Builds (or rebuilds) the vector index of `kind` over every row now in
+    /// the table, whatever its size; [`Store::refresh_indices`] does this by
+    /// itself past [`ANN_MIN_ROWS`].
+    pub fn build_vector_index(&self, kind: AnnKind) -> Result<()> {
+        self.rt.block_on(async {
+            let rows = self.table.count_rows(None).await?;
+            self.table
+                .create_index(&["vector"], kind.index(rows))
+                .replace(true)
+                .execute()
+                .await
         })?;
         Ok(())
+    }
+
+    /// Sets the search effort of ANN queries.
+    pub fn set_ann_search(&mut self, ann: AnnSearch) {
+        self.ann = ann;
     }
 
     /// Keeps the table lean after an update: merges small data files once
@@ -425,7 +610,31 @@ impl Store {
             self.text_search("index check", 1, None)
                 .map_err(|e| Damage::TextIndex(format!("{e:#}")))?;
         }
+        let has_vector_index = self
+            .vector_index()
+            .map_err(|e| Damage::VectorIndex(format!("{e:#}")))?
+            .is_some();
+        if has_vector_index {
+            let mut probe = vec![0.0; DIM];
+            probe[0] = 1.0;
+            self.vector_search(&probe, 1, None)
+                .map_err(|e| Damage::VectorIndex(format!("{e:#}")))?;
+        }
         Ok(rows)
+    }
+
+    /// Drops the vector index: searches compare every vector until
+    /// [`Store::refresh_indices`] builds it again.
+    pub fn drop_vector_index(&self) -> Result<()> {
+        self.rt.block_on(async {
+            for index in self.table.list_indices().await? {
+                if index.columns == ["vector"] {
+                    self.table.drop_index(&index.name).await?;
+                }
+            }
+            Ok::<_, lancedb::Error>(())
+        })?;
+        Ok(())
     }
 
     /// Drops the BM25 index and builds it again.
@@ -440,24 +649,57 @@ impl Store {
         })?;
         self.text_index_seen
             .store(false, std::sync::atomic::Ordering::Relaxed);
-        self.refresh_text_index()
+        self.refresh_indices(false).map(|_| ())
     }
 
-    /// Nearest chunks by cosine similarity.
+    /// Nearest chunks by cosine similarity: through the vector index when
+    /// the table has one (rows added since it was last refreshed are
+    /// compared exactly), else by comparing every vector.
     pub fn vector_search(
         &self,
         query: &[f32],
         limit: usize,
         filter: Option<&str>,
     ) -> Result<Vec<Hit>> {
+        self.nearest(query, limit, filter, true)
+    }
+
+    /// Nearest chunks by comparing every vector, index or not: the ground
+    /// truth ANN recall is measured against.
+    pub fn exact_vector_search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        filter: Option<&str>,
+    ) -> Result<Vec<Hit>> {
+        self.nearest(query, limit, filter, false)
+    }
+
+    fn nearest(
+        &self,
+        query: &[f32],
+        limit: usize,
+        filter: Option<&str>,
+        use_index: bool,
+    ) -> Result<Vec<Hit>> {
         let mut hits = self.rt.block_on(async {
-            let q = self
+            let mut q = self
                 .table
                 .query()
                 .nearest_to(query)?
                 .distance_type(DistanceType::Cosine)
                 .select(Select::columns(&columns_with("_distance")))
                 .limit(limit);
+            q = if use_index {
+                let refine = (ANN_MAX_REFINE_ROWS / limit.max(1))
+                    .clamp(1, self.ann.refine_factor.max(1) as usize);
+                q.nprobes(self.ann.nprobes)?
+                    .refine_factor(refine as u32)
+                    // HNSW refuses an ef below the candidates it must return.
+                    .ef(self.ann.ef.max(limit * refine))
+            } else {
+                q.bypass_vector_index()
+            };
             collect_hits(q, filter, "_distance").await
         })?;
         // Cosine distance → similarity.
@@ -558,6 +800,139 @@ mod tests {
         }
     }
 
+    /// A unit vector that differs for every `i` (no two alike, no structure).
+    fn scattered(i: usize) -> Vec<f32> {
+        let v: Vec<f32> = (0..DIM)
+            .map(|d| ((i * 7919 + d * 104_729) as f32 * 0.618).sin())
+            .collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    }
+
+    fn scattered_row(i: usize) -> Row {
+        Row {
+            id: format!("r{i}"),
+            path: format!("f{i}.rs"),
+            vector: scattered(i),
+            ..row("x", "text", 0.0)
+        }
+    }
+
+    #[test]
+    fn past_the_threshold_searches_go_through_a_vector_index_that_keeps_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.ann_min_rows = 1000;
+        let rows: Vec<Row> = (0..999).map(scattered_row).collect();
+        store.add(&rows).unwrap();
+        store.refresh_indices(true).unwrap();
+        assert_eq!(store.vector_index().unwrap(), None, "below the threshold");
+
+        store.add(&[scattered_row(999)]).unwrap();
+        store.refresh_indices(true).unwrap();
+        let info = store
+            .vector_index()
+            .unwrap()
+            .expect("built at the threshold");
+        assert_eq!((info.indexed_rows, info.unindexed_rows), (1000, 0));
+
+        // The index's answers are the exact ones, near enough.
+        let mut found = 0;
+        for i in (0..1000).step_by(50) {
+            let q = scattered(i + 5000);
+            let exact: Vec<String> = store
+                .exact_vector_search(&q, 10, None)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.row.id)
+                .collect();
+            let ann = store.vector_search(&q, 10, None).unwrap();
+            found += ann.iter().filter(|h| exact.contains(&h.row.id)).count();
+        }
+        assert!(found >= 180, "recall@10 {found}/200");
+        assert_eq!(
+            store.vector_search(&scattered(17), 1, None).unwrap()[0]
+                .row
+                .id,
+            "r17"
+        );
+
+        // Rows written after the index are searched exactly until it is
+        // refreshed; replaced rows are gone at once.
+        store.add(&[scattered_row(2000)]).unwrap();
+        store
+            .replace_paths(
+                &["f17.rs".into()],
+                &[Row {
+                    vector: scattered(3000),
+                    ..scattered_row(17)
+                }],
+            )
+            .unwrap();
+        assert_eq!(
+            store.vector_search(&scattered(2000), 1, None).unwrap()[0]
+                .row
+                .id,
+            "r2000"
+        );
+        assert_eq!(
+            store.vector_search(&scattered(3000), 1, None).unwrap()[0]
+                .row
+                .id,
+            "r17"
+        );
+        assert_ne!(
+            store.vector_search(&scattered(17), 1, None).unwrap()[0]
+                .row
+                .id,
+            "r17"
+        );
+        store.refresh_indices(true).unwrap();
+        assert_eq!(store.vector_index().unwrap().unwrap().unindexed_rows, 0);
+
+        // A watcher's many small updates each add a delta segment, merged
+        // once there are too many.
+        let mut most = 0;
+        for i in 0..(ANN_MAX_SEGMENTS as usize + 4) {
+            store.add(&[scattered_row(4000 + i)]).unwrap();
+            store.refresh_indices(true).unwrap();
+            let info = store.vector_index().unwrap().unwrap();
+            assert_eq!(info.unindexed_rows, 0);
+            most = most.max(info.segments);
+        }
+        assert_eq!(most, ANN_MAX_SEGMENTS + 1, "merged as the limit is passed");
+        assert!(store.vector_index().unwrap().unwrap().segments < ANN_MAX_SEGMENTS);
+
+        // A vector index with its files gone is damage of its own, repaired
+        // from the table.
+        assert!(store.verify().is_ok());
+        let indices = dir.path().join(format!("{TABLE}.lance/_indices"));
+        for entry in std::fs::read_dir(&indices).unwrap() {
+            let part = entry.unwrap().path();
+            if part.join("auxiliary.idx").exists() {
+                std::fs::remove_file(part.join("index.idx")).unwrap();
+            }
+        }
+        store.reopen().unwrap();
+        let damage = store.verify().unwrap_err();
+        assert!(matches!(damage, Damage::VectorIndex(_)), "{damage}");
+        store.drop_vector_index().unwrap();
+        assert!(store.refresh_indices(true).unwrap(), "rebuilt");
+        assert!(store.verify().is_ok());
+        assert_eq!(
+            store.vector_search(&scattered(4003), 1, None).unwrap()[0]
+                .row
+                .id,
+            "r4003"
+        );
+        assert_eq!(
+            store.vector_search(&scattered(4003), 1, None).unwrap()[0]
+                .row
+                .id,
+            "r4003"
+        );
+    }
+
     #[test]
     fn many_small_writes_are_compacted_and_stay_searchable() {
         let dir = tempfile::tempdir().unwrap();
@@ -567,7 +942,7 @@ mod tests {
                 .add(&[row(&format!("f{i}.rs"), &format!("word{i} shared"), 1.0)])
                 .unwrap();
         }
-        store.refresh_text_index().unwrap();
+        store.refresh_indices(true).unwrap();
         let (_, small) = store.fragments().unwrap();
         assert!(small > COMPACT_ABOVE_SMALL_FRAGMENTS, "{small}");
         assert!(store.tidy().unwrap());
@@ -602,7 +977,7 @@ mod tests {
                     &[row("f.rs", &format!("word{i} shared"), 1.0)],
                 )
                 .unwrap();
-            store.refresh_text_index().unwrap();
+            store.refresh_indices(true).unwrap();
         }
         let before = (files("_versions"), files("_indices"));
         store.tidy().unwrap();
@@ -648,7 +1023,7 @@ mod tests {
                 row("b's.rs", "open a socket", 0.0),
             ])
             .unwrap();
-        store.refresh_text_index().unwrap();
+        store.refresh_indices(true).unwrap();
         assert_eq!(store.count_rows().unwrap(), 2);
 
         let mut q = vec![0.0; DIM];

@@ -40,7 +40,7 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Build or update the code index of a repository (incremental; --watch keeps it live).
     #[command(
-        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n\nThe index lives in .agent/index/ at the repository root. It honours .gitignore, .ignore and .agentignore."
+        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n  agent index --threads 1      # leave the other cores free\n\nThe index lives in .agent/index/ at the repository root. It honours .gitignore, .ignore and .agentignore. Past 50,000 chunks it also gets a vector index (IVF_PQ), so searches stay fast on large repositories. While watching, it runs at low CPU priority."
     )]
     Index(IndexArgs),
     /// Search the code index: hybrid (vector + BM25) by default.
@@ -354,6 +354,10 @@ pub struct IndexArgs {
     /// Skip files larger than this many KiB.
     #[arg(long, default_value_t = 1024, value_name = "KIB")]
     pub max_file_kb: u64,
+    /// CPU threads for embedding (default: all cores). Fewer leave room for
+    /// other work while a large repository indexes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Print JSON (one object; with --watch, one line per update).
     #[arg(long)]
     pub json: bool,

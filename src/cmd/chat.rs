@@ -385,6 +385,8 @@ impl IndexWatcher {
         let thread_stop = stop.clone();
         let root = root.to_path_buf();
         let thread = std::thread::spawn(move || {
+            // Before the index starts its threads, so they inherit it.
+            crate::index::watch::lower_priority(crate::index::watch::Scope::Thread);
             let mut index = match crate::index::Index::open_writer(&root, Default::default()) {
                 Ok(index) => index,
                 Err(e) => {

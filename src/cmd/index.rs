@@ -65,12 +65,13 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         });
     }
 
+    let defaults = IndexOptions::default();
     let options = IndexOptions {
         walk: WalkOptions {
             max_file_bytes: args.max_file_kb * 1024,
             ..WalkOptions::default()
         },
-        ..IndexOptions::default()
+        threads: args.threads.map_or(defaults.threads, usize::from),
     };
     let mut index = if args.rebuild {
         Index::rebuild(&root, options)?
@@ -114,10 +115,11 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     }
     if !args.json {
         eprintln!(
-            "watching {} for changes (Ctrl-C to stop)",
+            "watching {} for changes at low CPU priority (Ctrl-C to stop)",
             index.root().display()
         );
     }
+    watch::lower_priority(watch::Scope::Process);
     watch::watch(
         &mut index,
         watch::DEFAULT_DEBOUNCE,

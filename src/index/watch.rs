@@ -25,6 +25,54 @@ use crate::cancel::CancelToken;
 /// editor's save (truncate, write, rename) or a checkout is one update.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
 
+/// Nice value of background indexing: it yields the CPU to the editor, the
+/// build and the model, and still runs when they idle.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Who [`lower_priority`] applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The calling thread, and the threads it starts afterwards (the
+    /// embedder's and the store's pools): a chat's background indexer must
+    /// not slow the model running in the same process.
+    Thread,
+    /// Every thread of the process (`agent index --watch` after its first
+    /// pass, whose embedder threads already exist).
+    Process,
+}
+
+/// Moves indexing to a low CPU priority (best effort: a failure only means
+/// normal priority).
+pub fn lower_priority(scope: Scope) {
+    // On Linux a nice value belongs to a thread and is inherited by the
+    // threads it creates; elsewhere it belongs to the process.
+    #[cfg(target_os = "linux")]
+    let tids: Vec<libc::id_t> = match scope {
+        Scope::Thread => vec![0],
+        Scope::Process => std::fs::read_dir("/proc/self/task")
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| t.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let tids: Vec<libc::id_t> = match scope {
+        Scope::Thread => Vec::new(), // would nice the whole process
+        Scope::Process => vec![0],
+    };
+    for tid in tids {
+        // SAFETY: plain syscalls on ids of our own process. Never raises the
+        // priority of what already runs nicer (`nice agent index --watch`).
+        unsafe {
+            if libc::getpriority(libc::PRIO_PROCESS, tid) < BACKGROUND_NICE {
+                libc::setpriority(libc::PRIO_PROCESS, tid, BACKGROUND_NICE);
+            }
+        }
+    }
+}
+
 /// Whether an event path can affect the index: our own `.agent/` folder and
 /// git's internals change on every write and are not source files.
 fn relevant(root: &Path, path: &Path) -> bool {
@@ -92,4 +140,33 @@ pub fn watch(
         }
     }
     Ok(())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn own_nice() -> i32 {
+        // SAFETY: reads the calling thread's nice value.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    }
+
+    #[test]
+    fn a_background_indexer_lowers_its_own_threads_only() {
+        let before = own_nice();
+        let (mine, child) = std::thread::spawn(|| {
+            lower_priority(Scope::Thread);
+            let child = std::thread::spawn(own_nice).join().unwrap();
+            (own_nice(), child)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(mine, BACKGROUND_NICE.max(before));
+        assert_eq!(child, mine, "threads it starts inherit it");
+        assert_eq!(
+            own_nice(),
+            before,
+            "the rest of the process keeps its priority"
+        );
+    }
 }

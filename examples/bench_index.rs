@@ -19,20 +19,8 @@ use agent::index::{
 use agent::walk::{walk, WalkOptions};
 use serde_json::json;
 
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+mod common;
+use common::{peak_rss_mb, percentile};
 
 /// The unique embedding texts the indexer produced for this corpus.
 fn unique_texts(root: &Path, embedder: &Embedder) -> Vec<String> {

@@ -16,10 +16,8 @@ use agent::index::store::Store;
 use agent::index::{index_dir, Index, SearchQuery};
 use serde_json::Value;
 
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
+mod common;
+use common::percentile;
 
 fn measure(root: &Path, queries: &[String]) -> anyhow::Result<Value> {
     let mut index = Index::open_reader(root)?;

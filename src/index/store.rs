@@ -623,12 +623,11 @@ impl Store {
         Ok(rows)
     }
 
-    /// Drops the vector index: searches compare every vector until
-    /// [`Store::refresh_indices`] builds it again.
-    pub fn drop_vector_index(&self) -> Result<()> {
+    /// Drops the indices on `column`.
+    fn drop_indices_on(&self, column: &str) -> Result<()> {
         self.rt.block_on(async {
             for index in self.table.list_indices().await? {
-                if index.columns == ["vector"] {
+                if index.columns == [column] {
                     self.table.drop_index(&index.name).await?;
                 }
             }
@@ -637,16 +636,15 @@ impl Store {
         Ok(())
     }
 
+    /// Drops the vector index: searches compare every vector until
+    /// [`Store::refresh_indices`] builds it again.
+    pub fn drop_vector_index(&self) -> Result<()> {
+        self.drop_indices_on("vector")
+    }
+
     /// Drops the BM25 index and builds it again.
     pub fn rebuild_text_index(&self) -> Result<()> {
-        self.rt.block_on(async {
-            for index in self.table.list_indices().await? {
-                if index.columns == ["search_text"] {
-                    self.table.drop_index(&index.name).await?;
-                }
-            }
-            Ok::<_, lancedb::Error>(())
-        })?;
+        self.drop_indices_on("search_text")?;
         self.text_index_seen
             .store(false, std::sync::atomic::Ordering::Relaxed);
         self.refresh_indices(false).map(|_| ())

@@ -443,10 +443,12 @@ impl Store {
                     // Our own search_text column already splits identifiers,
                     // so the plain tokenizer with stemming suits it.
                     let params = FtsIndexBuilder::default().with_position(false);
+                    let started = std::time::Instant::now();
                     self.table
                         .create_index(&["search_text"], Index::FTS(params))
                         .execute()
                         .await?;
+                    tracing::debug!("built the BM25 index in {:?}", started.elapsed());
                 }
                 None => {}
             }
@@ -462,10 +464,12 @@ impl Store {
                     }
                 }
                 None if may_build_ann && rows >= self.ann_min_rows => {
+                    let started = std::time::Instant::now();
                     self.table
                         .create_index(&["vector"], self.ann_kind.index(rows))
                         .execute()
                         .await?;
+                    tracing::debug!("built the vector index in {:?}", started.elapsed());
                     built = true;
                 }
                 None => {}

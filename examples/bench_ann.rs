@@ -228,15 +228,11 @@ fn measure(mut store: Store, queries: &[Vec<f32>], kinds: &[AnnKind]) -> Result<
             }
             let mut m = ann(&store, queries, &truth)?;
             m["nprobes"] = json!(s.nprobes);
-            m[if kind == AnnKind::IvfPq {
-                "refine_factor"
-            } else {
-                "ef"
-            }] = json!(if kind == AnnKind::IvfPq {
-                s.refine_factor as usize
-            } else {
-                s.ef
-            });
+            let (knob, value) = match kind {
+                AnnKind::IvfPq => ("refine_factor", s.refine_factor as usize),
+                AnnKind::IvfHnswSq => ("ef", s.ef),
+            };
+            m[knob] = json!(value);
             eprintln!("  {} {m}", kind.name());
             sweep.push(m);
         }

@@ -513,7 +513,6 @@ mod tests {
             order(&rank_by_file(ranked.clone(), &none, 3)),
             ["b.py:1", "b.py:10", "b.py:20", "a.py:1", "c.py:1"]
         );
-        // A named file and a chunk defining a named symbol move up.
         // For a short query the best chunk alone decides.
         let short = FileSignals::default();
         assert_eq!(

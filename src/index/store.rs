@@ -927,12 +927,6 @@ mod tests {
                 .id,
             "r4003"
         );
-        assert_eq!(
-            store.vector_search(&scattered(4003), 1, None).unwrap()[0]
-                .row
-                .id,
-            "r4003"
-        );
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::llm::offload::GpuLayers;
+
 const AFTER_HELP: &str = "\
 Quick start:
   scripts/fetch-models                 # once: model files into models/ (verified by sha256)
@@ -191,9 +193,12 @@ pub struct ModelArgs {
     /// Any GGUF chat model (default: the SmolLM2-135M file in the models folder).
     #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
     pub model: Option<PathBuf>,
-    /// Context window in tokens (default: the model's, capped at 8192).
-    #[arg(long, value_name = "N")]
+    /// Context window in tokens (default: the model's training context,
+    /// fitted to the memory of the device it runs on; on the CPU at most 32768).
+    #[arg(long, value_name = "N", env = "AGENT_CTX_SIZE")]
     pub ctx_size: Option<u32>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
     /// CPU threads for llama.cpp (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<i32>,
@@ -335,6 +340,27 @@ pub struct DoctorArgs {
     /// Check this GGUF instead of the default chat model.
     #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
     pub model: Option<PathBuf>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+/// Where the in-process model runs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GpuArgs {
+    /// Model layers on the GPU: auto (as many as fit its free memory), all,
+    /// or a number; 0 runs on the CPU. Needs a GPU build (`--features vulkan`,
+    /// cuda or metal); others run on the CPU and `agent doctor` says why.
+    #[arg(
+        long,
+        value_name = "auto|all|N",
+        default_value = "auto",
+        env = "AGENT_GPU_LAYERS"
+    )]
+    pub gpu_layers: GpuLayers,
+    /// The GPU to use, by the index `agent doctor` lists (default: the one
+    /// with the most free memory).
+    #[arg(long, value_name = "INDEX", env = "AGENT_GPU_DEVICE")]
+    pub gpu_device: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -321,6 +321,79 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
     assert!(stderr.contains("NaN"), "{stderr}");
 }
 
+/// The default build has no GPU backend: `doctor` says so and names the
+/// rebuild, GPU requests still answer on the CPU with one warning, and a
+/// device that does not exist is a clear error.
+#[test]
+fn a_cpu_only_build_says_so_and_runs_gpu_requests_on_the_cpu() {
+    if !agent::llm::offload::compiled_backends().is_empty() {
+        eprintln!("skipped: this build has a GPU backend (scripts/test-gpu covers it)");
+        return;
+    }
+    let out = agent_bin().args(["doctor", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices = v["devices"].as_array().unwrap();
+    assert!(devices.iter().any(|d| d["kind"] == "cpu"), "{v}");
+    assert_eq!(v["offload"]["backend"], "CPU", "{v}");
+    assert_eq!(v["offload"]["model_layers"], 31, "{v}");
+    let gpu = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "gpu")
+        .unwrap_or_else(|| panic!("no gpu line: {v}"));
+    assert_eq!(gpu["ok"], false);
+    assert_eq!(gpu["required"], false, "a CPU build is still ready: {gpu}");
+    assert!(
+        gpu["detail"]
+            .as_str()
+            .unwrap()
+            .contains("this build has no GPU backend"),
+        "{gpu}"
+    );
+    assert!(
+        gpu["fix"].as_str().unwrap().contains("--features vulkan"),
+        "{gpu}"
+    );
+
+    let out = agent_bin()
+        .args([
+            "ask",
+            "--no-tools",
+            "--json",
+            "--context-chunks",
+            "0",
+            "--max-tokens",
+            "8",
+        ])
+        .args(["--gpu-layers", "all", "Say hi."])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["answer"].as_str().unwrap().is_empty(), "{v}");
+    assert_eq!(v["engine"]["backend"], "CPU", "{v}");
+    assert_eq!(v["engine"]["gpu_layers"], 0, "{v}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("running the model on the CPU").count(),
+        1,
+        "{stderr}"
+    );
+
+    let out = agent_bin()
+        .env("AGENT_GPU_DEVICE", "3")
+        .args(["ask", "--no-tools", "--context-chunks", "0", "Say hi."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no device 3") && stderr.contains("CPU"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn help_teaches_the_quick_start() {
     let out = agent_bin().arg("--help").output().unwrap();

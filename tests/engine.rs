@@ -419,3 +419,38 @@ fn the_tool_call_grammar_is_accepted_and_constrains_the_model() {
     let _: Value = serde_json::from_str(&out.text).unwrap_or(Value::Null);
     assert!(out.text.contains("\"finish\""), "{}", out.text);
 }
+
+#[test]
+fn the_tiny_model_is_placed_from_its_header() {
+    use agent::llm::engine;
+    // SmolLM2-135M: 30 layers, 3 KV heads of 64 dims, K and V at f16.
+    let info = agent::llm::gguf::inspect(&common::tiny_model()).unwrap();
+    assert_eq!(info.layers, Some(30));
+    assert_eq!(info.kv_bytes_per_token, Some(30 * 3 * (64 + 64) * 2));
+    assert_eq!(info.context_length, Some(8192));
+
+    // No --ctx-size: the model's training context (it fits any machine).
+    let e = LlamaEngine::load(&EngineConfig::new(common::tiny_model())).unwrap();
+    assert_eq!(e.context_size(), 8192);
+    assert_eq!(e.plan().model_layers, 31);
+    let placement = e.placement().expect("the engine says where it runs");
+    assert_eq!(placement.n_ctx, 8192);
+    if agent::llm::offload::compiled_backends().is_empty() {
+        assert_eq!(
+            (placement.backend.as_str(), placement.gpu_layers),
+            ("CPU", 0)
+        );
+    }
+    // The devices llama.cpp sees always include the CPU, with its memory.
+    let devices = engine::devices().unwrap();
+    let cpu = devices
+        .iter()
+        .find(|d| d.kind == agent::llm::offload::DeviceKind::Cpu)
+        .unwrap_or_else(|| panic!("no CPU device in {devices:?}"));
+    assert!(
+        cpu.memory_total > 0 && cpu.memory_free <= cpu.memory_total,
+        "{cpu:?}"
+    );
+    // An explicit window is kept.
+    assert_eq!(engine().context_size(), 2048);
+}

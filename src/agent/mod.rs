@@ -145,6 +145,9 @@ pub struct Outcome {
     pub wall_ms: u64,
     /// Time spent generating tokens (the rest is prefill, tools and prompts).
     pub decode_ms: u64,
+    /// Where the in-process model runs (device, layers, context).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<crate::llm::Placement>,
 }
 
 pub struct Agent {
@@ -463,6 +466,9 @@ impl Agent {
         }
         self.log.new_trace();
         self.log.audit("request", json!({ "text": request }));
+        if let Some(placement) = self.provider.placement() {
+            self.log.trace("engine", json!(placement));
+        }
 
         // A scripted provider replays the loop's turns only (what `agent
         // sessions show --script` exports), so it is not asked for labels.
@@ -540,6 +546,7 @@ impl Agent {
             declined: 0,
             wall_ms: 0,
             decode_ms: 0,
+            engine: self.provider.placement(),
         };
         let max_steps = if allowed.len() == 1 {
             1

@@ -136,6 +136,7 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
             "ttft_ms": completion.ttft_ms,
             "prefill_ms": completion.prefill_ms,
             "decode_ms": completion.decode_ms,
+            "engine": provider.placement(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {

@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::exit;
 use crate::cli::DoctorArgs;
 use crate::llm::engine::{self, EngineConfig, LlamaEngine};
-use crate::llm::{gguf, CompletionRequest, Flow, Message, Provider};
+use crate::llm::offload::{self, Device, GpuLayers, Placement};
+use crate::llm::{gguf, CompletionRequest, Flow, LlmError, Message, Provider};
 use crate::models::{self, FileState};
 use crate::paths;
 
@@ -47,7 +48,14 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     });
 
     let model = args.model.clone().unwrap_or_else(paths::default_chat_model);
-    checks.push(chat_model_check(&model));
+    let config = EngineConfig {
+        gpu_layers: args.gpu.gpu_layers,
+        gpu_device: args.gpu.gpu_device,
+        ..EngineConfig::new(&model)
+    };
+    let (devices, offload) = offload_check(&config);
+    checks.push(offload.check);
+    checks.push(chat_model_check(&config));
     if model == paths::default_chat_model() {
         checks.push(default_model_note());
     }
@@ -80,7 +88,12 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "ready": ready, "checks": checks }))?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "ready": ready,
+                "checks": checks,
+                "devices": devices,
+                "offload": offload.plan,
+            }))?
         );
     } else {
         for c in &checks {
@@ -127,8 +140,81 @@ chat model (e.g. qwen2.5-coder-7b-instruct-q4_k_m.gguf)"
     }
 }
 
+struct OffloadReport {
+    check: Check,
+    plan: Option<Placement>,
+}
+
+/// The devices llama.cpp sees, and where the configured model would run.
+fn offload_check(config: &EngineConfig) -> (Vec<Device>, OffloadReport) {
+    let devices = engine::devices().unwrap_or_default();
+    let listed: Vec<String> = devices
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} ({}, {}: {} of {} MiB free)",
+                d.index,
+                d.name,
+                d.description,
+                d.backend,
+                d.memory_free >> 20,
+                d.memory_total >> 20
+            )
+        })
+        .collect();
+    let built = offload::compiled_backends();
+    let mut check = Check {
+        name: "gpu",
+        ok: true,
+        required: false,
+        detail: String::new(),
+        fix: None,
+    };
+    let plan = match engine::plan(config) {
+        Ok((plan, _)) => {
+            if plan.gpu_layers == 0 && config.gpu_layers != GpuLayers::Count(0) {
+                check.ok = false;
+                if built.is_empty() {
+                    check.fix = Some("cargo build --release --features vulkan (or cuda; metal is on by default on macOS); see the README's GPU section".into());
+                }
+            }
+            let placement = Placement::of(&plan);
+            check.detail = format!("the model gets: {}", plan.summary());
+            Some(placement)
+        }
+        // A bad --gpu-device: `ask` would fail the same way.
+        Err(e @ LlmError::Offload(_)) => {
+            check.ok = false;
+            check.required = true;
+            let text = e.to_string();
+            let (what, fix) = text.split_once("\n  fix: ").unwrap_or((&text, ""));
+            check.detail = what.to_string();
+            check.fix = (!fix.is_empty()).then(|| fix.to_string());
+            None
+        }
+        // No readable model: the chat model check says why.
+        Err(_) => {
+            check.ok = false;
+            check.detail = "no plan without a readable model (see the chat model line)".into();
+            None
+        }
+    };
+    check.detail = format!(
+        "{}; backends built in: {}; devices: {}",
+        check.detail,
+        if built.is_empty() {
+            "CPU only".to_string()
+        } else {
+            built.join(", ")
+        },
+        listed.join("; ")
+    );
+    (devices, OffloadReport { check, plan })
+}
+
 /// Loads the model and generates one token: the only proof that `ask` works.
-fn chat_model_check(model: &Path) -> Check {
+fn chat_model_check(config: &EngineConfig) -> Check {
+    let model = config.model_path.as_path();
     let mut check = Check {
         name: "chat model",
         ok: false,
@@ -145,19 +231,29 @@ fn chat_model_check(model: &Path) -> Check {
     };
     let result = LlamaEngine::load(&EngineConfig {
         ctx_size: Some(512),
-        ..EngineConfig::new(model)
+        ..config.clone()
     })
     .and_then(|mut engine| {
         let mut req = CompletionRequest::new(vec![Message::user("Say OK.")]);
         req.max_tokens = 1;
-        engine.complete(&req, &mut |_| Flow::Continue)
+        let c = engine.complete(&req, &mut |_| Flow::Continue)?;
+        Ok((c, engine.plan().clone()))
     });
     match result {
-        Ok(c) => {
+        Ok((c, plan)) => {
             check.ok = true;
             check.fix = None;
+            let placed = match &plan.device {
+                Some(d) if plan.gpu_layers > 0 => {
+                    format!(
+                        " with {}/{} layers on {}",
+                        plan.gpu_layers, plan.model_layers, d.name
+                    )
+                }
+                _ => " on the CPU".into(),
+            };
             check.detail = format!(
-                "{} ({}, {:.0} MB) loads and generates (first token in {:.0} ms)",
+                "{} ({}, {:.0} MB) loads and generates{placed} (first token in {:.0} ms)",
                 info.name.unwrap_or_else(|| model.display().to_string()),
                 info.architecture.unwrap_or_default(),
                 info.file_size as f64 / 1e6,

@@ -48,6 +48,8 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
         model_path: args.model.clone().unwrap_or_else(paths::default_chat_model),
         ctx_size: args.ctx_size,
         threads: args.threads,
+        gpu_layers: args.gpu.gpu_layers,
+        gpu_device: args.gpu.gpu_device,
         ..EngineConfig::new("")
     };
     let spinner = spinner(format!("loading {}", config.model_path.display()));

@@ -20,22 +20,29 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::LlamaBackendDeviceType;
 
+use super::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
 use super::{
     gguf, template, Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message,
-    Provider, StopScanner,
+    Placement, Provider, StopScanner,
 };
 
-/// How to load the model and size its context.
+/// How to load the model, where, and with how large a context.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub model_path: PathBuf,
-    /// Context window in tokens; default: the model's training context, capped at 8192.
+    /// Context window in tokens; default: the model's training context,
+    /// fitted to the memory of the device (see `offload`).
     pub ctx_size: Option<u32>,
     /// CPU threads; default: all available cores.
     pub threads: Option<i32>,
     /// Tokens evaluated per llama.cpp batch during prefill.
     pub batch_size: u32,
+    /// Layers on the GPU (`--gpu-layers`).
+    pub gpu_layers: GpuLayers,
+    /// ggml device index of the GPU (`--gpu-device`).
+    pub gpu_device: Option<usize>,
 }
 
 impl EngineConfig {
@@ -45,11 +52,19 @@ impl EngineConfig {
             ctx_size: None,
             threads: None,
             batch_size: 512,
+            gpu_layers: GpuLayers::Auto,
+            gpu_device: None,
+        }
+    }
+
+    fn offload_request(&self) -> OffloadRequest {
+        OffloadRequest {
+            layers: self.gpu_layers,
+            device: self.gpu_device,
+            ctx_size: self.ctx_size,
         }
     }
 }
-
-pub const DEFAULT_MAX_CTX: u32 = 8192;
 
 /// The llama.cpp backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, LlmError> {
@@ -74,6 +89,71 @@ pub fn system_info() -> String {
         .to_string()
 }
 
+/// The compute devices llama.cpp's backends see, the CPU included.
+pub fn devices() -> Result<Vec<Device>, LlmError> {
+    backend()?;
+    Ok(llama_cpp_2::list_llama_ggml_backend_devices()
+        .into_iter()
+        .map(|d| Device {
+            index: d.index,
+            name: d.name,
+            description: d.description,
+            backend: d.backend,
+            kind: match d.device_type {
+                LlamaBackendDeviceType::Cpu => DeviceKind::Cpu,
+                LlamaBackendDeviceType::Gpu => DeviceKind::Gpu,
+                LlamaBackendDeviceType::IntegratedGpu => DeviceKind::IntegratedGpu,
+                LlamaBackendDeviceType::Accelerator => DeviceKind::Accelerator,
+                LlamaBackendDeviceType::Unknown => DeviceKind::Unknown,
+            },
+            memory_free: d.memory_free as u64,
+            memory_total: d.memory_total as u64,
+        })
+        .collect())
+}
+
+/// The model's shape as the offload planner needs it, from its GGUF header.
+pub fn model_shape(info: &gguf::GgufInfo) -> ModelShape {
+    // Headers without the attention keys (rare, old converters) are planned
+    // as a 7B-like model: 32 layers, 128 KiB of cache per token.
+    let layers = info.layers.unwrap_or(32).clamp(1, 4096) as u32;
+    ModelShape {
+        layers,
+        weights_bytes: info.file_size,
+        ctx_train: info
+            .context_length
+            .unwrap_or(4096)
+            .clamp(64, u64::from(u32::MAX)) as u32,
+        kv_bytes_per_token: info.kv_bytes_per_token.unwrap_or(u64::from(layers) * 4096),
+    }
+}
+
+/// Plans where the model runs (see `offload::plan`) without loading it: what
+/// `agent doctor` reports.
+pub fn plan(config: &EngineConfig) -> Result<(Plan, Vec<Device>), LlmError> {
+    let info = inspect(&config.model_path)?;
+    let devices = devices()?;
+    let plan = offload::plan(
+        &config.offload_request(),
+        &devices,
+        &model_shape(&info),
+        &offload::compiled_backends(),
+    )
+    .map_err(|e| LlmError::Offload(e.to_string()))?;
+    Ok((plan, devices))
+}
+
+fn inspect(path: &Path) -> Result<gguf::GgufInfo, LlmError> {
+    let shown = path.display().to_string();
+    if !path.is_file() {
+        return Err(LlmError::ModelNotFound { path: shown });
+    }
+    gguf::inspect(path).map_err(|e| LlmError::InvalidModel {
+        path: shown,
+        reason: e.to_string(),
+    })
+}
+
 pub fn default_threads() -> i32 {
     std::thread::available_parallelism().map_or(4, |n| n.get() as i32)
 }
@@ -94,6 +174,7 @@ pub struct LlamaEngine {
     n_ctx: usize,
     n_batch: usize,
     threads: i32,
+    plan: Plan,
 }
 
 impl Drop for LlamaEngine {
@@ -110,45 +191,88 @@ impl Drop for LlamaEngine {
 }
 
 impl LlamaEngine {
-    /// Validates and loads a GGUF model and creates its context.
+    /// Validates and loads a GGUF model, places it as planned (see
+    /// `offload`) and creates its context. When the device runs out of
+    /// memory, it retries with half the layers and then on the CPU, with one
+    /// warning.
     pub fn load(config: &EngineConfig) -> Result<Self, LlmError> {
+        let info = inspect(&config.model_path)?;
+        let backend = backend()?;
+        let devices = devices()?;
+        let shape = model_shape(&info);
+        let request = config.offload_request();
+        let first = offload::plan(&request, &devices, &shape, &offload::compiled_backends())
+            .map_err(|e| LlmError::Offload(e.to_string()))?;
+        let cpu_by_default = first.gpu_layers == 0 && request.layers != GpuLayers::Count(0);
+        if let (true, Some(note)) = (cpu_by_default, &first.note) {
+            // Said once per load where a GPU was asked for or built in; a
+            // CPU-only build with the default `auto` stays quiet (doctor says it).
+            if request.layers != GpuLayers::Auto || !offload::compiled_backends().is_empty() {
+                tracing::warn!("running the model on the CPU: {note}");
+            }
+        }
+        let mut plans = vec![first.clone()];
+        plans.extend(offload::fallbacks(&first, &request, &devices, &shape));
+        let (engine, _, warning) = offload::load_first(plans, |plan| {
+            Self::load_placed(backend, config, plan.clone())
+        })?;
+        if let Some(warning) = warning {
+            tracing::warn!("{warning}");
+        }
+        Ok(engine)
+    }
+
+    fn load_placed(
+        backend: &'static LlamaBackend,
+        config: &EngineConfig,
+        plan: Plan,
+    ) -> Result<Self, LlmError> {
         let path = &config.model_path;
         let shown = path.display().to_string();
-        if !path.is_file() {
-            return Err(LlmError::ModelNotFound { path: shown });
-        }
-        gguf::inspect(path).map_err(|e| LlmError::InvalidModel {
-            path: shown.clone(),
-            reason: e.to_string(),
+        // An empty device list keeps llama.cpp off every GPU (its default is
+        // all of them, for weights and for compute).
+        let gpus: Vec<usize> = plan.device.iter().map(|d| d.index).collect();
+        let params = LlamaModelParams::default()
+            .with_n_gpu_layers(plan.gpu_layers)
+            .with_devices(&gpus)
+            .map_err(|e| LlmError::Offload(format!("{e}")))?;
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
+            if plan.gpu_layers > 0 {
+                LlmError::Backend(format!(
+                    "loading {} layers on the GPU failed ({e})",
+                    plan.gpu_layers
+                ))
+            } else {
+                LlmError::InvalidModel {
+                    path: shown.clone(),
+                    reason: format!("llama.cpp could not load it ({e})"),
+                }
+            }
         })?;
-        let backend = backend()?;
-        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
-            .map_err(|e| LlmError::InvalidModel {
-                path: shown.clone(),
-                reason: format!("llama.cpp could not load it ({e})"),
-            })?;
         // The context borrows the model for as long as the engine lives; the
         // engine owns both and frees them in order (see Drop).
         let model: &'static LlamaModel = Box::leak(Box::new(model));
 
-        let n_ctx = config
-            .ctx_size
-            .unwrap_or_else(|| model.n_ctx_train().min(DEFAULT_MAX_CTX))
-            .max(64);
+        let n_ctx = plan.n_ctx.max(64);
         let threads = config.threads.unwrap_or_else(default_threads).max(1);
         let n_batch = config.batch_size.clamp(8, n_ctx);
+        let on_gpu = plan.gpu_layers > 0;
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
-            .with_n_threads_batch(threads);
+            .with_n_threads_batch(threads)
+            .with_offload_kqv(on_gpu)
+            .with_op_offload(on_gpu);
         let ctx = match model.new_context(backend, params) {
             Ok(ctx) => ctx,
             Err(e) => {
                 // SAFETY: nothing borrows the model yet.
                 unsafe { drop(Box::from_raw(model as *const LlamaModel as *mut LlamaModel)) };
-                return Err(LlmError::Backend(format!("cannot create a context: {e}")));
+                return Err(LlmError::Backend(format!(
+                    "cannot create a {n_ctx}-token context: {e}"
+                )));
             }
         };
         let template = model.chat_template(None).ok();
@@ -161,6 +285,7 @@ impl LlamaEngine {
             .collect();
         specials.sort();
         specials.dedup();
+        tracing::info!("model placed: {}", plan.summary());
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),
             model,
@@ -171,7 +296,13 @@ impl LlamaEngine {
             n_ctx: n_ctx as usize,
             n_batch: n_batch as usize,
             threads,
+            plan,
         })
+    }
+
+    /// Where the model runs and with how large a context.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     pub fn model_path(&self) -> &Path {
@@ -311,6 +442,10 @@ impl Provider for LlamaEngine {
 
     fn context_size(&self) -> usize {
         self.n_ctx
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        Some(Placement::of(&self.plan))
     }
 
     fn supports_grammar(&self) -> bool {

@@ -23,6 +23,11 @@ pub struct GgufInfo {
     pub context_length: Option<u64>,
     pub has_chat_template: bool,
     pub file_size: u64,
+    /// Repeating layers (`ARCH.block_count`).
+    pub layers: Option<u64>,
+    /// K and V bytes per token over all layers at f16, from the attention
+    /// shape; what the context window costs in memory.
+    pub kv_bytes_per_token: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -197,9 +202,13 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
         context_length: None,
         has_chat_template: false,
         file_size,
+        layers: None,
+        kv_bytes_per_token: None,
     };
     let mut alignment = 32u64;
-    let mut context_lengths = Vec::new();
+    // Architecture-prefixed integers (`llama.block_count`, ...): the prefix
+    // is known only once `general.architecture` has been read.
+    let mut arch_ints = Vec::new();
     for _ in 0..kv_count {
         let key = r.string()?;
         let ty = r.u32()?;
@@ -208,9 +217,7 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
             ("general.name", Value::Str(s)) => info.name = Some(s),
             ("general.alignment", Value::Int(a)) => alignment = a,
             ("tokenizer.chat_template", _) => info.has_chat_template = true,
-            (k, Value::Int(n)) if k.ends_with(".context_length") => {
-                context_lengths.push((k.to_string(), n))
-            }
+            (k, Value::Int(n)) if !k.starts_with("general.") => arch_ints.push((k.to_string(), n)),
             _ => {}
         }
     }
@@ -218,11 +225,21 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
         return Err(GgufError::Corrupt(format!("bad alignment {alignment}")));
     }
     if let Some(arch) = &info.architecture {
-        let key = format!("{arch}.context_length");
-        info.context_length = context_lengths
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, n)| *n);
+        let get = |name: &str| {
+            let key = format!("{arch}.{name}");
+            arch_ints.iter().find(|(k, _)| *k == key).map(|(_, n)| *n)
+        };
+        info.context_length = get("context_length");
+        info.layers = get("block_count");
+        info.kv_bytes_per_token = (|| {
+            let heads = get("attention.head_count")?.max(1);
+            // Per-layer arrays (some hybrid models) are not read: assume MHA.
+            let kv_heads = get("attention.head_count_kv").unwrap_or(heads);
+            let head_dim = get("embedding_length")? / heads;
+            let k = get("attention.key_length").unwrap_or(head_dim);
+            let v = get("attention.value_length").unwrap_or(head_dim);
+            Some(info.layers? * kv_heads * (k + v) * 2)
+        })();
     }
 
     let mut ends = Vec::with_capacity(tensor_count as usize);

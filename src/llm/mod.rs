@@ -10,6 +10,7 @@
 pub mod engine;
 pub mod gguf;
 pub mod grammar;
+pub mod offload;
 pub mod openai;
 pub mod scripted;
 pub mod template;
@@ -17,6 +18,7 @@ pub mod template;
 use serde::{Deserialize, Serialize};
 
 pub use grammar::Grammar;
+pub use offload::Placement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -186,6 +188,8 @@ pub enum LlmError {
     Template(String),
     #[error("llama.cpp: {0}")]
     Backend(String),
+    #[error("{0}")]
+    Offload(String),
     #[error("model server: {0}")]
     Http(String),
     #[error("the script has no turn left (it had {0})")]
@@ -198,6 +202,10 @@ pub trait Provider: Send {
     fn name(&self) -> String;
     /// Context window in tokens.
     fn context_size(&self) -> usize;
+    /// Where the model runs (in-process engines only).
+    fn placement(&self) -> Option<Placement> {
+        None
+    }
     /// Tokens `text` takes with this model's tokenizer (an estimate where the
     /// tokenizer is remote).
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError>;

@@ -8,6 +8,7 @@
 //!   shares it, each time from an empty cache.
 
 use agent::llm::engine::{EngineConfig, LlamaEngine};
+use agent::llm::offload::GpuLayers;
 use agent::llm::{Completion, CompletionRequest, Flow, Message, Provider};
 use serde_json::json;
 
@@ -53,16 +54,25 @@ fn prompt_of(engine: &LlamaEngine, target: usize) -> Vec<Message> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let model = args.get(1).expect("usage: bench_engine MODEL THREADS REPS");
+    let model = args
+        .get(1)
+        .expect("usage: bench_engine MODEL THREADS REPS [GPU_LAYERS]");
     let threads: i32 = args.get(2).map_or(2, |t| t.parse().unwrap());
     let reps: usize = args.get(3).map_or(3, |r| r.parse().unwrap());
+    let gpu_layers: GpuLayers = args
+        .get(4)
+        .map_or(GpuLayers::Count(0), |g| g.parse().unwrap());
     let mut engine = LlamaEngine::load(&EngineConfig {
         ctx_size: Some(4096),
         threads: Some(threads),
         batch_size: 512,
+        gpu_layers,
         ..EngineConfig::new(model)
     })
     .expect("model loads");
+    let placement = engine
+        .placement()
+        .expect("the engine reports its placement");
 
     // Warm-up: page the weights in and let the CPU clocks settle.
     run(&mut engine, vec![Message::user("Hello")], 16, true);
@@ -124,6 +134,7 @@ fn main() {
         json!({
             "model": model,
             "threads": threads,
+            "placement": placement,
             "reps": reps,
             "prefill_prompt_tokens": prefill_tokens,
             "prefill_tok_s": median(prefill),

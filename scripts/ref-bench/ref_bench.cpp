@@ -8,7 +8,9 @@
 // cache; tg = N single-token decodes; a warm-up run first; mean of reps.
 // No sampling or detokenising: this is llama.cpp's raw floor.
 //
-// Usage: ref_bench MODEL N_PROMPT N_GEN THREADS N_BATCH REPS  → JSON on stdout.
+// Usage: ref_bench MODEL N_PROMPT N_GEN THREADS N_BATCH REPS [N_GPU_LAYERS]
+// → JSON on stdout. N_GPU_LAYERS (default 0, the CPU) needs a GPU build of
+// this program (scripts/bench engine --gpu-layers N).
 
 #include "llama.h"
 
@@ -50,8 +52,8 @@ static bool test_gen(llama_context * ctx, const llama_vocab * vocab, int n_gen) 
 }
 
 int main(int argc, char ** argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: %s MODEL N_PROMPT N_GEN THREADS N_BATCH REPS\n", argv[0]);
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: %s MODEL N_PROMPT N_GEN THREADS N_BATCH REPS [N_GPU_LAYERS]\n", argv[0]);
         return 2;
     }
     const char * path = argv[1];
@@ -60,7 +62,10 @@ int main(int argc, char ** argv) {
 
     llama_log_set(quiet, nullptr);
     llama_backend_init();
-    llama_model * model = llama_model_load_from_file(path, llama_model_default_params());
+    llama_model_params mp = llama_model_default_params();
+    // llama.cpp's default (-1) offloads everything in a GPU build: be explicit.
+    mp.n_gpu_layers = argc == 8 ? atoi(argv[7]) : 0;
+    llama_model * model = llama_model_load_from_file(path, mp);
     if (!model) { fprintf(stderr, "cannot load %s\n", path); return 1; }
     const llama_vocab * vocab = llama_model_get_vocab(model);
 
@@ -90,8 +95,8 @@ int main(int argc, char ** argv) {
         if (!test_gen(ctx, vocab, n_gen)) return 1;
         tg += n_gen / (now_s() - t);
     }
-    printf("{\"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"system_info\": \"%s\"}\n",
-           pp / reps, tg / reps, llama_print_system_info());
+    printf("{\"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"gpu_layers\": %d, \"system_info\": \"%s\"}\n",
+           pp / reps, tg / reps, mp.n_gpu_layers, llama_print_system_info());
     llama_free(ctx);
     llama_model_free(model);
     llama_backend_free();

@@ -369,7 +369,11 @@ fn onnx_runtime_check(lib: &Path) -> Check {
                 .filter_map(|p| p.parse().ok())
                 .collect();
             check.ok = major_minor >= vec![1, 24];
-            check.detail = format!("{} loads, version {v}", lib.display());
+            check.detail = format!(
+                "{} loads, version {v}; embeddings run on {}",
+                lib.display(),
+                crate::index::embed::execution_provider(lib)
+            );
             if check.ok {
                 check.fix = None;
             } else {

@@ -51,6 +51,27 @@ fn ort_environment(lib: &Path) -> Result<ort::environment::Environment> {
     })
 }
 
+/// The execution provider embeddings run on: `CUDA` when this build asks
+/// for it (`--features embed-cuda`) and the loaded ONNX Runtime has it,
+/// else `CPU`, with the reason.
+#[cfg(not(feature = "embed-cuda"))]
+pub fn execution_provider(_ort_lib: &Path) -> String {
+    "CPU (a GPU needs a build with --features embed-cuda)".into()
+}
+
+#[cfg(feature = "embed-cuda")]
+pub fn execution_provider(ort_lib: &Path) -> String {
+    use ort::ep::ExecutionProvider;
+    if let Err(e) = ort_environment(ort_lib) {
+        return format!("CPU ({e})");
+    }
+    match ort::ep::CUDA::is_available() {
+        Ok(true) => "CUDA".into(),
+        Ok(false) => "CPU (this ONNX Runtime has no CUDA provider: use the library of the onnxruntime-gpu build)".into(),
+        Err(e) => format!("CPU ({e})"),
+    }
+}
+
 impl Embedder {
     /// Loads the default embedder from the models folder.
     pub fn load_default(threads: usize) -> Result<Self> {
@@ -92,6 +113,10 @@ impl Embedder {
             .with_intra_threads(threads.max(1))
             // Busy-waiting threads would steal the CPU from the chunker.
             .with_session_config("session.intra_op.allow_spinning", "0");
+        // ONNX Runtime falls back to the CPU by itself when the CUDA provider
+        // cannot register (a CPU build of the library, no driver).
+        #[cfg(feature = "embed-cuda")]
+        let options = options.with_execution_providers(vec![ort::ep::CUDA::default().build()]);
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
             anyhow!("cannot load the embedding model: {e}\n  fix: run scripts/fetch-models")
         })?;

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 /// The models folder: `$AGENT_MODELS_DIR` when set, else `models/` in the
-/// source tree the binary was built from, else `./models`.
+/// source tree the binary was built from, else the installed copy in
+/// `~/.local/share/agent/models`, else `./models`.
 pub fn models_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AGENT_MODELS_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
@@ -11,6 +12,16 @@ pub fn models_dir() -> PathBuf {
     let built_in = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models");
     if built_in.join("manifest.json").is_file() {
         return built_in;
+    }
+    // Where `scripts/install` copies them, for a binary whose clone is gone.
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+    if let Some(installed) = data.map(|d| d.join("agent/models")) {
+        if installed.join("manifest.json").is_file() {
+            return installed;
+        }
     }
     PathBuf::from("models")
 }

@@ -175,7 +175,7 @@ fn offload_check(config: &EngineConfig) -> (Vec<Device>, OffloadReport) {
             if plan.gpu_layers == 0 && config.gpu_layers != GpuLayers::Count(0) {
                 check.ok = false;
                 if built.is_empty() {
-                    check.fix = Some("cargo build --release --features vulkan (or cuda; metal is on by default on macOS); see the README's GPU section".into());
+                    check.fix = Some("scripts/install --features vulkan (or cuda; metal is on by default on macOS): see the README, GPU".into());
                 }
             }
             let placement = Placement::of(&plan);

@@ -175,6 +175,10 @@ pub struct LlamaEngine {
     n_batch: usize,
     threads: i32,
     plan: Plan,
+    /// How it was loaded, and the CPU plan to reload with if the GPU fails
+    /// mid-session (None once on the CPU).
+    config: EngineConfig,
+    cpu_fallback: Option<Plan>,
 }
 
 impl Drop for LlamaEngine {
@@ -213,12 +217,14 @@ impl LlamaEngine {
         }
         let mut plans = vec![first.clone()];
         plans.extend(offload::fallbacks(&first, &request, &devices, &shape));
-        let (engine, _, warning) = offload::load_first(plans, |plan| {
+        let cpu_fallback = plans.last().filter(|p| p.gpu_layers == 0).cloned();
+        let (mut engine, _, warning) = offload::load_first(plans, |plan| {
             Self::load_placed(backend, config, plan.clone())
         })?;
         if let Some(warning) = warning {
             tracing::warn!("{warning}");
         }
+        engine.cpu_fallback = cpu_fallback.filter(|_| engine.plan.gpu_layers > 0);
         Ok(engine)
     }
 
@@ -297,7 +303,23 @@ impl LlamaEngine {
             n_batch: n_batch as usize,
             threads,
             plan,
+            config: config.clone(),
+            cpu_fallback: None,
         })
+    }
+
+    /// Replaces this engine with one on the CPU, after the GPU failed.
+    fn fall_back_to_cpu(&mut self, failure: &str) -> Result<(), LlmError> {
+        let Some(cpu) = self.cpu_fallback.take() else {
+            return Err(LlmError::Backend(failure.to_string()));
+        };
+        tracing::warn!(
+            "the model failed on {} ({failure}); reloading it on the CPU",
+            self.plan.summary()
+        );
+        let fresh = Self::load_placed(backend()?, &self.config, cpu)?;
+        *self = fresh;
+        Ok(())
     }
 
     /// Where the model runs and with how large a context.
@@ -464,7 +486,31 @@ impl Provider for LlamaEngine {
         Ok(self.tokenize_prompt(&self.render(messages)).len())
     }
 
+    /// Runs the request; when the GPU fails before any text was shown (a
+    /// device out of memory on a long prompt, a lost device), the model is
+    /// reloaded on the CPU once and the request runs again there.
     fn complete(
+        &mut self,
+        request: &CompletionRequest,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Completion, LlmError> {
+        let mut streamed = false;
+        let result = self.complete_once(request, &mut |event| {
+            streamed |= matches!(event, Event::Text(_));
+            on_event(event)
+        });
+        match result {
+            Err(LlmError::Backend(failure)) if !streamed && self.cpu_fallback.is_some() => {
+                self.fall_back_to_cpu(&failure)?;
+                self.complete_once(request, on_event)
+            }
+            other => other,
+        }
+    }
+}
+
+impl LlamaEngine {
+    fn complete_once(
         &mut self,
         request: &CompletionRequest,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,

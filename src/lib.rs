@@ -22,6 +22,7 @@ pub mod cancel;
 pub mod cli;
 pub mod cmd;
 pub mod index;
+pub mod lang;
 pub mod llm;
 pub mod mcp;
 pub mod models;

@@ -51,31 +51,7 @@ const GENERATED_NAMES: &[&str] = &[
 /// 10 MB of `.svg` test baselines, which would crowd search results.
 const DATA_EXTENSIONS: &[&str] = &["svg", "eps", "ps"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Lang {
-    Rust,
-    Python,
-    /// Any other text file; chunked by lines. The extension is kept in `SourceFile::ext`.
-    Text,
-}
-
-impl Lang {
-    pub fn from_path(path: &Path) -> Lang {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("rs") => Lang::Rust,
-            Some("py" | "pyi") => Lang::Python,
-            _ => Lang::Text,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Lang::Rust => "rust",
-            Lang::Python => "python",
-            Lang::Text => "text",
-        }
-    }
-}
+pub use crate::lang::Lang;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SourceFile {

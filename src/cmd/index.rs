@@ -20,7 +20,12 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&status)?);
         } else {
             println!("index of {}", status.root.display());
-            println!("  files        {}", status.files);
+            let langs: Vec<String> = status
+                .languages
+                .iter()
+                .map(|(lang, n)| format!("{n} {lang}"))
+                .collect();
+            println!("  files        {} ({})", status.files, langs.join(", "));
             println!("  chunks       {}", status.chunks);
             println!("  embeddings   {} cached", status.cached_embeddings);
             println!(

@@ -13,8 +13,11 @@ pub fn run(args: &SearchArgs) -> Result<i32> {
         bail!("the query is empty");
     }
     if let Some(lang) = &args.lang {
-        if !["rust", "python", "text"].contains(&lang.as_str()) {
-            bail!("unknown language {lang:?}: use rust, python or text");
+        if crate::lang::Lang::from_name(lang).is_none() {
+            bail!(
+                "unknown language {lang:?}: use one of {}",
+                crate::lang::Lang::names().join(", ")
+            );
         }
     }
     let root = paths::repo_root(args.root.as_deref())?;

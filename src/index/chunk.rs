@@ -16,6 +16,7 @@
 use serde::Serialize;
 use tree_sitter::{Node, Parser};
 
+use crate::lang::{Name, Syntax};
 use crate::walk::Lang;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,15 +63,10 @@ pub fn chunk_source(
         lines: line_starts(src),
         limits,
         count,
-        separator: if lang == Lang::Python { "." } else { "::" },
+        separator: lang.spec().separator,
         out: Vec::new(),
     };
-    let grammar = match lang {
-        Lang::Rust => Some(tree_sitter::Language::from(tree_sitter_rust::LANGUAGE)),
-        Lang::Python => Some(tree_sitter::Language::from(tree_sitter_python::LANGUAGE)),
-        Lang::Text => None,
-    };
-    let tree = grammar.and_then(|g| {
+    let tree = lang.grammar().and_then(|g| {
         let mut parser = Parser::new();
         parser.set_language(&g).ok()?;
         parser.parse(src, None)
@@ -124,6 +120,8 @@ enum Role<'t> {
     Leading,
     /// Anything else (imports, statements, fields).
     Other,
+    /// A node whose children stand in its place (`#ifdef` blocks).
+    Transparent(Vec<Node<'t>>),
 }
 
 impl<'a> Chunker<'a> {
@@ -178,8 +176,50 @@ impl<'a> Chunker<'a> {
                     None => Role::Other,
                 }
             }
-            _ => Role::Other,
+            _ => match lang.spec().syntax {
+                Some(syntax) => self.table_role(syntax, node),
+                None => Role::Other,
+            },
         }
+    }
+
+    /// The role of a node in a table-driven language (`crate::lang`).
+    fn table_role<'t>(&self, syntax: &Syntax, node: Node<'t>) -> Role<'t> {
+        let kind = node.kind();
+        if syntax.comments.contains(&kind) {
+            return Role::Leading;
+        }
+        if syntax.transparent.contains(&kind) {
+            // The condition line stays with the block before; the rest is chunked.
+            let children = named_children(node)
+                .into_iter()
+                .filter(|c| node.child_by_field_name("condition") != Some(*c))
+                .filter(|c| node.child_by_field_name("name") != Some(*c))
+                .collect();
+            return Role::Transparent(children);
+        }
+        if let Some((_, field)) = syntax.wrappers.iter().find(|(w, _)| *w == kind) {
+            return match node.child_by_field_name(field) {
+                Some(inner) => match self.table_role(syntax, inner) {
+                    item @ Role::Item { .. } => item,
+                    _ => Role::Other,
+                },
+                None => Role::Other,
+            };
+        }
+        let Some(rule) = syntax.items.iter().find(|i| i.node == kind) else {
+            return Role::Other;
+        };
+        let name = crate::lang::item_name(self.src, node, rule.name);
+        if name.is_none() && matches!(rule.name, Name::FirstDeclarator | Name::Declarator) {
+            // `struct { .. } x;`, destructuring: not an item of its own.
+            return Role::Other;
+        }
+        let body = rule
+            .body
+            .and_then(|f| node.child_by_field_name(f))
+            .map(named_children);
+        item(rule.kind, name, body)
     }
 
     /// Chunks a sequence of sibling nodes inside `scope`.
@@ -201,6 +241,15 @@ impl<'a> Chunker<'a> {
                         block = Some((block.map_or(l, |b| b.0), end.max(l)));
                     }
                     block = Some((block.map_or(start, |b| b.0), end));
+                }
+                Role::Transparent(children) => {
+                    if let Some(l) = leading.take() {
+                        block = Some((block.map_or(l, |b| b.0), l));
+                    }
+                    if let Some((bs, be)) = block.take() {
+                        self.emit_block(scope, bs, be);
+                    }
+                    self.items(lang, &children, scope);
                 }
                 Role::Item { kind, name, body } => {
                     let start = leading.take().unwrap_or(start);

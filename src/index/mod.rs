@@ -33,7 +33,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::cancel::CancelToken;
-use crate::walk::{self, Skipped, SourceFile, WalkOptions};
+use crate::walk::{self, Lang, Skipped, SourceFile, WalkOptions};
 use chunk::{chunk_source, ChunkLimits};
 use embed::Embedder;
 pub use search::{Fusion, SearchMode, SearchQuery, SearchResult};
@@ -112,6 +112,8 @@ pub struct Status {
     pub root: PathBuf,
     pub index_dir: PathBuf,
     pub files: usize,
+    /// Files per language (`crate::lang`), most first.
+    pub languages: Vec<(String, usize)>,
     pub chunks: usize,
     pub cached_embeddings: u64,
     pub text_index: bool,
@@ -672,10 +674,23 @@ impl Index {
     }
 
     pub fn status(&self) -> Result<Status> {
+        let files = self.state.files()?;
+        let mut languages: HashMap<&str, usize> = HashMap::new();
+        for path in files.keys() {
+            *languages
+                .entry(Lang::from_path(Path::new(path)).as_str())
+                .or_default() += 1;
+        }
+        let mut languages: Vec<(String, usize)> = languages
+            .into_iter()
+            .map(|(l, n)| (l.to_string(), n))
+            .collect();
+        languages.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Ok(Status {
             root: self.root.clone(),
             index_dir: self.dir.clone(),
-            files: self.state.files()?.len(),
+            files: files.len(),
+            languages,
             chunks: self.store.count_rows()?,
             cached_embeddings: self.state.cached_vector_count()?,
             text_index: self.store.has_text_index()?,

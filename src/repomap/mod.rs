@@ -39,6 +39,7 @@ pub mod cache;
 pub mod rank;
 pub mod render;
 pub mod skeleton;
+pub mod table_tags;
 pub mod tags;
 
 use std::collections::BTreeMap;

@@ -127,7 +127,7 @@ impl FileTags {
 
 /// Whether files of this language get tags.
 pub fn is_taggable(lang: Lang) -> bool {
-    matches!(lang, Lang::Rust | Lang::Python)
+    matches!(lang, Lang::Rust | Lang::Python) || super::table_tags::table_query(lang).is_some()
 }
 
 /// Definitions, item-level macro invocations (their bodies are parsed again
@@ -304,7 +304,7 @@ fn lang_query(lang: Lang) -> Option<&'static LangQuery> {
                 None,
             )
         })),
-        Lang::Text => None,
+        _ => None,
     }
 }
 
@@ -313,6 +313,8 @@ fn lang_query(lang: Lang) -> Option<&'static LangQuery> {
 pub struct Tagger {
     rust: Option<Parser>,
     python: Option<Parser>,
+    /// Parsers of the table-driven languages (`table_tags`).
+    others: HashMap<Lang, Parser>,
     cursor: QueryCursor,
 }
 
@@ -333,6 +335,7 @@ impl Tagger {
             Lang::Rust => super::skeleton::rust(src, &mut count),
             Lang::Python => super::skeleton::python(src, &mut count),
             Lang::Text => return FileTags::default(),
+            _ => return super::table_tags::tag(&mut self.others, &mut self.cursor, lang, src),
         };
         match skeleton {
             Some(text) => self.tag_text(lang, &text, Some(refs)),
@@ -1084,14 +1087,20 @@ def request(method, url, **kwargs):
             walk.signature,
             "pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>)"
         );
-        assert_eq!(def(&t, "from_path").kind, DefKind::Method);
-        assert_eq!(t.scope_names(def(&t, "from_path")), ["impl Lang"]);
         assert_eq!(
             def(&t, "SKIPPED_DIRS").signature,
             "const SKIPPED_DIRS: &[&str]"
         );
         assert_eq!(def(&t, "SourceFile").kind, DefKind::Struct);
-        assert_eq!(def(&t, "Lang").kind, DefKind::Enum);
+        // `Lang` lives in lang.rs.
+        let lang_src = SOURCE_ROOTS
+            .iter()
+            .find_map(|r| std::fs::read_to_string(format!("{r}/lang.rs")).ok())
+            .expect("lang.rs");
+        let l = tag(Lang::Rust, &lang_src);
+        assert_eq!(def(&l, "from_path").kind, DefKind::Method);
+        assert_eq!(l.scope_names(def(&l, "from_path")), ["impl Lang"]);
+        assert_eq!(def(&l, "Lang").kind, DefKind::Enum);
         assert_eq!(
             t.scope_names(def(&t, "minified_text_is_detected")),
             ["mod tests"]

@@ -35,10 +35,8 @@ pub struct Problem {
 
 /// Syntax errors by tree-sitter, in source order.
 fn parse_errors(lang: Lang, src: &str) -> Vec<Problem> {
-    let language = match lang {
-        Lang::Rust => tree_sitter::Language::from(tree_sitter_rust::LANGUAGE),
-        Lang::Python => tree_sitter::Language::from(tree_sitter_python::LANGUAGE),
-        Lang::Text => return Vec::new(),
+    let Some(language) = lang.grammar() else {
+        return Vec::new();
     };
     let mut parser = Parser::new();
     if parser.set_language(&language).is_err() {

@@ -1,0 +1,466 @@
+//! The languages the agent understands, in one table.
+//!
+//! Each entry says how a language is recognised (extensions), parsed (its
+//! tree-sitter grammar, behind a `lang-*` cargo feature), chunked (which
+//! syntax nodes are items, where their names are, which hold members) and
+//! tagged for the repo map (a tags query: the grammar's own `tags.scm`, plus
+//! what it lacks). The chunker, the tagger, `agent search --lang` and
+//! `agent index --status` all read it; adding a language is one entry.
+//!
+//! Rust and Python came first and keep hand-written rules (chunk roles in
+//! `index::chunk`, queries and a lexical pre-pass in `repomap`); their entries
+//! here carry only what is shared.
+
+use std::path::Path;
+
+use serde::Serialize;
+use tree_sitter::Language;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    Rust,
+    Python,
+    C,
+    Go,
+    Java,
+    JavaScript,
+    TypeScript,
+    Tsx,
+    /// Any other text file; chunked by lines. The extension is kept in `SourceFile::ext`.
+    Text,
+}
+
+/// How the chunker finds an item's name.
+#[derive(Debug, Clone, Copy)]
+pub enum Name {
+    /// A field of the node (`name`).
+    Field(&'static str),
+    /// C declarators: follow `declarator` fields down to the identifier
+    /// (`static int *f(void)` → `f`).
+    Declarator,
+    /// The `name` of the first `variable_declarator` child
+    /// (`const f = () => ..`).
+    FirstDeclarator,
+    /// Go methods: `Receiver.Method` (`func (s *stack) Format(..)` → `stack.Format`).
+    GoMethod,
+    /// Go type declarations: the first `type_spec`'s name.
+    GoType,
+}
+
+/// A syntax node that is a chunk of its own.
+#[derive(Debug, Clone, Copy)]
+pub struct Item {
+    pub node: &'static str,
+    /// function, method, class, interface, struct, enum, type, module, const.
+    pub kind: &'static str,
+    pub name: Name,
+    /// Field holding the members, for containers split when too big.
+    pub body: Option<&'static str>,
+}
+
+const fn item(node: &'static str, kind: &'static str, name: Name) -> Item {
+    Item {
+        node,
+        kind,
+        name,
+        body: None,
+    }
+}
+
+const fn container(node: &'static str, kind: &'static str, name: Name) -> Item {
+    Item {
+        node,
+        kind,
+        name,
+        body: Some("body"),
+    }
+}
+
+/// Chunking rules of a table-driven language.
+#[derive(Debug)]
+pub struct Syntax {
+    pub items: &'static [Item],
+    /// Comment node kinds: they go with the item after them.
+    pub comments: &'static [&'static str],
+    /// Nodes that wrap an item in a field (`export function f`): the item is
+    /// found in the field and the chunk covers the wrapper.
+    pub wrappers: &'static [(&'static str, &'static str)],
+    /// Nodes whose children are chunked as if they stood in their place
+    /// (`#ifdef` blocks in C).
+    pub transparent: &'static [&'static str],
+}
+
+pub struct LangSpec {
+    pub lang: Lang,
+    /// What `--lang` takes and `--status` shows.
+    pub name: &'static str,
+    pub extensions: &'static [&'static str],
+    /// Joins symbol path parts: `Engine::load`, `Client.get`.
+    pub separator: &'static str,
+    /// None for Rust and Python (hand-written rules) and Text.
+    pub syntax: Option<&'static Syntax>,
+}
+
+const FUNCTION: Name = Name::Field("name");
+
+static JAVASCRIPT_SYNTAX: Syntax = Syntax {
+    items: &[
+        item("function_declaration", "function", FUNCTION),
+        item("generator_function_declaration", "function", FUNCTION),
+        container("class_declaration", "class", FUNCTION),
+        item("method_definition", "method", FUNCTION),
+        item("lexical_declaration", "const", Name::FirstDeclarator),
+        item("variable_declaration", "const", Name::FirstDeclarator),
+    ],
+    comments: &["comment"],
+    wrappers: &[("export_statement", "declaration")],
+    transparent: &[],
+};
+
+static TYPESCRIPT_SYNTAX: Syntax = Syntax {
+    items: &[
+        item("function_declaration", "function", FUNCTION),
+        item("generator_function_declaration", "function", FUNCTION),
+        item("function_signature", "function", FUNCTION),
+        container("class_declaration", "class", FUNCTION),
+        container("abstract_class_declaration", "class", FUNCTION),
+        container("interface_declaration", "interface", FUNCTION),
+        container("enum_declaration", "enum", FUNCTION),
+        item("type_alias_declaration", "type", FUNCTION),
+        container("internal_module", "module", FUNCTION),
+        container("module", "module", FUNCTION),
+        item("method_definition", "method", FUNCTION),
+        item("abstract_method_signature", "method", FUNCTION),
+        item("lexical_declaration", "const", Name::FirstDeclarator),
+        item("variable_declaration", "const", Name::FirstDeclarator),
+    ],
+    comments: &["comment"],
+    wrappers: &[
+        ("export_statement", "declaration"),
+        ("ambient_declaration", "declaration"),
+    ],
+    transparent: &[],
+};
+
+static GO_SYNTAX: Syntax = Syntax {
+    items: &[
+        item("function_declaration", "function", FUNCTION),
+        item("method_declaration", "method", Name::GoMethod),
+        item("type_declaration", "type", Name::GoType),
+    ],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static JAVA_SYNTAX: Syntax = Syntax {
+    items: &[
+        container("class_declaration", "class", FUNCTION),
+        container("interface_declaration", "interface", FUNCTION),
+        container("enum_declaration", "enum", FUNCTION),
+        container("record_declaration", "class", FUNCTION),
+        container("annotation_type_declaration", "interface", FUNCTION),
+        item("method_declaration", "method", FUNCTION),
+        item("constructor_declaration", "method", FUNCTION),
+    ],
+    comments: &["line_comment", "block_comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static C_SYNTAX: Syntax = Syntax {
+    items: &[
+        item("function_definition", "function", Name::Declarator),
+        item("type_definition", "type", Name::Declarator),
+        item("struct_specifier", "struct", FUNCTION),
+        item("union_specifier", "struct", FUNCTION),
+        item("enum_specifier", "enum", FUNCTION),
+        item("preproc_function_def", "macro", FUNCTION),
+    ],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[
+        "preproc_ifdef",
+        "preproc_if",
+        "preproc_else",
+        "preproc_elif",
+    ],
+};
+
+#[rustfmt::skip]
+pub static LANGS: &[LangSpec] = &[
+    LangSpec { lang: Lang::Rust, name: "rust", extensions: &["rs"], separator: "::", syntax: None },
+    LangSpec { lang: Lang::Python, name: "python", extensions: &["py", "pyi"], separator: ".", syntax: None },
+    LangSpec { lang: Lang::C, name: "c", extensions: &["c", "h"], separator: ".", syntax: Some(&C_SYNTAX) },
+    LangSpec { lang: Lang::Go, name: "go", extensions: &["go"], separator: ".", syntax: Some(&GO_SYNTAX) },
+    LangSpec { lang: Lang::Java, name: "java", extensions: &["java"], separator: ".", syntax: Some(&JAVA_SYNTAX) },
+    LangSpec { lang: Lang::JavaScript, name: "javascript", extensions: &["js", "mjs", "cjs", "jsx"], separator: ".", syntax: Some(&JAVASCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::TypeScript, name: "typescript", extensions: &["ts", "mts", "cts"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::Tsx, name: "tsx", extensions: &["tsx"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::Text, name: "text", extensions: &[], separator: ".", syntax: None },
+];
+
+impl Lang {
+    pub fn from_path(path: &Path) -> Lang {
+        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+            return Lang::Text;
+        };
+        LANGS
+            .iter()
+            .find(|spec| spec.extensions.contains(&ext))
+            .map_or(Lang::Text, |spec| spec.lang)
+    }
+
+    pub fn spec(self) -> &'static LangSpec {
+        LANGS
+            .iter()
+            .find(|spec| spec.lang == self)
+            .expect("every Lang has an entry")
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.spec().name
+    }
+
+    pub fn from_name(name: &str) -> Option<Lang> {
+        LANGS.iter().find(|s| s.name == name).map(|s| s.lang)
+    }
+
+    /// Names `--lang` takes.
+    pub fn names() -> Vec<&'static str> {
+        LANGS.iter().map(|s| s.name).collect()
+    }
+
+    /// The tree-sitter grammar, when this build has it (`lang-*` features).
+    pub fn grammar(self) -> Option<Language> {
+        match self {
+            Lang::Rust => Some(tree_sitter_rust::LANGUAGE.into()),
+            Lang::Python => Some(tree_sitter_python::LANGUAGE.into()),
+            Lang::C => grammars::c(),
+            Lang::Go => grammars::go(),
+            Lang::Java => grammars::java(),
+            Lang::JavaScript => grammars::javascript(),
+            Lang::TypeScript => grammars::typescript(),
+            Lang::Tsx => grammars::tsx(),
+            Lang::Text => None,
+        }
+    }
+
+    /// The repo map's query for a table-driven language: `@definition.KIND`
+    /// and `@reference.KIND` captures with `@name`, as in the grammars' own
+    /// `tags.scm` (which it includes).
+    pub fn tags_query(self) -> Option<String> {
+        match self {
+            Lang::C => grammars::c_tags(),
+            Lang::Go => grammars::go_tags(),
+            Lang::Java => grammars::java_tags(),
+            Lang::JavaScript => grammars::javascript_tags(),
+            Lang::TypeScript | Lang::Tsx => grammars::typescript_tags(),
+            Lang::Rust | Lang::Python | Lang::Text => None,
+        }
+    }
+}
+
+/// The name of an item node, by its rule (see [`Name`]).
+pub fn item_name(src: &str, node: tree_sitter::Node, rule: Name) -> Option<String> {
+    let text = |n: tree_sitter::Node| n.utf8_text(src.as_bytes()).ok().map(str::to_string);
+    match rule {
+        Name::Field(field) => node.child_by_field_name(field).and_then(text),
+        Name::Declarator => {
+            let mut cur = node.child_by_field_name("declarator")?;
+            // Pointers, arrays, parentheses and function declarators nest
+            // the identifier under further `declarator` fields.
+            while let Some(inner) = cur.child_by_field_name("declarator") {
+                cur = inner;
+            }
+            matches!(
+                cur.kind(),
+                "identifier" | "type_identifier" | "field_identifier" | "primitive_type"
+            )
+            .then(|| text(cur))
+            .flatten()
+        }
+        Name::FirstDeclarator => {
+            let mut cursor = node.walk();
+            let first = node
+                .named_children(&mut cursor)
+                .find(|c| c.kind() == "variable_declarator")?;
+            let name = first.child_by_field_name("name")?;
+            (name.kind() == "identifier").then(|| text(name)).flatten()
+        }
+        Name::GoMethod => {
+            let method = node.child_by_field_name("name").and_then(text)?;
+            // `(s *stack)` → `stack`; generic receivers `(l *List[T])` → `List`.
+            let receiver = node.child_by_field_name("receiver").and_then(text)?;
+            let ty = receiver
+                .trim_matches(|c| c == '(' || c == ')')
+                .split_whitespace()
+                .last()?
+                .trim_start_matches('*')
+                .split('[')
+                .next()?
+                .to_string();
+            Some(format!("{ty}.{method}"))
+        }
+        Name::GoType => {
+            let mut cursor = node.walk();
+            let spec = node
+                .named_children(&mut cursor)
+                .find(|c| matches!(c.kind(), "type_spec" | "type_alias"))?;
+            spec.child_by_field_name("name").and_then(text)
+        }
+    }
+}
+
+/// Grammars and queries behind their features; without one, a language is
+/// still recognised and searchable, chunked by lines like text.
+mod grammars {
+    use tree_sitter::Language;
+
+    macro_rules! grammar {
+        ($name:ident, $feature:literal, $language:expr) => {
+            pub fn $name() -> Option<Language> {
+                #[cfg(feature = $feature)]
+                return Some($language.into());
+                #[cfg(not(feature = $feature))]
+                None
+            }
+        };
+    }
+    macro_rules! tags {
+        ($name:ident, $feature:literal, $($part:expr),+) => {
+            pub fn $name() -> Option<String> {
+                #[cfg(feature = $feature)]
+                return Some([$($part),+].join("\n"));
+                #[cfg(not(feature = $feature))]
+                None
+            }
+        };
+    }
+
+    grammar!(c, "lang-c", tree_sitter_c::LANGUAGE);
+    grammar!(go, "lang-go", tree_sitter_go::LANGUAGE);
+    grammar!(java, "lang-java", tree_sitter_java::LANGUAGE);
+    grammar!(
+        javascript,
+        "lang-javascript",
+        tree_sitter_javascript::LANGUAGE
+    );
+    grammar!(
+        typescript,
+        "lang-typescript",
+        tree_sitter_typescript::LANGUAGE_TYPESCRIPT
+    );
+    grammar!(tsx, "lang-typescript", tree_sitter_typescript::LANGUAGE_TSX);
+
+    // C's tags.scm has definitions only: macros, calls and type uses are added.
+    tags!(c_tags, "lang-c", tree_sitter_c::TAGS_QUERY, C_REFS);
+    tags!(go_tags, "lang-go", tree_sitter_go::TAGS_QUERY);
+    tags!(java_tags, "lang-java", tree_sitter_java::TAGS_QUERY);
+    tags!(
+        javascript_tags,
+        "lang-javascript",
+        tree_sitter_javascript::TAGS_QUERY
+    );
+    // TypeScript's tags.scm covers only what TypeScript adds to JavaScript.
+    tags!(
+        typescript_tags,
+        "lang-typescript",
+        TS_JAVASCRIPT_TAGS,
+        tree_sitter_typescript::TAGS_QUERY
+    );
+
+    #[cfg(feature = "lang-c")]
+    const C_REFS: &str = r#"
+(preproc_function_def name: (identifier) @name) @definition.macro
+(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (field_expression field: (field_identifier) @name)) @reference.call
+(type_identifier) @name @reference.type
+"#;
+
+    /// JavaScript's tags without the node kinds the TypeScript grammar
+    /// renamed (`function` → `function_expression` exists in both; JSX-only
+    /// nodes are not in TypeScript's grammar).
+    #[cfg(feature = "lang-typescript")]
+    const TS_JAVASCRIPT_TAGS: &str = r#"
+(method_definition name: (property_identifier) @name) @definition.method
+(class_declaration name: (_) @name) @definition.class
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(lexical_declaration (variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)]) @definition.function)
+(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (member_expression property: (property_identifier) @name)) @reference.call
+(new_expression constructor: (_) @name) @reference.class
+"#;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_lang_has_one_entry_and_extensions_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for spec in LANGS {
+            assert_eq!(spec.lang.spec().name, spec.name);
+            assert_eq!(Lang::from_name(spec.name), Some(spec.lang));
+            for ext in spec.extensions {
+                assert!(seen.insert(*ext), "{ext} claimed twice");
+                let path = format!("x.{ext}");
+                assert_eq!(Lang::from_path(Path::new(&path)), spec.lang);
+            }
+        }
+        assert_eq!(Lang::from_path(Path::new("README")), Lang::Text);
+        assert_eq!(Lang::from_path(Path::new("a.md")), Lang::Text);
+    }
+
+    /// Every grammar this build has loads, and its tags query compiles
+    /// against it.
+    #[test]
+    fn every_grammar_loads_and_every_tags_query_compiles() {
+        for spec in LANGS {
+            let Some(grammar) = spec.lang.grammar() else {
+                assert!(matches!(spec.lang, Lang::Text) || spec.syntax.is_some());
+                continue;
+            };
+            let mut parser = tree_sitter::Parser::new();
+            parser
+                .set_language(&grammar)
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+            if let Some(query) = spec.lang.tags_query() {
+                let q = tree_sitter::Query::new(&grammar, &query)
+                    .unwrap_or_else(|e| panic!("{} tags query: {e}", spec.name));
+                let names = q.capture_names();
+                assert!(names.contains(&"name"), "{}: {names:?}", spec.name);
+                assert!(
+                    names.iter().any(|n| n.starts_with("definition.")),
+                    "{}: {names:?}",
+                    spec.name
+                );
+                assert!(
+                    names.iter().any(|n| n.starts_with("reference.")),
+                    "{}: no references in {names:?}",
+                    spec.name
+                );
+            }
+            if let Some(syntax) = spec.syntax {
+                // Every node kind the chunker names exists in the grammar.
+                let kinds = syntax
+                    .items
+                    .iter()
+                    .map(|i| i.node)
+                    .chain(syntax.comments.iter().copied())
+                    .chain(syntax.wrappers.iter().map(|w| w.0))
+                    .chain(syntax.transparent.iter().copied());
+                for kind in kinds {
+                    assert!(
+                        grammar.id_for_node_kind(kind, true) != 0,
+                        "{}: no node kind {kind}",
+                        spec.name
+                    );
+                }
+            }
+        }
+    }
+}

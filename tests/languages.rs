@@ -1,0 +1,368 @@
+//! The chunker and the repo map on real files of each table-driven language
+//! (tests/fixtures/lang, from published packages; see its README).
+
+mod common;
+
+use agent::index::chunk::{chunk_source, Chunk, ChunkLimits};
+use agent::lang::Lang;
+use agent::repomap::tags::{FileTags, Tagger};
+
+fn fixture(name: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lang/");
+    std::fs::read_to_string(format!("{path}{name}")).unwrap()
+}
+
+/// Whitespace-separated words: a stand-in for the embedder's tokenizer.
+fn words(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+fn chunks(lang: Lang, name: &str) -> Vec<Chunk> {
+    let limits = ChunkLimits {
+        max_tokens: 150,
+        min_tokens: 20,
+        overlap_lines: 2,
+    };
+    chunk_source(lang, &fixture(name), limits, &words)
+}
+
+fn tags(lang: Lang, name: &str) -> FileTags {
+    Tagger::new().tag(lang, &fixture(name))
+}
+
+/// `(kind, symbol, start, end)` of each chunk.
+fn outline(lang: Lang, name: &str) -> Vec<(String, String, u32, u32)> {
+    chunks(lang, name)
+        .into_iter()
+        .map(|c| (c.kind, c.symbol, c.start_line, c.end_line))
+        .collect()
+}
+
+fn has_chunk(lang: Lang, name: &str, kind: &str, symbol: &str, lines: (u32, u32)) {
+    let all = outline(lang, name);
+    assert!(
+        all.iter()
+            .any(|(k, s, a, b)| k == kind && s == symbol && (*a, *b) == lines),
+        "{name}: no {kind} {symbol} at {lines:?} in {all:#?}"
+    );
+}
+
+/// `(kind, name, line, public, signature)` of a definition.
+fn has_def(lang: Lang, file: &str, name: &str, want: (&str, u32, bool, &str), scope: &[&str]) {
+    let t = tags(lang, file);
+    let d = t
+        .defs
+        .iter()
+        .find(|d| d.name == name && d.line == want.1)
+        .unwrap_or_else(|| panic!("{file}: no def {name} at line {}: {:#?}", want.1, t.defs));
+    assert_eq!(format!("{:?}", d.kind), want.0, "{d:?}");
+    assert_eq!(d.public, want.2, "{d:?}");
+    assert_eq!(d.signature, want.3);
+    assert_eq!(t.scope_names(d), scope, "{d:?}");
+}
+
+#[test]
+fn javascript_functions_keep_their_doc_comments() {
+    let f = "debounce.js";
+    // The JSDoc block (from line 12) goes with the function; too big for one
+    // chunk, it is split into overlapping windows.
+    has_chunk(Lang::JavaScript, f, "function", "debounce", (12, 27));
+    has_chunk(Lang::JavaScript, f, "function", "debounce", (157, 189));
+    has_chunk(
+        Lang::JavaScript,
+        f,
+        "const",
+        "isObject, FUNC_ERROR_TEXT",
+        (1, 6),
+    );
+    has_def(
+        Lang::JavaScript,
+        f,
+        "debounce",
+        (
+            "Function",
+            66,
+            false,
+            "function debounce(func, wait, options)",
+        ),
+        &[],
+    );
+    let t = tags(Lang::JavaScript, f);
+    // Its inner functions are locals, not API.
+    assert!(
+        !t.defs.iter().any(|d| d.name == "leadingEdge"),
+        "{:#?}",
+        t.defs
+    );
+    assert!(t.ref_count("setTimeout") >= 3 && t.ref_count("invokeFunc") >= 3);
+}
+
+#[test]
+fn typescript_classes_split_into_methods() {
+    let f = "Subject.ts";
+    has_chunk(Lang::TypeScript, f, "class", "Subject", (10, 17));
+    has_chunk(Lang::TypeScript, f, "method", "Subject.next", (60, 72));
+    has_chunk(
+        Lang::TypeScript,
+        f,
+        "method",
+        "Subject._innerSubscribe",
+        (123, 135),
+    );
+    has_chunk(Lang::TypeScript, f, "class", "AnonymousSubject", (160, 189));
+    let class = "class Subject<T> extends Observable<T> implements SubscriptionLike";
+    has_def(
+        Lang::TypeScript,
+        f,
+        "Subject",
+        ("Class", 17, true, class),
+        &[],
+    );
+    has_def(
+        Lang::TypeScript,
+        f,
+        "next",
+        ("Method", 60, true, "next(value: T)"),
+        &[class],
+    );
+    has_def(
+        Lang::TypeScript,
+        f,
+        "_subscribe",
+        (
+            "Method",
+            117,
+            true,
+            "protected _subscribe(subscriber: Subscriber<T>): Subscription",
+        ),
+        &[class],
+    );
+    assert!(tags(Lang::TypeScript, f).ref_count("AnonymousSubject") >= 2);
+}
+
+#[test]
+fn go_methods_are_named_by_their_receiver() {
+    let f = "errors.go";
+    has_chunk(Lang::Go, f, "function", "New", (100, 107));
+    has_chunk(Lang::Go, f, "method", "fundamental.Format", (127, 141));
+    has_chunk(Lang::Go, f, "method", "withMessage.Format", (250, 262));
+    has_chunk(Lang::Go, f, "type", "fundamental", (119, 123));
+    has_def(
+        Lang::Go,
+        f,
+        "Wrap",
+        (
+            "Function",
+            184,
+            true,
+            "func Wrap(err error, message string) error",
+        ),
+        &[],
+    );
+    has_def(
+        Lang::Go,
+        f,
+        "fundamental",
+        ("Type", 120, false, "fundamental struct"),
+        &[],
+    );
+    has_def(
+        Lang::Go,
+        f,
+        "Format",
+        (
+            "Method",
+            127,
+            true,
+            "func (f *fundamental) Format(s fmt.State, verb rune)",
+        ),
+        &[],
+    );
+    assert!(tags(Lang::Go, f).ref_count("withStack") >= 5);
+}
+
+#[test]
+fn java_members_get_their_class_and_visibility() {
+    let f = "RNLocalizeModuleImpl.java";
+    has_chunk(Lang::Java, f, "class", "RNLocalizeModuleImpl", (33, 34));
+    has_chunk(
+        Lang::Java,
+        f,
+        "method",
+        "RNLocalizeModuleImpl.getLocales",
+        (186, 221),
+    );
+    let class = "public class RNLocalizeModuleImpl";
+    has_def(
+        Lang::Java,
+        f,
+        "RNLocalizeModuleImpl",
+        ("Class", 33, true, class),
+        &[],
+    );
+    has_def(
+        Lang::Java,
+        f,
+        "getMiuiRegionCode",
+        (
+            "Method",
+            130,
+            false,
+            "private static @NonNull String getMiuiRegionCode()",
+        ),
+        &[class],
+    );
+    has_def(
+        Lang::Java,
+        f,
+        "getTimeZone",
+        (
+            "Method",
+            256,
+            true,
+            "public static @NonNull String getTimeZone()",
+        ),
+        &[class],
+    );
+}
+
+#[test]
+fn c_functions_macros_and_static_linkage() {
+    let f = "_speedups.c";
+    has_chunk(Lang::C, f, "function", "escape_unicode_kind1", (91, 115));
+    has_chunk(Lang::C, f, "function", "soft_str", (247, 254));
+    has_chunk(Lang::C, f, "macro", "GET_DELTA", (20, 34));
+    has_def(
+        Lang::C,
+        f,
+        "escape",
+        (
+            "Function",
+            186,
+            false,
+            "static PyObject* escape(PyObject *self, PyObject *text)",
+        ),
+        &[],
+    );
+    has_def(
+        Lang::C,
+        f,
+        "PyInit__speedups",
+        (
+            "Function",
+            313,
+            true,
+            "PyMODINIT_FUNC PyInit__speedups(void)",
+        ),
+        &[],
+    );
+    has_def(
+        Lang::C,
+        f,
+        "GET_DELTA",
+        ("Macro", 20, true, "#define GET_DELTA(inp, inp_end, delta)"),
+        &[],
+    );
+    let t = tags(Lang::C, f);
+    assert!(t.ref_count("PyUnicode_GET_LENGTH") >= 3, "{:?}", t.refs);
+}
+
+/// Every chunk of every fixture fits the limit and the chunks cover the
+/// file's code (no line of a definition is lost).
+#[test]
+fn chunks_fit_and_cover_every_definition() {
+    for (lang, name) in FIXTURES {
+        let src = fixture(name);
+        let chunks = chunks(lang, name);
+        for c in &chunks {
+            assert!(words(&c.text) <= 150, "{name}: {c:?}");
+        }
+        for d in tags(lang, name).defs {
+            assert!(
+                chunks
+                    .iter()
+                    .any(|c| c.start_line <= d.line && d.line <= c.end_line),
+                "{name}: line {} ({}) is in no chunk",
+                d.line,
+                d.name
+            );
+        }
+        assert!(!src.is_empty());
+    }
+}
+
+const FIXTURES: [(Lang, &str); 5] = [
+    (Lang::JavaScript, "debounce.js"),
+    (Lang::TypeScript, "Subject.ts"),
+    (Lang::Go, "errors.go"),
+    (Lang::Java, "RNLocalizeModuleImpl.java"),
+    (Lang::C, "_speedups.c"),
+];
+
+/// A repository in five languages indexes, searches with `--lang` and maps.
+#[test]
+fn a_mixed_language_repository_indexes_searches_and_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    for (_, name) in FIXTURES {
+        std::fs::copy(
+            format!("{}/tests/fixtures/lang/{name}", env!("CARGO_MANIFEST_DIR")),
+            root.join(name),
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| {
+        let out = common::agent_bin()
+            .current_dir(root)
+            .args(args)
+            .output()
+            .unwrap();
+        common::assert_success(&out);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()
+    };
+    run(&["index"]);
+    let status = run(&["index", "--status", "--json"]);
+    let text = status.to_string();
+    for lang in ["javascript", "typescript", "go", "java", "c"] {
+        assert!(
+            text.contains(&format!("\"{lang}\"")),
+            "{lang} missing from {status}"
+        );
+    }
+
+    let hits = run(&[
+        "search",
+        "--json",
+        "--lang",
+        "go",
+        "wrap an error with a message",
+    ]);
+    let files: Vec<&str> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        !files.is_empty() && files.iter().all(|f| f.ends_with(".go")),
+        "{hits}"
+    );
+    let first = &hits[0];
+    assert!(
+        first["symbol"].as_str().unwrap().starts_with("Wrap")
+            || first["symbol"].as_str().unwrap().starts_with("With"),
+        "{first}"
+    );
+
+    let map = run(&["map", "--json", "--tokens", "2000"]);
+    let text = map["text"].as_str().unwrap();
+    for def in [
+        "func Wrap(err error, message string) error",
+        "class Subject<T>",
+        "public class RNLocalizeModuleImpl",
+        "PyInit__speedups(void)",
+    ] {
+        assert!(text.contains(def), "the map lacks {def}:\n{text}");
+    }
+}

@@ -400,7 +400,8 @@ pub struct SearchArgs {
     /// Only paths matching this glob, e.g. 'src/**/*.rs'.
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
-    /// Only this language: rust, python, c, go, java, javascript, typescript, tsx or text.
+    /// Only this language: bash, c, cpp, csharp, go, java, javascript, kotlin, lua,
+    /// php, python, ruby, rust, swift, typescript, tsx, or text.
     #[arg(long, value_name = "L")]
     pub lang: Option<String>,
     /// Retrieval mode.

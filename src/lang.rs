@@ -21,10 +21,18 @@ use tree_sitter::Language;
 pub enum Lang {
     Rust,
     Python,
+    Bash,
     C,
+    Cpp,
+    CSharp,
     Go,
     Java,
     JavaScript,
+    Kotlin,
+    Lua,
+    Php,
+    Ruby,
+    Swift,
     TypeScript,
     Tsx,
     /// Any other text file; chunked by lines. The extension is kept in `SourceFile::ext`.
@@ -55,7 +63,8 @@ pub struct Item {
     /// function, method, class, interface, struct, enum, type, module, const.
     pub kind: &'static str,
     pub name: Name,
-    /// Field holding the members, for containers split when too big.
+    /// Field (or, failing that, child kind) holding the members, for
+    /// containers split when too big.
     pub body: Option<&'static str>,
 }
 
@@ -84,11 +93,12 @@ pub struct Syntax {
     /// Comment node kinds: they go with the item after them.
     pub comments: &'static [&'static str],
     /// Nodes that wrap an item in a field (`export function f`): the item is
-    /// found in the field and the chunk covers the wrapper.
+    /// found in the field (`*`: the last named child, as in C++'s
+    /// `template <..> class X`) and the chunk covers the wrapper.
     pub wrappers: &'static [(&'static str, &'static str)],
-    /// Nodes whose children are chunked as if they stood in their place
-    /// (`#ifdef` blocks in C).
-    pub transparent: &'static [&'static str],
+    /// Nodes whose children (or the children of their field) are chunked as
+    /// if they stood in their place (`#ifdef` blocks, `extern "C" { .. }`).
+    pub transparent: &'static [(&'static str, Option<&'static str>)],
 }
 
 pub struct LangSpec {
@@ -180,22 +190,150 @@ static C_SYNTAX: Syntax = Syntax {
     ],
     comments: &["comment"],
     wrappers: &[],
-    transparent: &[
-        "preproc_ifdef",
-        "preproc_if",
-        "preproc_else",
-        "preproc_elif",
+    transparent: PREPROC,
+};
+
+const PREPROC: &[(&str, Option<&str>)] = &[
+    ("preproc_ifdef", None),
+    ("preproc_if", None),
+    ("preproc_else", None),
+    ("preproc_elif", None),
+];
+
+static CPP_SYNTAX: Syntax = Syntax {
+    items: &[
+        item("function_definition", "function", Name::Declarator),
+        item("type_definition", "type", Name::Declarator),
+        item("alias_declaration", "type", FUNCTION),
+        container("class_specifier", "class", FUNCTION),
+        container("struct_specifier", "struct", FUNCTION),
+        container("union_specifier", "struct", FUNCTION),
+        item("enum_specifier", "enum", FUNCTION),
+        container("namespace_definition", "module", FUNCTION),
+        item("preproc_function_def", "macro", FUNCTION),
     ],
+    comments: &["comment"],
+    wrappers: &[("template_declaration", "*")],
+    transparent: &[
+        ("preproc_ifdef", None),
+        ("preproc_if", None),
+        ("preproc_else", None),
+        ("preproc_elif", None),
+        ("linkage_specification", Some("body")),
+    ],
+};
+
+static CSHARP_SYNTAX: Syntax = Syntax {
+    items: &[
+        container("class_declaration", "class", FUNCTION),
+        container("struct_declaration", "struct", FUNCTION),
+        container("interface_declaration", "interface", FUNCTION),
+        container("record_declaration", "class", FUNCTION),
+        container("enum_declaration", "enum", FUNCTION),
+        container("namespace_declaration", "module", FUNCTION),
+        item("method_declaration", "method", FUNCTION),
+        item("constructor_declaration", "method", FUNCTION),
+        item("property_declaration", "const", FUNCTION),
+        item("delegate_declaration", "type", FUNCTION),
+    ],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static RUBY_SYNTAX: Syntax = Syntax {
+    items: &[
+        container("class", "class", FUNCTION),
+        container("module", "module", FUNCTION),
+        item("method", "method", FUNCTION),
+        item("singleton_method", "method", FUNCTION),
+    ],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static PHP_SYNTAX: Syntax = Syntax {
+    items: &[
+        item("function_definition", "function", FUNCTION),
+        container("class_declaration", "class", FUNCTION),
+        container("interface_declaration", "interface", FUNCTION),
+        container("trait_declaration", "interface", FUNCTION),
+        container("enum_declaration", "enum", FUNCTION),
+        item("method_declaration", "method", FUNCTION),
+        container("namespace_definition", "module", FUNCTION),
+    ],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static BASH_SYNTAX: Syntax = Syntax {
+    items: &[item("function_definition", "function", FUNCTION)],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static LUA_SYNTAX: Syntax = Syntax {
+    items: &[item("function_declaration", "function", FUNCTION)],
+    comments: &["comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+/// Kotlin's class bodies are children, not fields.
+const fn kotlin_class(node: &'static str) -> Item {
+    Item {
+        node,
+        kind: "class",
+        name: FUNCTION,
+        body: Some("class_body"),
+    }
+}
+
+static KOTLIN_SYNTAX: Syntax = Syntax {
+    items: &[
+        kotlin_class("class_declaration"),
+        kotlin_class("object_declaration"),
+        kotlin_class("companion_object"),
+        item("function_declaration", "function", FUNCTION),
+    ],
+    comments: &["line_comment", "block_comment"],
+    wrappers: &[],
+    transparent: &[],
+};
+
+static SWIFT_SYNTAX: Syntax = Syntax {
+    items: &[
+        container("class_declaration", "class", FUNCTION),
+        container("protocol_declaration", "interface", FUNCTION),
+        item("function_declaration", "function", FUNCTION),
+        item("protocol_function_declaration", "function", FUNCTION),
+        item("init_declaration", "method", FUNCTION),
+        item("typealias_declaration", "type", FUNCTION),
+    ],
+    comments: &["comment", "multiline_comment"],
+    wrappers: &[],
+    transparent: &[],
 };
 
 #[rustfmt::skip]
 pub static LANGS: &[LangSpec] = &[
     LangSpec { lang: Lang::Rust, name: "rust", extensions: &["rs"], separator: "::", syntax: None },
     LangSpec { lang: Lang::Python, name: "python", extensions: &["py", "pyi"], separator: ".", syntax: None },
+    LangSpec { lang: Lang::Bash, name: "bash", extensions: &["sh", "bash"], separator: ".", syntax: Some(&BASH_SYNTAX) },
     LangSpec { lang: Lang::C, name: "c", extensions: &["c", "h"], separator: ".", syntax: Some(&C_SYNTAX) },
+    LangSpec { lang: Lang::Cpp, name: "cpp", extensions: &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp"], separator: "::", syntax: Some(&CPP_SYNTAX) },
+    LangSpec { lang: Lang::CSharp, name: "csharp", extensions: &["cs"], separator: ".", syntax: Some(&CSHARP_SYNTAX) },
     LangSpec { lang: Lang::Go, name: "go", extensions: &["go"], separator: ".", syntax: Some(&GO_SYNTAX) },
     LangSpec { lang: Lang::Java, name: "java", extensions: &["java"], separator: ".", syntax: Some(&JAVA_SYNTAX) },
     LangSpec { lang: Lang::JavaScript, name: "javascript", extensions: &["js", "mjs", "cjs", "jsx"], separator: ".", syntax: Some(&JAVASCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::Kotlin, name: "kotlin", extensions: &["kt", "kts"], separator: ".", syntax: Some(&KOTLIN_SYNTAX) },
+    LangSpec { lang: Lang::Lua, name: "lua", extensions: &["lua"], separator: ".", syntax: Some(&LUA_SYNTAX) },
+    LangSpec { lang: Lang::Php, name: "php", extensions: &["php"], separator: "::", syntax: Some(&PHP_SYNTAX) },
+    LangSpec { lang: Lang::Ruby, name: "ruby", extensions: &["rb", "rake", "gemspec"], separator: ".", syntax: Some(&RUBY_SYNTAX) },
+    LangSpec { lang: Lang::Swift, name: "swift", extensions: &["swift"], separator: ".", syntax: Some(&SWIFT_SYNTAX) },
     LangSpec { lang: Lang::TypeScript, name: "typescript", extensions: &["ts", "mts", "cts"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
     LangSpec { lang: Lang::Tsx, name: "tsx", extensions: &["tsx"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
     LangSpec { lang: Lang::Text, name: "text", extensions: &[], separator: ".", syntax: None },
@@ -237,7 +375,15 @@ impl Lang {
         match self {
             Lang::Rust => Some(tree_sitter_rust::LANGUAGE.into()),
             Lang::Python => Some(tree_sitter_python::LANGUAGE.into()),
+            Lang::Bash => grammars::bash(),
             Lang::C => grammars::c(),
+            Lang::Cpp => grammars::cpp(),
+            Lang::CSharp => grammars::csharp(),
+            Lang::Kotlin => grammars::kotlin(),
+            Lang::Lua => grammars::lua(),
+            Lang::Php => grammars::php(),
+            Lang::Ruby => grammars::ruby(),
+            Lang::Swift => grammars::swift(),
             Lang::Go => grammars::go(),
             Lang::Java => grammars::java(),
             Lang::JavaScript => grammars::javascript(),
@@ -252,7 +398,15 @@ impl Lang {
     /// `tags.scm` (which it includes).
     pub fn tags_query(self) -> Option<String> {
         match self {
+            Lang::Bash => grammars::bash_tags(),
             Lang::C => grammars::c_tags(),
+            Lang::Cpp => grammars::cpp_tags(),
+            Lang::CSharp => grammars::csharp_tags(),
+            Lang::Kotlin => grammars::kotlin_tags(),
+            Lang::Lua => grammars::lua_tags(),
+            Lang::Php => grammars::php_tags(),
+            Lang::Ruby => grammars::ruby_tags(),
+            Lang::Swift => grammars::swift_tags(),
             Lang::Go => grammars::go_tags(),
             Lang::Java => grammars::java_tags(),
             Lang::JavaScript => grammars::javascript_tags(),
@@ -276,7 +430,13 @@ pub fn item_name(src: &str, node: tree_sitter::Node, rule: Name) -> Option<Strin
             }
             matches!(
                 cur.kind(),
-                "identifier" | "type_identifier" | "field_identifier" | "primitive_type"
+                "identifier"
+                    | "type_identifier"
+                    | "field_identifier"
+                    | "primitive_type"
+                    | "qualified_identifier"
+                    | "destructor_name"
+                    | "operator_name"
             )
             .then(|| text(cur))
             .flatten()
@@ -339,7 +499,15 @@ mod grammars {
         };
     }
 
+    grammar!(bash, "lang-bash", tree_sitter_bash::LANGUAGE);
     grammar!(c, "lang-c", tree_sitter_c::LANGUAGE);
+    grammar!(cpp, "lang-cpp", tree_sitter_cpp::LANGUAGE);
+    grammar!(csharp, "lang-csharp", tree_sitter_c_sharp::LANGUAGE);
+    grammar!(kotlin, "lang-kotlin", tree_sitter_kotlin_ng::LANGUAGE);
+    grammar!(lua, "lang-lua", tree_sitter_lua::LANGUAGE);
+    grammar!(php, "lang-php", tree_sitter_php::LANGUAGE_PHP);
+    grammar!(ruby, "lang-ruby", tree_sitter_ruby::LANGUAGE);
+    grammar!(swift, "lang-swift", tree_sitter_swift::LANGUAGE);
     grammar!(go, "lang-go", tree_sitter_go::LANGUAGE);
     grammar!(java, "lang-java", tree_sitter_java::LANGUAGE);
     grammar!(
@@ -356,6 +524,20 @@ mod grammars {
 
     // C's tags.scm has definitions only: macros, calls and type uses are added.
     tags!(c_tags, "lang-c", tree_sitter_c::TAGS_QUERY, C_REFS);
+    // Bash and Kotlin ship no tags query; C++ and Swift ship definitions only.
+    tags!(bash_tags, "lang-bash", BASH_TAGS);
+    tags!(cpp_tags, "lang-cpp", tree_sitter_cpp::TAGS_QUERY, CPP_REFS);
+    tags!(csharp_tags, "lang-csharp", tree_sitter_c_sharp::TAGS_QUERY);
+    tags!(kotlin_tags, "lang-kotlin", KOTLIN_TAGS);
+    tags!(lua_tags, "lang-lua", tree_sitter_lua::TAGS_QUERY);
+    tags!(php_tags, "lang-php", tree_sitter_php::TAGS_QUERY);
+    tags!(ruby_tags, "lang-ruby", tree_sitter_ruby::TAGS_QUERY);
+    tags!(
+        swift_tags,
+        "lang-swift",
+        tree_sitter_swift::TAGS_QUERY,
+        SWIFT_REFS
+    );
     tags!(go_tags, "lang-go", tree_sitter_go::TAGS_QUERY);
     tags!(java_tags, "lang-java", tree_sitter_java::TAGS_QUERY);
     tags!(
@@ -377,6 +559,36 @@ mod grammars {
 (call_expression function: (identifier) @name) @reference.call
 (call_expression function: (field_expression field: (field_identifier) @name)) @reference.call
 (type_identifier) @name @reference.type
+"#;
+
+    #[cfg(feature = "lang-bash")]
+    const BASH_TAGS: &str = r#"
+(function_definition name: (word) @name) @definition.function
+(command name: (command_name (word) @name)) @reference.call
+"#;
+
+    #[cfg(feature = "lang-cpp")]
+    const CPP_REFS: &str = r#"
+(preproc_function_def name: (identifier) @name) @definition.macro
+(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (field_expression field: (field_identifier) @name)) @reference.call
+(call_expression function: (qualified_identifier name: (identifier) @name)) @reference.call
+(type_identifier) @name @reference.type
+"#;
+
+    #[cfg(feature = "lang-kotlin")]
+    const KOTLIN_TAGS: &str = r#"
+(class_declaration name: (identifier) @name) @definition.class
+(object_declaration name: (identifier) @name) @definition.class
+(function_declaration name: (identifier) @name) @definition.function
+(call_expression (identifier) @name) @reference.call
+(user_type (identifier) @name) @reference.type
+"#;
+
+    #[cfg(feature = "lang-swift")]
+    const SWIFT_REFS: &str = r#"
+(call_expression (simple_identifier) @name) @reference.call
+(user_type (type_identifier) @name) @reference.type
 "#;
 
     /// JavaScript's tags without the node kinds the TypeScript grammar
@@ -452,7 +664,7 @@ mod tests {
                     .map(|i| i.node)
                     .chain(syntax.comments.iter().copied())
                     .chain(syntax.wrappers.iter().map(|w| w.0))
-                    .chain(syntax.transparent.iter().copied());
+                    .chain(syntax.transparent.iter().map(|t| t.0));
                 for kind in kinds {
                     assert!(
                         grammar.id_for_node_kind(kind, true) != 0,

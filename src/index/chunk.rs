@@ -189,17 +189,32 @@ impl<'a> Chunker<'a> {
         if syntax.comments.contains(&kind) {
             return Role::Leading;
         }
-        if syntax.transparent.contains(&kind) {
-            // The condition line stays with the block before; the rest is chunked.
-            let children = named_children(node)
-                .into_iter()
-                .filter(|c| node.child_by_field_name("condition") != Some(*c))
-                .filter(|c| node.child_by_field_name("name") != Some(*c))
-                .collect();
+        if node.is_error() {
+            // Code the grammar could not follow (macros that open a
+            // namespace, say): its items are still items.
+            return Role::Transparent(named_children(node));
+        }
+        if let Some((_, field)) = syntax.transparent.iter().find(|(t, _)| *t == kind) {
+            let children = match field {
+                Some(field) => node
+                    .child_by_field_name(field)
+                    .map(named_children)
+                    .unwrap_or_default(),
+                // The condition line stays with the block before; the rest is chunked.
+                None => named_children(node)
+                    .into_iter()
+                    .filter(|c| node.child_by_field_name("condition") != Some(*c))
+                    .filter(|c| node.child_by_field_name("name") != Some(*c))
+                    .collect(),
+            };
             return Role::Transparent(children);
         }
         if let Some((_, field)) = syntax.wrappers.iter().find(|(w, _)| *w == kind) {
-            return match node.child_by_field_name(field) {
+            let inner = match *field {
+                "*" => named_children(node).pop(),
+                field => node.child_by_field_name(field),
+            };
+            return match inner {
                 Some(inner) => match self.table_role(syntax, inner) {
                     item @ Role::Item { .. } => item,
                     _ => Role::Other,
@@ -210,14 +225,24 @@ impl<'a> Chunker<'a> {
         let Some(rule) = syntax.items.iter().find(|i| i.node == kind) else {
             return Role::Other;
         };
-        let name = crate::lang::item_name(self.src, node, rule.name);
+        // `type_caster<std::function<R(A...)>>` → `type_caster`, as for Rust impls.
+        let name = crate::lang::item_name(self.src, node, rule.name).map(|n| {
+            if n.starts_with("operator") {
+                n
+            } else {
+                strip_generics(&n)
+            }
+        });
         if name.is_none() && matches!(rule.name, Name::FirstDeclarator | Name::Declarator) {
             // `struct { .. } x;`, destructuring: not an item of its own.
             return Role::Other;
         }
         let body = rule
             .body
-            .and_then(|f| node.child_by_field_name(f))
+            .and_then(|f| {
+                node.child_by_field_name(f)
+                    .or_else(|| named_children(node).into_iter().find(|c| c.kind() == f))
+            })
             .map(named_children);
         item(rule.kind, name, body)
     }

@@ -244,7 +244,22 @@ fn is_public(lang: Lang, node: Node, name: &str, signature: &str, member: bool) 
                     .and_then(|p| p.parent())
                     .is_some_and(|g| g.kind() == "interface_declaration")
         }
-        Lang::C => !signature.starts_with("static "),
+        Lang::C | Lang::Cpp => !signature.starts_with("static "),
+        Lang::CSharp => {
+            ["public ", "protected ", "internal "]
+                .iter()
+                .any(|m| signature.contains(m))
+                || node
+                    .parent()
+                    .and_then(|p| p.parent())
+                    .is_some_and(|g| g.kind() == "interface_declaration")
+        }
+        // Public unless said otherwise.
+        Lang::Kotlin | Lang::Swift | Lang::Php => !["private ", "fileprivate ", "internal "]
+            .iter()
+            .any(|m| signature.contains(m)),
+        Lang::Lua => !signature.starts_with("local "),
+        Lang::Ruby | Lang::Bash => true,
         Lang::JavaScript | Lang::TypeScript | Lang::Tsx => {
             if member {
                 !name.starts_with('#') && !signature.starts_with("private ")

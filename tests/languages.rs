@@ -267,6 +267,215 @@ fn c_functions_macros_and_static_linkage() {
     assert!(t.ref_count("PyUnicode_GET_LENGTH") >= 3, "{:?}", t.refs);
 }
 
+#[test]
+fn cpp_items_are_found_even_inside_macros_the_grammar_cannot_follow() {
+    let f = "functional.hpp";
+    // `PYBIND11_NAMESPACE_BEGIN(..)` leaves the parser in error; the
+    // structs and methods inside are still chunks of their own.
+    has_chunk(Lang::Cpp, f, "struct", "func_wrapper", (50, 58));
+    has_chunk(Lang::Cpp, f, "method", "type_caster::load", (69, 101));
+    has_chunk(Lang::Cpp, f, "method", "type_caster::cast", (128, 139));
+    has_def(
+        Lang::Cpp,
+        f,
+        "load",
+        ("Function", 69, true, "bool load(handle src, bool convert)"),
+        &[],
+    );
+    has_def(
+        Lang::Cpp,
+        f,
+        "cast",
+        (
+            "Function",
+            129,
+            false,
+            "static handle cast(Func &&f_, return_value_policy policy, handle /* parent */)",
+        ),
+        &[],
+    );
+    assert!(tags(Lang::Cpp, f).ref_count("func_handle") >= 5);
+}
+
+#[test]
+fn csharp_namespaces_classes_and_explicit_interface_members() {
+    let f = "DecoderGroup.cs";
+    let class = "Python.Runtime.Codecs.DecoderGroup";
+    has_chunk(Lang::CSharp, f, "class", class, (8, 12));
+    has_chunk(
+        Lang::CSharp,
+        f,
+        "method",
+        &format!("{class}.TryDecode"),
+        (32, 44),
+    );
+    has_chunk(
+        Lang::CSharp,
+        f,
+        "class",
+        "Python.Runtime.Codecs.DecoderGroupExtensions",
+        (60, 83),
+    );
+    let head = "public sealed class DecoderGroup: IPyObjectDecoder, IEnumerable<IPyObjectDecoder>, IDisposable";
+    has_def(
+        Lang::CSharp,
+        f,
+        "TryDecode",
+        (
+            "Method",
+            33,
+            true,
+            "public bool TryDecode<T>(PyObject pyObj, out T? value)",
+        ),
+        &[head],
+    );
+    // An explicit interface implementation has no `public`.
+    has_def(
+        Lang::CSharp,
+        f,
+        "GetEnumerator",
+        (
+            "Method",
+            48,
+            false,
+            "IEnumerator IEnumerable.GetEnumerator()",
+        ),
+        &[head],
+    );
+}
+
+#[test]
+fn ruby_modules_classes_and_singleton_methods_nest() {
+    let f = "color.rb";
+    has_chunk(Lang::Ruby, f, "method", "Rainbow.Color.build", (7, 38));
+    has_chunk(Lang::Ruby, f, "class", "Rainbow.Color.RGB", (100, 127));
+    has_def(
+        Lang::Ruby,
+        f,
+        "to_ansi_domain",
+        ("Method", 103, true, "def self.to_ansi_domain(value)"),
+        &["module Rainbow", "class Color", "class RGB <Indexed"],
+    );
+    assert!(tags(Lang::Ruby, f).ref_count("color_names") >= 10);
+}
+
+#[test]
+fn php_traits_and_their_methods() {
+    let f = "LoggerTrait.php";
+    has_chunk(Lang::Php, f, "method", "LoggerTrait::emergency", (15, 26));
+    has_chunk(Lang::Php, f, "method", "LoggerTrait::log", (130, 141));
+    has_def(
+        Lang::Php,
+        f,
+        "LoggerTrait",
+        ("Trait", 13, true, "trait LoggerTrait"),
+        &[],
+    );
+    has_def(
+        Lang::Php,
+        f,
+        "log",
+        (
+            "Method",
+            141,
+            true,
+            "abstract public function log($level, $message, array $context = array())",
+        ),
+        &["trait LoggerTrait"],
+    );
+    assert!(tags(Lang::Php, f).ref_count("log") >= 8);
+}
+
+#[test]
+fn lua_functions_keep_their_table_path() {
+    let f = "state.lua";
+    has_chunk(Lang::Lua, f, "function", "state_ops.pop", (20, 33));
+    has_chunk(Lang::Lua, f, "function", "create", (187, 208));
+    has_def(
+        Lang::Lua,
+        f,
+        "pop",
+        ("Function", 20, true, "function state_ops.pop(self)"),
+        &[],
+    );
+}
+
+#[test]
+fn kotlin_classes_split_into_functions() {
+    let f = "SearchViewFormatter.kt";
+    has_chunk(
+        Lang::Kotlin,
+        f,
+        "method",
+        "SearchViewFormatter.setTextColor",
+        (25, 35),
+    );
+    has_chunk(
+        Lang::Kotlin,
+        f,
+        "method",
+        "SearchViewFormatter.setPlaceholder",
+        (62, 71),
+    );
+    let class = "class SearchViewFormatter(var searchView: SearchView)";
+    has_def(
+        Lang::Kotlin,
+        f,
+        "SearchViewFormatter",
+        ("Class", 10, true, class),
+        &[],
+    );
+    has_def(
+        Lang::Kotlin,
+        f,
+        "setTintColor",
+        ("Method", 37, true, "fun setTintColor(tintColor: Int?)"),
+        &[class],
+    );
+}
+
+#[test]
+fn swift_classes_enums_and_their_methods() {
+    let f = "HapticsModule.swift";
+    has_chunk(Lang::Swift, f, "class", "HapticsModule", (3, 68));
+    let class = "public class HapticsModule: Module";
+    has_def(
+        Lang::Swift,
+        f,
+        "HapticsModule",
+        ("Class", 3, true, class),
+        &[],
+    );
+    has_def(
+        Lang::Swift,
+        f,
+        "toFeedbackStyle",
+        (
+            "Method",
+            53,
+            true,
+            "func toFeedbackStyle() -> UIImpactFeedbackGenerator.FeedbackStyle",
+        ),
+        &[class, "enum ImpactStyle: String, EnumArgument"],
+    );
+    assert!(tags(Lang::Swift, f).ref_count("UIImpactFeedbackGenerator") >= 2);
+}
+
+#[test]
+fn bash_functions_are_chunks_and_calls_are_references() {
+    let f = "n.sh";
+    has_chunk(Lang::Bash, f, "function", "set_arch", (166, 176));
+    has_chunk(Lang::Bash, f, "function", "install", (758, 804));
+    let t = tags(Lang::Bash, f);
+    let install = t
+        .defs
+        .iter()
+        .find(|d| d.name == "install")
+        .expect("install");
+    assert_eq!(install.kind, agent::repomap::tags::DefKind::Function);
+    assert!(t.ref_count("abort") >= 10, "{:?}", t.refs);
+}
+
 /// Every chunk of every fixture fits the limit and the chunks cover the
 /// file's code (no line of a definition is lost).
 #[test]
@@ -291,7 +500,15 @@ fn chunks_fit_and_cover_every_definition() {
     }
 }
 
-const FIXTURES: [(Lang, &str); 5] = [
+const FIXTURES: [(Lang, &str); 13] = [
+    (Lang::Cpp, "functional.hpp"),
+    (Lang::CSharp, "DecoderGroup.cs"),
+    (Lang::Ruby, "color.rb"),
+    (Lang::Php, "LoggerTrait.php"),
+    (Lang::Lua, "state.lua"),
+    (Lang::Kotlin, "SearchViewFormatter.kt"),
+    (Lang::Swift, "HapticsModule.swift"),
+    (Lang::Bash, "n.sh"),
     (Lang::JavaScript, "debounce.js"),
     (Lang::TypeScript, "Subject.ts"),
     (Lang::Go, "errors.go"),

@@ -4,9 +4,11 @@
 #
 #   scripts/bench-map.sh [--reps N]
 #
-# Corpora: the regex, ignore and tokio crate sources from the cargo registry
-# and the requests and flask sdists from PyPI, each copied to a scratch
-# folder. For each: cold = no cache (walk, read, tag, write the cache, rank,
+# Corpora: the regex, ignore and tokio crate sources from the cargo registry,
+# the requests and flask sdists from PyPI, and one corpus per language the
+# table adds (src/lang.rs): rxjs's TypeScript sources (npm), cobra's Go
+# (Debian), react-native-maps' Android Java (npm) and zstandard's C (PyPI),
+# each copied to a scratch folder. For each: cold = no cache (walk, read, tag, write the cache, rank,
 # render a 1024-token map); warm = a new map on that cache with nothing
 # changed; ctags = `ctags -R -f /dev/null`. Times are medians of the reps.
 # Writes bench-results/map.json and prints a summary.
@@ -62,6 +64,33 @@ prepare_corpora() {
     for name in requests flask; do
         tar -xzf "$(ls "$CACHE"/pypi/"$name"-*.tar.gz | sort -V | tail -1)" -C "$WORK"
     done
+    prepare_multilang
+}
+
+# Real code in TypeScript, Go, Java and C, fetched once into the cache.
+prepare_multilang() {
+    local dl="$CACHE/multilang"
+    mkdir -p "$dl"
+    if [ ! -f "$dl/rxjs-7.8.1.tgz" ] || [ ! -f "$dl/react-native-maps-1.18.0.tgz" ]; then
+        log "downloading rxjs and react-native-maps from npm"
+        (cd "$dl" && npm pack --silent rxjs@7.8.1 react-native-maps@1.18.0 >/dev/null)
+    fi
+    if ! ls "$dl"/golang-github-spf13-cobra-dev_*.deb >/dev/null 2>&1; then
+        log "downloading cobra (Go) from Debian"
+        (cd "$dl" && apt-get download golang-github-spf13-cobra-dev >/dev/null 2>&1)
+    fi
+    if [ ! -f "$dl/zstandard-0.23.0.tar.gz" ]; then
+        log "downloading the zstandard sdist (C)"
+        python3 -m pip download --quiet --no-deps --no-binary :all: zstandard==0.23.0 -d "$dl"
+    fi
+    local t
+    t="$(mktemp -d)"
+    tar -xzf "$dl/rxjs-7.8.1.tgz" -C "$t" && mv "$t/package/src" "$WORK/ts-rxjs" && rm -rf "$t/package"
+    tar -xzf "$dl/react-native-maps-1.18.0.tgz" -C "$t" && mv "$t/package/android" "$WORK/java-rn-maps" && rm -rf "$t/package"
+    dpkg-deb -x "$(ls "$dl"/golang-github-spf13-cobra-dev_*.deb | tail -1)" "$t/cobra"
+    mv "$t/cobra/usr/share/gocode/src/github.com/spf13/cobra" "$WORK/go-cobra"
+    tar -xzf "$dl/zstandard-0.23.0.tar.gz" -C "$t" && mv "$t/zstandard-0.23.0" "$WORK/c-zstandard"
+    rm -rf "$t"
 }
 
 # Median wall time of `ctags -R` over $1, in ms.
@@ -106,7 +135,7 @@ done
 python3 - "$WORK/results.jsonl" "$ROOT/bench-results/map.json" "$REPS" "$(ctags --version | head -1)" "$(nproc)" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-order = ["regex", "ignore", "tokio", "requests", "flask"]
+order = ["regex", "ignore", "tokio", "requests", "flask", "ts-rxjs", "go-cobra", "java-rn-maps", "c-zstandard"]
 rows.sort(key=lambda r: next((i for i, p in enumerate(order) if r["name"].startswith(p)), 99))
 total = {k: round(sum(r[k] for r in rows), 1) for k in ("files", "cold_ms", "warm_ms", "ctags_ms")}
 total["files"] = int(total["files"])

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use tree_sitter::{Language, Node, Parser, Query, QueryCursor, StreamingIterator};
 
 use super::tags::{squash, Def, DefKind, FileTags, Scope, ScopeKind, MIN_REF_LEN};
-use crate::lang::{Lang, LANGS};
+use crate::lang::Lang;
 
 /// A compiled tags query and what its captures mean.
 pub struct TableQuery {
@@ -42,19 +42,13 @@ fn def_kind(lang: Lang, suffix: &str) -> DefKind {
     }
 }
 
-/// Compiled once per process per language (`Query` is `Sync`).
+/// Compiled on first use, once per process and language (`Query` is
+/// `Sync`): compiling a tags query takes milliseconds, so languages a
+/// repository does not use cost nothing.
 pub fn table_query(lang: Lang) -> Option<&'static TableQuery> {
-    static QUERIES: OnceLock<Vec<(Lang, Option<TableQuery>)>> = OnceLock::new();
-    let all = QUERIES.get_or_init(|| {
-        LANGS
-            .iter()
-            .filter(|s| s.syntax.is_some())
-            .map(|s| (s.lang, compile(s.lang)))
-            .collect()
-    });
-    all.iter()
-        .find(|(l, _)| *l == lang)
-        .and_then(|(_, q)| q.as_ref())
+    const COUNT: usize = Lang::Text as usize + 1;
+    static QUERIES: [OnceLock<Option<TableQuery>>; COUNT] = [const { OnceLock::new() }; COUNT];
+    QUERIES[lang as usize].get_or_init(|| compile(lang)).as_ref()
 }
 
 fn compile(lang: Lang) -> Option<TableQuery> {

@@ -127,7 +127,10 @@ impl FileTags {
 
 /// Whether files of this language get tags.
 pub fn is_taggable(lang: Lang) -> bool {
-    matches!(lang, Lang::Rust | Lang::Python) || super::table_tags::table_query(lang).is_some()
+    // Every table language whose grammar is built in has a tags query (a
+    // test in `lang` checks it); the query itself is compiled on first use.
+    matches!(lang, Lang::Rust | Lang::Python)
+        || (lang.spec().syntax.is_some() && lang.grammar().is_some())
 }
 
 /// Definitions, item-level macro invocations (their bodies are parsed again

@@ -416,6 +416,24 @@ impl Lang {
     }
 }
 
+/// Extensions of text that is prose or data, not code.
+const NOT_CODE: &[&str] = &[
+    "md", "markdown", "rst", "txt", "adoc", "org", "json", "jsonl", "ndjson", "yaml", "yml",
+    "toml", "lock", "csv", "tsv", "html", "htm", "xml", "svg", "ini", "cfg", "conf", "log", "css",
+    "scss", "less", "ipynb", "pem", "crt",
+];
+
+/// A file in a language the table does not know but that is code by its
+/// extension (`.scala`, `.ex`, `.hs`, `.sql`, ...): no grammar, so no
+/// definitions, but its identifiers still count as references in the map.
+pub fn is_untagged_code(path: &Path) -> bool {
+    Lang::from_path(path) == Lang::Text
+        && path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| !NOT_CODE.contains(&e.to_ascii_lowercase().as_str()))
+}
+
 /// The name of an item node, by its rule (see [`Name`]).
 pub fn item_name(src: &str, node: tree_sitter::Node, rule: Name) -> Option<String> {
     let text = |n: tree_sitter::Node| n.utf8_text(src.as_bytes()).ok().map(str::to_string);

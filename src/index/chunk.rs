@@ -357,6 +357,9 @@ impl<'a> Chunker<'a> {
                 tokens += next;
                 last += 1;
             }
+            if kind == "lines" && last < end {
+                last = self.natural_break(first, last);
+            }
             let mut text = self.text(first, last);
             let mut exact = (self.count)(&text);
             // Per-line sums can undercount at line joins; shrink until exact.
@@ -376,6 +379,27 @@ impl<'a> Chunker<'a> {
                 .saturating_sub(self.limits.overlap_lines)
                 .max(first + 1);
         }
+    }
+
+    /// Where a full window of a file without a grammar should end: after
+    /// the last blank line in its second half, else before the last line
+    /// that dedents to the window's first indentation (a new block), else
+    /// where it is full (`last`).
+    fn natural_break(&self, first: usize, last: usize) -> usize {
+        let line = |i: usize| self.text(i, i);
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let floor = first + (last - first) / 2;
+        if let Some(b) = (floor..last).rev().find(|&b| line(b).trim().is_empty()) {
+            return b;
+        }
+        let base = indent(&line(first));
+        (floor..last)
+            .rev()
+            .find(|&b| {
+                let next = line(b + 1);
+                !next.trim().is_empty() && indent(&next) <= base
+            })
+            .unwrap_or(last)
     }
 
     /// Line windows for files without a grammar, cut at Markdown headings.
@@ -670,6 +694,38 @@ def helper(x):
         );
         let symbols: Vec<&str> = chunks.iter().map(|c| c.symbol.as_str()).collect();
         assert_eq!(symbols, ["Title", "Install", "Usage"]);
+    }
+
+    /// Code no grammar reads is cut where its blocks end: at blank lines,
+    /// else where the indentation returns to the window's own.
+    #[test]
+    fn files_without_a_grammar_break_at_blank_lines_and_dedents() {
+        let block = |name: &str| {
+            format!("def {name}(x: Int): Int = {{\n  val y = x + 1\n  val z = y * 2\n  z - x\n}}\n")
+        };
+        let src = [block("one"), block("two"), block("three"), block("four")].join("\n");
+        // Blocks of 5 lines and 18 words, blank lines between; a window
+        // holds 40 words, so it ends at the blank line after one block (the
+        // next starts there: one line of overlap).
+        let chunks = chunk_source(Lang::Text, &src, limits(40), &words);
+        let ranges: Vec<(u32, u32)> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
+        assert_eq!(ranges, [(1, 6), (6, 12), (12, 18), (18, 24)]);
+        for c in &chunks {
+            let first = c.text.lines().find(|l| !l.trim().is_empty()).unwrap();
+            assert!(
+                first.starts_with("def "),
+                "a window starts mid-block: {c:?}"
+            );
+        }
+        // Without blank lines, a dedent is the break.
+        let src = [block("one"), block("two"), block("three")].concat();
+        let chunks = chunk_source(Lang::Text, &src, limits(40), &words);
+        for c in &chunks {
+            assert!(
+                c.text.starts_with("def ") || c.text.starts_with("}"),
+                "{c:?}"
+            );
+        }
     }
 
     #[test]

@@ -229,7 +229,7 @@ impl RepoMap {
         let (listed, _skipped) = walk::walk(&self.root, &no_sniff);
         let listed: Vec<SourceFile> = listed
             .into_iter()
-            .filter(|f| tags::is_taggable(f.lang))
+            .filter(|f| tags::is_taggable(f.lang) || crate::lang::is_untagged_code(&f.path))
             .collect();
         let mut stats = RefreshStats::default();
         let mut jobs = Vec::new();
@@ -274,12 +274,16 @@ impl RepoMap {
                 .is_file()
                 .then(|| walk::check_file(&path, &WalkOptions::default()));
             match checked {
-                Some(Ok((_size, mtime_ns))) if tags::is_taggable(lang) => jobs.push(Job {
-                    rel,
-                    path,
-                    lang,
-                    mtime_ns,
-                }),
+                Some(Ok((_size, mtime_ns)))
+                    if tags::is_taggable(lang) || crate::lang::is_untagged_code(&path) =>
+                {
+                    jobs.push(Job {
+                        rel,
+                        path,
+                        lang,
+                        mtime_ns,
+                    })
+                }
                 _ if self.files.contains_key(&rel) => removed.push(rel),
                 _ => {}
             }
@@ -464,7 +468,7 @@ fn tag_one(tagger: &mut tags::Tagger, job: &Job, cached: Option<&CachedFile>) ->
     // the rest so that they are not read again until they change.
     let worth_tagging = walk::sniff(&bytes[..bytes.len().min(walk::SNIFF_BYTES)]).is_none();
     let tags = if worth_tagging {
-        tagger.tag(job.lang, &String::from_utf8_lossy(&bytes))
+        tagger.tag_file(job.lang, &job.rel, &String::from_utf8_lossy(&bytes))
     } else {
         tags::FileTags::default()
     };

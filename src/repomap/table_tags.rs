@@ -48,7 +48,9 @@ fn def_kind(lang: Lang, suffix: &str) -> DefKind {
 pub fn table_query(lang: Lang) -> Option<&'static TableQuery> {
     const COUNT: usize = Lang::Text as usize + 1;
     static QUERIES: [OnceLock<Option<TableQuery>>; COUNT] = [const { OnceLock::new() }; COUNT];
-    QUERIES[lang as usize].get_or_init(|| compile(lang)).as_ref()
+    QUERIES[lang as usize]
+        .get_or_init(|| compile(lang))
+        .as_ref()
 }
 
 fn compile(lang: Lang) -> Option<TableQuery> {

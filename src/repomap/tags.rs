@@ -346,6 +346,19 @@ impl Tagger {
         }
     }
 
+    /// Tags of the file at `rel`: [`Tagger::tag`], and for code in a
+    /// language without a grammar ([`crate::lang::is_untagged_code`]) its
+    /// identifiers as references.
+    pub fn tag_file(&mut self, lang: Lang, rel: &str, src: &str) -> FileTags {
+        if lang == Lang::Text && crate::lang::is_untagged_code(std::path::Path::new(rel)) {
+            return FileTags {
+                refs: lexical_refs(src),
+                ..FileTags::default()
+            };
+        }
+        self.tag(lang, src)
+    }
+
     /// Tags of `src` parsed whole, references from tree-sitter queries too,
     /// without the skeleton pre-pass: slower; the fallback of [`Tagger::tag`]
     /// and its reference in tests.
@@ -721,6 +734,37 @@ impl<'s> Builder<'s> {
         }
         self.tags
     }
+}
+
+/// Identifiers of `src` (`[A-Za-z_][A-Za-z0-9_]*`, at least
+/// [`MIN_REF_LEN`] long) with their counts, sorted: references for files no
+/// grammar reads.
+fn lexical_refs(src: &str) -> Vec<(String, u32)> {
+    let mut refs: HashMap<&str, u32> = HashMap::default();
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            if i - start >= MIN_REF_LEN {
+                *refs.entry(&src[start..i]).or_insert(0) += 1;
+            }
+        } else if c.is_ascii_digit() {
+            // `0x1f`, `1e9`: numbers, not names.
+            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    let mut refs: Vec<(String, u32)> = refs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    refs.sort_unstable();
+    refs
 }
 
 /// Whether a Rust item starts with `pub`, `pub(crate)`, …
@@ -1118,6 +1162,21 @@ def request(method, url, **kwargs):
         ] {
             assert!(t.ref_count(name) > 0, "missing ref {name}");
         }
+    }
+
+    /// Code without a grammar has no definitions, but its identifiers are
+    /// references; prose and data files are not read at all.
+    #[test]
+    fn code_without_a_grammar_contributes_references_only() {
+        let src =
+            "object Main {\n  def run() = parse_config(load(\"a.toml\")) + parse_config(x)\n}\n";
+        let t = Tagger::new().tag_file(Lang::Text, "src/Main.scala", src);
+        assert!(t.defs.is_empty());
+        assert_eq!(t.ref_count("parse_config"), 2);
+        assert_eq!(t.ref_count("load"), 1);
+        assert_eq!(t.ref_count("x"), 0, "shorter than MIN_REF_LEN");
+        let t = Tagger::new().tag_file(Lang::Text, "README.md", src);
+        assert_eq!(t, FileTags::default());
     }
 
     /// Every definition the grammars' shipped tags queries find (outside

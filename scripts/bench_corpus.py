@@ -10,6 +10,12 @@ set from ../shared/eval.
   bench_corpus.py cosqa DEST SPLIT      one file per CoSQA function + DEST.SPLIT.queries.json
   bench_corpus.py docstrings SRC DEST   docstring → function pairs from SRC (a `code` folder),
                                         docstrings stripped from the indexed text
+  bench_corpus.py doccomments LANG SRC DEST
+                                        the same for TypeScript (JSDoc), Go (godoc) or Java
+                                        (Javadoc) sources under SRC
+  bench_corpus.py doccomments-all DEST  rxjs (TypeScript, npm), cobra (Go, Debian) and
+                                        java.util.concurrent (Java, Debian's OpenJDK 17
+                                        sources) → DEST/{typescript,go,java}
 """
 import ast
 import json
@@ -132,6 +138,143 @@ def rust_pairs(src: Path):
             i = j + 1
 
 
+# A function's first line, after its doc comment, per language.
+FUNC_HEAD = {
+    "typescript": re.compile(
+        r"^\s*(export\s+)?(default\s+)?(public\s+|protected\s+|private\s+|static\s+|async\s+|abstract\s+)*"
+        r"(function\s*\*?\s*\w+|\w+)\s*(<[^>]*>)?\s*\("
+    ),
+    "go": re.compile(r"^func\s+(\([^)]*\)\s*)?\w+"),
+    "java": re.compile(
+        r"^\s*(@\w+\s+)*((public|protected|private|static|final|synchronized|abstract|native)\s+)+"
+        r"[\w<>\[\],.? ]+\s+\w+\s*\("
+    ),
+}
+EXTENSIONS = {"typescript": ".ts", "go": ".go", "java": ".java"}
+SKIP_WORDS = {"if", "for", "while", "switch", "catch", "return", "new", "constructor"}
+
+
+def doc_text(lines) -> str:
+    """The prose of a `/** .. */` or `//` comment block, tags and markup dropped."""
+    out = []
+    for line in lines:
+        t = line.strip()
+        t = re.sub(r"^(/\*\*|/\*|\*/|\*|//)", "", t).strip()
+        t = t.removesuffix("*/").strip()
+        if t.startswith("@"):
+            break  # @param, @return, ...: the prose is over
+        out.append(t)
+    text = " ".join(out)
+    text = re.sub(r"\{@\w+\s+([^}]*)\}", r"\1", text)  # {@link Foo} → Foo
+    text = re.sub(r"<[^>]+>", "", text)  # HTML in Javadoc
+    return text
+
+
+def c_family_pairs(src: Path, lang: str):
+    """(first sentence of the doc comment, the function without it) for
+    every documented function of LANG under SRC; tests excluded."""
+    ext = EXTENSIONS[lang]
+    head = FUNC_HEAD[lang]
+    for path in sorted(src.rglob(f"*{ext}")):
+        name = path.name
+        if "test" in path.parts or "tests" in path.parts or "_test" in name or ".spec." in name or ".d.ts" in name:
+            continue
+        lines = path.read_text(errors="replace").splitlines()
+        i = 0
+        while i < len(lines):
+            t = lines[i].strip()
+            if not (t.startswith("/**") or (lang == "go" and t.startswith("//"))):
+                i += 1
+                continue
+            start = i
+            if t.startswith("/**"):
+                while i < len(lines) and "*/" not in lines[i]:
+                    i += 1
+                i += 1
+            else:
+                while i < len(lines) and lines[i].strip().startswith("//"):
+                    i += 1
+            doc = lines[start:i]
+            # Annotations between the comment and the function stay with the function.
+            j = i
+            while j < len(lines) and lines[j].strip().startswith("@") and lang == "java":
+                j += 1
+            if j >= len(lines) or not head.match(lines[j]):
+                continue
+            word = re.findall(r"\w+", lines[j].split("(")[0])
+            if word and word[-1] in SKIP_WORDS:
+                continue
+            # The body: from the head to the brace that closes it.
+            depth, k, seen = 0, j, False
+            while k < len(lines):
+                depth += lines[k].count("{") - lines[k].count("}")
+                seen |= "{" in lines[k]
+                if seen and depth <= 0 or (not seen and lines[k].rstrip().endswith(";")):
+                    break
+                k += 1
+            body = lines[i:k + 1]
+            query = first_sentence(doc_text(doc))
+            name = word[-1] if word else ""
+            if lang == "go" and query.split(" ", 1)[0] == name and " " in query:
+                # godoc starts with the function's name: the task is the prose.
+                query = query.split(" ", 1)[1]
+            if seen and len(body) >= 3 and len(query) >= 20:
+                indent = min(len(l) - len(l.lstrip()) for l in body if l.strip())
+                yield query, "\n".join(l[indent:] for l in body) + "\n", ext
+            i = k + 1
+
+
+def doccomments(lang: str, src: Path, dest: Path) -> None:
+    files = dest / "funcs"
+    files.mkdir(parents=True, exist_ok=True)
+    labelled, seen = [], set()
+    for n, (query, body, ext) in enumerate(c_family_pairs(src, lang)):
+        if query in seen:
+            continue
+        seen.add(query)
+        rel = f"funcs/{lang}_{n}{ext}"
+        (dest / rel).write_text(body)
+        labelled.append({"query": query, "target": rel})
+    Path(f"{dest}.queries.json").write_text(json.dumps(labelled))
+    print(f"{lang}: {len(labelled)} doc-comment → function pairs from {src}")
+
+
+MULTILANG = CACHE / "multilang"
+
+
+def fetch_multilang() -> dict:
+    """Sources for the per-language pairs, downloaded once into the cache."""
+    MULTILANG.mkdir(parents=True, exist_ok=True)
+    out = {}
+    rx = MULTILANG / "rxjs-7.8.1"
+    if not rx.is_dir():
+        subprocess.run(["npm", "pack", "--silent", "rxjs@7.8.1"], cwd=MULTILANG, check=True, capture_output=True)
+        with tarfile.open(MULTILANG / "rxjs-7.8.1.tgz") as t:
+            t.extractall(rx, filter="data")
+    out["typescript"] = rx / "package" / "src"
+    cobra = MULTILANG / "cobra"
+    if not cobra.is_dir():
+        subprocess.run(["apt-get", "download", "golang-github-spf13-cobra-dev"], cwd=MULTILANG, check=True, capture_output=True)
+        deb = sorted(MULTILANG.glob("golang-github-spf13-cobra-dev_*.deb"))[-1]
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(cobra)], check=True)
+    out["go"] = cobra / "usr/share/gocode/src/github.com/spf13/cobra"
+    jdk = MULTILANG / "jdk-concurrent"
+    if not jdk.is_dir():
+        subprocess.run(["apt-get", "download", "openjdk-17-source"], cwd=MULTILANG, check=True, capture_output=True)
+        deb = sorted(MULTILANG.glob("openjdk-17-source_*.deb"))[-1]
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+            src_zip = next(Path(tmp).rglob("src.zip"))
+            subprocess.run(["unzip", "-q", "-o", str(src_zip), "java.base/java/util/concurrent/*", "-d", str(jdk)], check=True)
+    out["java"] = jdk
+    return out
+
+
+def doccomments_all(dest: Path) -> None:
+    for lang, src in fetch_multilang().items():
+        doccomments(lang, src, dest / lang)
+
+
 def docstrings(src: Path, dest: Path) -> None:
     files = dest / "funcs"
     files.mkdir(parents=True, exist_ok=True)
@@ -157,5 +300,9 @@ if __name__ == "__main__":
         cosqa(Path(sys.argv[2]), sys.argv[3])
     elif what == "docstrings":
         docstrings(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif what == "doccomments":
+        doccomments(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))
+    elif what == "doccomments-all":
+        doccomments_all(Path(sys.argv[2]))
     else:
         sys.exit(__doc__)

@@ -31,7 +31,7 @@ fn unique_texts(root: &Path, embedder: &Embedder) -> Vec<String> {
         let Ok(src) = std::fs::read_to_string(&f.path) else {
             continue;
         };
-        for c in chunk_file(embedder, &f, &src) {
+        for c in chunk_file(embedder, &f, agent::lang::Lang::detect(&f.path, &src), &src) {
             if seen.insert(format!("{}\0{}", c.symbol, c.text)) {
                 texts.push(embedding_text(&f.rel, &c.symbol, &c.text));
             }

@@ -16,6 +16,8 @@ set from ../shared/eval.
   bench_corpus.py doccomments-all DEST  rxjs (TypeScript, npm), cobra (Go, Debian) and
                                         java.util.concurrent (Java, Debian's OpenJDK 17
                                         sources) → DEST/{typescript,go,java}
+  bench_corpus.py multilang DEST        those three sources plus zstandard's C (PyPI),
+                                        copied to DEST/<language>/
 """
 import ast
 import json
@@ -270,6 +272,20 @@ def fetch_multilang() -> dict:
     return out
 
 
+def multilang(dest: Path) -> None:
+    sources = fetch_multilang()
+    zstd = MULTILANG / "zstandard-0.23.0"
+    if not zstd.is_dir():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                        "zstandard==0.23.0", "-d", str(MULTILANG)], check=True)
+        with tarfile.open(MULTILANG / "zstandard-0.23.0.tar.gz") as t:
+            t.extractall(MULTILANG, filter="data")
+    sources["c"] = zstd
+    for lang, src in sources.items():
+        if not (dest / lang).exists():
+            shutil.copytree(src, dest / lang)
+
+
 def doccomments_all(dest: Path) -> None:
     for lang, src in fetch_multilang().items():
         doccomments(lang, src, dest / lang)
@@ -302,6 +318,8 @@ if __name__ == "__main__":
         docstrings(Path(sys.argv[2]), Path(sys.argv[3]))
     elif what == "doccomments":
         doccomments(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))
+    elif what == "multilang":
+        multilang(Path(sys.argv[2]))
     elif what == "doccomments-all":
         doccomments_all(Path(sys.argv[2]))
     else:

@@ -106,6 +106,8 @@ pub struct LangSpec {
     /// What `--lang` takes and `--status` shows.
     pub name: &'static str,
     pub extensions: &'static [&'static str],
+    /// Interpreters named on a `#!` line, for scripts without an extension.
+    pub interpreters: &'static [&'static str],
     /// Joins symbol path parts: `Engine::load`, `Client.get`.
     pub separator: &'static str,
     /// None for Rust and Python (hand-written rules) and Text.
@@ -320,23 +322,23 @@ static SWIFT_SYNTAX: Syntax = Syntax {
 
 #[rustfmt::skip]
 pub static LANGS: &[LangSpec] = &[
-    LangSpec { lang: Lang::Rust, name: "rust", extensions: &["rs"], separator: "::", syntax: None },
-    LangSpec { lang: Lang::Python, name: "python", extensions: &["py", "pyi"], separator: ".", syntax: None },
-    LangSpec { lang: Lang::Bash, name: "bash", extensions: &["sh", "bash"], separator: ".", syntax: Some(&BASH_SYNTAX) },
-    LangSpec { lang: Lang::C, name: "c", extensions: &["c", "h"], separator: ".", syntax: Some(&C_SYNTAX) },
-    LangSpec { lang: Lang::Cpp, name: "cpp", extensions: &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp"], separator: "::", syntax: Some(&CPP_SYNTAX) },
-    LangSpec { lang: Lang::CSharp, name: "csharp", extensions: &["cs"], separator: ".", syntax: Some(&CSHARP_SYNTAX) },
-    LangSpec { lang: Lang::Go, name: "go", extensions: &["go"], separator: ".", syntax: Some(&GO_SYNTAX) },
-    LangSpec { lang: Lang::Java, name: "java", extensions: &["java"], separator: ".", syntax: Some(&JAVA_SYNTAX) },
-    LangSpec { lang: Lang::JavaScript, name: "javascript", extensions: &["js", "mjs", "cjs", "jsx"], separator: ".", syntax: Some(&JAVASCRIPT_SYNTAX) },
-    LangSpec { lang: Lang::Kotlin, name: "kotlin", extensions: &["kt", "kts"], separator: ".", syntax: Some(&KOTLIN_SYNTAX) },
-    LangSpec { lang: Lang::Lua, name: "lua", extensions: &["lua"], separator: ".", syntax: Some(&LUA_SYNTAX) },
-    LangSpec { lang: Lang::Php, name: "php", extensions: &["php"], separator: "::", syntax: Some(&PHP_SYNTAX) },
-    LangSpec { lang: Lang::Ruby, name: "ruby", extensions: &["rb", "rake", "gemspec"], separator: ".", syntax: Some(&RUBY_SYNTAX) },
-    LangSpec { lang: Lang::Swift, name: "swift", extensions: &["swift"], separator: ".", syntax: Some(&SWIFT_SYNTAX) },
-    LangSpec { lang: Lang::TypeScript, name: "typescript", extensions: &["ts", "mts", "cts"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
-    LangSpec { lang: Lang::Tsx, name: "tsx", extensions: &["tsx"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
-    LangSpec { lang: Lang::Text, name: "text", extensions: &[], separator: ".", syntax: None },
+    LangSpec { lang: Lang::Rust, name: "rust", extensions: &["rs"], interpreters: &[], separator: "::", syntax: None },
+    LangSpec { lang: Lang::Python, name: "python", extensions: &["py", "pyi"], interpreters: &["python", "python2", "python3", "pypy", "pypy3"], separator: ".", syntax: None },
+    LangSpec { lang: Lang::Bash, name: "bash", extensions: &["sh", "bash"], interpreters: &["sh", "bash", "dash", "ksh"], separator: ".", syntax: Some(&BASH_SYNTAX) },
+    LangSpec { lang: Lang::C, name: "c", extensions: &["c", "h"], interpreters: &[], separator: ".", syntax: Some(&C_SYNTAX) },
+    LangSpec { lang: Lang::Cpp, name: "cpp", extensions: &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp"], interpreters: &[], separator: "::", syntax: Some(&CPP_SYNTAX) },
+    LangSpec { lang: Lang::CSharp, name: "csharp", extensions: &["cs"], interpreters: &[], separator: ".", syntax: Some(&CSHARP_SYNTAX) },
+    LangSpec { lang: Lang::Go, name: "go", extensions: &["go"], interpreters: &[], separator: ".", syntax: Some(&GO_SYNTAX) },
+    LangSpec { lang: Lang::Java, name: "java", extensions: &["java"], interpreters: &[], separator: ".", syntax: Some(&JAVA_SYNTAX) },
+    LangSpec { lang: Lang::JavaScript, name: "javascript", extensions: &["js", "mjs", "cjs", "jsx"], interpreters: &["node", "nodejs"], separator: ".", syntax: Some(&JAVASCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::Kotlin, name: "kotlin", extensions: &["kt", "kts"], interpreters: &[], separator: ".", syntax: Some(&KOTLIN_SYNTAX) },
+    LangSpec { lang: Lang::Lua, name: "lua", extensions: &["lua"], interpreters: &["lua", "luajit"], separator: ".", syntax: Some(&LUA_SYNTAX) },
+    LangSpec { lang: Lang::Php, name: "php", extensions: &["php"], interpreters: &["php"], separator: "::", syntax: Some(&PHP_SYNTAX) },
+    LangSpec { lang: Lang::Ruby, name: "ruby", extensions: &["rb", "rake", "gemspec"], interpreters: &["ruby"], separator: ".", syntax: Some(&RUBY_SYNTAX) },
+    LangSpec { lang: Lang::Swift, name: "swift", extensions: &["swift"], interpreters: &[], separator: ".", syntax: Some(&SWIFT_SYNTAX) },
+    LangSpec { lang: Lang::TypeScript, name: "typescript", extensions: &["ts", "mts", "cts"], interpreters: &["ts-node", "tsx", "deno", "bun"], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::Tsx, name: "tsx", extensions: &["tsx"], interpreters: &[], separator: ".", syntax: Some(&TYPESCRIPT_SYNTAX) },
+    LangSpec { lang: Lang::Text, name: "text", extensions: &[], interpreters: &[], separator: ".", syntax: None },
 ];
 
 impl Lang {
@@ -348,6 +350,38 @@ impl Lang {
             .iter()
             .find(|spec| spec.extensions.contains(&ext))
             .map_or(Lang::Text, |spec| spec.lang)
+    }
+
+    /// The language of a file: by extension, or for a script without one,
+    /// by the interpreter its `#!` line names (`#!/usr/bin/env python3`).
+    pub fn detect(path: &Path, text: &str) -> Lang {
+        let by_path = Lang::from_path(path);
+        if by_path != Lang::Text || path.extension().is_some() {
+            return by_path;
+        }
+        text.lines()
+            .next()
+            .and_then(Lang::from_shebang)
+            .unwrap_or(Lang::Text)
+    }
+
+    /// `#!/bin/bash`, `#!/usr/bin/env -S python3 -u` → the language.
+    pub fn from_shebang(line: &str) -> Option<Lang> {
+        let mut words = line.strip_prefix("#!")?.split_whitespace();
+        let mut program = words.next()?.rsplit('/').next()?;
+        if program == "env" {
+            program = words.find(|w| !w.starts_with('-'))?;
+        }
+        // `python3.11` → `python3`; `python3` is listed as it is.
+        let program = program.trim_end_matches(|c: char| c == '.' || c.is_ascii_digit());
+        LANGS
+            .iter()
+            .find(|s| {
+                s.interpreters
+                    .iter()
+                    .any(|i| i.trim_end_matches(|c: char| c.is_ascii_digit()) == program)
+            })
+            .map(|s| s.lang)
     }
 
     pub fn spec(self) -> &'static LangSpec {
@@ -642,6 +676,17 @@ mod tests {
             }
         }
         assert_eq!(Lang::from_path(Path::new("README")), Lang::Text);
+        // Scripts without an extension, by their `#!` line.
+        let detect = |first: &str| Lang::detect(Path::new("bin/tool"), &format!("{first}\necho\n"));
+        assert_eq!(detect("#!/bin/bash"), Lang::Bash);
+        assert_eq!(detect("#!/usr/bin/env bash"), Lang::Bash);
+        assert_eq!(detect("#!/usr/bin/env -S python3.11 -u"), Lang::Python);
+        assert_eq!(detect("#!/usr/bin/env node"), Lang::JavaScript);
+        assert_eq!(detect("#!/usr/bin/ruby -w"), Lang::Ruby);
+        assert_eq!(detect("#!/usr/bin/perl"), Lang::Text);
+        assert_eq!(detect("no shebang"), Lang::Text);
+        // An extension wins over the `#!` line.
+        assert_eq!(Lang::detect(Path::new("x.md"), "#!/bin/bash\n"), Lang::Text);
         assert_eq!(Lang::from_path(Path::new("a.md")), Lang::Text);
     }
 

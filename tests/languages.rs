@@ -529,6 +529,13 @@ fn a_mixed_language_repository_indexes_searches_and_maps() {
         )
         .unwrap();
     }
+    // A script without an extension is known by its `#!` line.
+    std::fs::create_dir(root.join("bin")).unwrap();
+    std::fs::copy(
+        format!("{}/tests/fixtures/lang/n.sh", env!("CARGO_MANIFEST_DIR")),
+        root.join("bin/n"),
+    )
+    .unwrap();
     let run = |args: &[&str]| {
         let out = common::agent_bin()
             .current_dir(root)
@@ -571,6 +578,27 @@ fn a_mixed_language_repository_indexes_searches_and_maps() {
             || first["symbol"].as_str().unwrap().starts_with("With"),
         "{first}"
     );
+
+    let hits = run(&[
+        "search",
+        "--json",
+        "--lang",
+        "bash",
+        "install a node version",
+    ]);
+    // `n.sh` by its extension, `bin/n` by its `#!/usr/bin/env bash` line.
+    let paths: Vec<&str> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"bin/n"), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| *p == "bin/n" || *p == "n.sh"),
+        "{paths:?}"
+    );
+    assert_eq!(hits[0]["kind"], "function", "{}", hits[0]);
 
     let map = run(&["map", "--json", "--tokens", "2000"]);
     let text = map["text"].as_str().unwrap();

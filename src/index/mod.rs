@@ -474,14 +474,15 @@ impl Index {
                 continue;
             };
             let embedder = self.embedder()?;
-            let chunks = chunk_file(embedder, file, &text);
+            let lang = Lang::detect(&file.path, &text);
+            let chunks = chunk_file(embedder, file, lang, &text);
             file_state.chunks = chunks.len() as u32;
             for c in chunks {
                 let key = hex::encode(Sha256::digest(format!("{}\0{}", c.symbol, c.text)));
                 rows.push(Row {
                     id: format!("{}:{}-{}", file.rel, c.start_line, c.end_line),
                     path: file.rel.clone(),
-                    lang: file.lang.as_str().to_string(),
+                    lang: lang.as_str().to_string(),
                     search_text: search::searchable_text(&file.rel, &c.symbol, &c.text),
                     symbol: c.symbol,
                     kind: c.kind,
@@ -766,14 +767,19 @@ fn mean_direction(vectors: &[Vec<f32>]) -> Vec<f32> {
 
 /// Chunks a file so that each chunk, with its `path | symbol` header, fits
 /// the embedder's input (the symbol is given a fixed allowance).
-pub fn chunk_file(embedder: &Embedder, file: &SourceFile, text: &str) -> Vec<chunk::Chunk> {
+pub fn chunk_file(
+    embedder: &Embedder,
+    file: &SourceFile,
+    lang: Lang,
+    text: &str,
+) -> Vec<chunk::Chunk> {
     let count = |s: &str| embedder.count_tokens(s);
     let header_room = count(&file.rel) + 16;
     let limits = ChunkLimits {
         max_tokens: embed::MAX_TOKENS.saturating_sub(header_room).max(64),
         ..ChunkLimits::default()
     };
-    chunk_source(file.lang, text, limits, &count)
+    chunk_source(lang, text, limits, &count)
 }
 
 /// Row ids are `path:start-end`; two chunks of one range (windows of a

@@ -229,7 +229,7 @@ impl RepoMap {
         let (listed, _skipped) = walk::walk(&self.root, &no_sniff);
         let listed: Vec<SourceFile> = listed
             .into_iter()
-            .filter(|f| tags::is_taggable(f.lang) || crate::lang::is_untagged_code(&f.path))
+            .filter(|f| mappable(f.lang, &f.path))
             .collect();
         let mut stats = RefreshStats::default();
         let mut jobs = Vec::new();
@@ -274,16 +274,12 @@ impl RepoMap {
                 .is_file()
                 .then(|| walk::check_file(&path, &WalkOptions::default()));
             match checked {
-                Some(Ok((_size, mtime_ns)))
-                    if tags::is_taggable(lang) || crate::lang::is_untagged_code(&path) =>
-                {
-                    jobs.push(Job {
-                        rel,
-                        path,
-                        lang,
-                        mtime_ns,
-                    })
-                }
+                Some(Ok((_size, mtime_ns))) if mappable(lang, &path) => jobs.push(Job {
+                    rel,
+                    path,
+                    lang,
+                    mtime_ns,
+                }),
                 _ if self.files.contains_key(&rel) => removed.push(rel),
                 _ => {}
             }
@@ -454,6 +450,12 @@ fn tag_in_parallel(jobs: &[Job], cached: &BTreeMap<String, CachedFile>) -> Vec<O
     results.into_iter().map(|(_, o)| o).collect()
 }
 
+/// Files the map reads: languages with tags, code in other languages (for
+/// its references), and files without an extension (scripts, by their `#!`).
+fn mappable(lang: Lang, path: &Path) -> bool {
+    tags::is_taggable(lang) || crate::lang::is_untagged_code(path) || path.extension().is_none()
+}
+
 fn tag_one(tagger: &mut tags::Tagger, job: &Job, cached: Option<&CachedFile>) -> Outcome {
     let Ok(bytes) = std::fs::read(&job.path) else {
         return Outcome::Gone;
@@ -468,7 +470,8 @@ fn tag_one(tagger: &mut tags::Tagger, job: &Job, cached: Option<&CachedFile>) ->
     // the rest so that they are not read again until they change.
     let worth_tagging = walk::sniff(&bytes[..bytes.len().min(walk::SNIFF_BYTES)]).is_none();
     let tags = if worth_tagging {
-        tagger.tag_file(job.lang, &job.rel, &String::from_utf8_lossy(&bytes))
+        let text = String::from_utf8_lossy(&bytes);
+        tagger.tag_file(Lang::detect(&job.path, &text), &job.rel, &text)
     } else {
         tags::FileTags::default()
     };

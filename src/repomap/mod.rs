@@ -170,7 +170,6 @@ pub struct RepoMap {
 struct Job {
     rel: String,
     path: PathBuf,
-    lang: Lang,
     mtime_ns: i64,
 }
 
@@ -239,7 +238,6 @@ impl RepoMap {
                 _ => jobs.push(Job {
                     rel: f.rel.clone(),
                     path: f.path.clone(),
-                    lang: f.lang,
                     mtime_ns: f.mtime_ns,
                 }),
             }
@@ -277,7 +275,6 @@ impl RepoMap {
                 Some(Ok((_size, mtime_ns))) if mappable(lang, &path) => jobs.push(Job {
                     rel,
                     path,
-                    lang,
                     mtime_ns,
                 }),
                 _ if self.files.contains_key(&rel) => removed.push(rel),

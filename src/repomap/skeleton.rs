@@ -690,6 +690,269 @@ fn is_py_keyword(w: &str) -> bool {
 
 /// Builds the skeleton: copies the source except cut ranges, which leave
 /// only their newlines behind (and one space, so tokens never glue together).
+/// Brace languages whose function bodies the skeleton cuts (`braces`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Braces {
+    /// `func ... {`: bodies of top-level functions and methods.
+    Go,
+    /// `... name(...) ... {` inside a class body: methods and constructors.
+    Java,
+}
+
+/// The skeleton of a Go or Java file: function and method bodies and
+/// comments cut (their newlines kept), everything else as it is. `on_ref` gets the
+/// references inside the cut bodies: calls (`foo(`), members (`.foo`),
+/// capitalised names and, in Go, composite literals (`withStack{`). The
+/// rest of the file is left to the tags query. `None` when the lexer
+/// cannot follow the file (an unterminated string, unbalanced braces).
+pub fn braces<'s>(src: &'s str, lang: Braces, on_ref: &mut dyn FnMut(&'s str)) -> Option<String> {
+    let b = src.as_bytes();
+    let mut out = Cutter::new(src);
+    // What each open `{` is: true for a class-like body (Java), where
+    // methods are found; Go looks at depth 0 only.
+    let mut open: Vec<bool> = Vec::new();
+    // The current declaration's head since the last `;`, `{` or `}`.
+    let mut head_start = 0;
+    let mut parens = 0i32;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            // Comments go too: doc comments are a large part of Go and Java files.
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => {
+                let end = if b[i + 1] == b'/' {
+                    line_end(b, i)
+                } else {
+                    src[i + 2..].find("*/").map(|e| i + 2 + e + 2)?
+                };
+                out.cut(i, end);
+                // A comment before a declaration is not part of its head.
+                if src[head_start..i].trim().is_empty() {
+                    head_start = end;
+                }
+                i = end;
+            }
+            b'"' | b'\'' | b'`' => i = quoted_end(b, i)?,
+            b'(' => {
+                parens += 1;
+                i += 1;
+            }
+            b')' => {
+                parens -= 1;
+                i += 1;
+            }
+            b';' if parens == 0 => {
+                head_start = i + 1;
+                i += 1;
+            }
+            b'{' if parens == 0 => {
+                let head = &src[head_start..i];
+                let class_body = open.last().copied().unwrap_or(true);
+                let is_body = match lang {
+                    Braces::Go => open.is_empty() && go_decl_is_func(head) && !type_brace(head),
+                    Braces::Java => {
+                        class_body
+                            && head.contains('(')
+                            && !is_class_head(head)
+                            && !head.contains("->")
+                            && !head.contains('=')
+                    }
+                };
+                if is_body {
+                    let end = body_end(b, i)?;
+                    body_refs(src, i + 1, end, lang, on_ref);
+                    out.cut(i + 1, end);
+                    // Past the closing brace, which stays.
+                    i = end + 1;
+                    head_start = i;
+                    continue;
+                }
+                open.push(lang == Braces::Java && is_class_head(head));
+                head_start = i + 1;
+                i += 1;
+            }
+            b'}' if parens == 0 => {
+                open.pop()?;
+                head_start = i + 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    (open.is_empty() && parens == 0).then(|| out.finish())
+}
+
+/// Go has no `;` between declarations: the one a `{` belongs to starts on
+/// the last line of `head` that begins in column 0 (a `)` closing a
+/// multi-line parameter list aside).
+fn go_decl_is_func(head: &str) -> bool {
+    head.lines()
+        .rev()
+        .find(|l| l.starts_with(|c: char| !c.is_whitespace() && c != ')'))
+        .is_some_and(|l| l.starts_with("func ") || l.starts_with("func("))
+}
+
+/// `func f() interface{` / `struct{`: a type's brace in a Go signature.
+fn type_brace(head: &str) -> bool {
+    let head = head.trim_end();
+    head.ends_with("interface") || head.ends_with("struct")
+}
+
+fn is_class_head(head: &str) -> bool {
+    head.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '@')
+        .any(|w| matches!(w, "class" | "interface" | "enum" | "record" | "@interface"))
+}
+
+/// Where the string, char or raw string starting at `i` ends (after it).
+fn quoted_end(b: &[u8], i: usize) -> Option<usize> {
+    let q = b[i];
+    // Java text blocks: `"""` .. `"""`.
+    if q == b'"' && b[i..].starts_with(b"\"\"\"") {
+        let rest = &b[i + 3..];
+        return rest
+            .windows(3)
+            .position(|w| w == b"\"\"\"")
+            .map(|p| i + 3 + p + 3);
+    }
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' if q != b'`' => j += 2,
+            c if c == q => return Some(j + 1),
+            b'\n' if q != b'`' => return None,
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// The index of the `}` that closes the `{` at `open`.
+fn body_end(b: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => i = line_end(b, i),
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let rest = &b[i + 2..];
+                i = rest
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map(|p| i + 2 + p + 2)?;
+            }
+            b'"' | b'\'' | b'`' => i = quoted_end(b, i)?,
+            b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// References inside a cut body (see [`braces`]).
+fn body_refs<'s>(
+    src: &'s str,
+    from: usize,
+    to: usize,
+    lang: Braces,
+    on_ref: &mut dyn FnMut(&'s str),
+) {
+    let b = src.as_bytes();
+    let mut i = from;
+    while i < to {
+        let c = b[i];
+        if c == b'"' || c == b'\'' || c == b'`' {
+            i = quoted_end(b, i).unwrap_or(to).min(to);
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            i = line_end(b, i).min(to);
+            continue;
+        }
+        if !is_ident_start(c) {
+            i += 1;
+            continue;
+        }
+        let end = ident_end(b, i).min(to);
+        let word = &src[i..end];
+        let member = i > 0 && b[i - 1] == b'.';
+        let next = next_significant(b, end).map(|(_, c)| c);
+        let is_ref = word.len() >= 3
+            && !is_brace_keyword(word)
+            && (member
+                || next == Some(b'(')
+                || word.as_bytes()[0].is_ascii_uppercase()
+                || (lang == Braces::Go && next == Some(b'{')));
+        if is_ref {
+            on_ref(word);
+        }
+        i = end;
+    }
+}
+
+fn is_brace_keyword(w: &str) -> bool {
+    matches!(
+        w,
+        "func"
+            | "return"
+            | "for"
+            | "range"
+            | "switch"
+            | "case"
+            | "default"
+            | "defer"
+            | "else"
+            | "break"
+            | "continue"
+            | "select"
+            | "chan"
+            | "struct"
+            | "interface"
+            | "var"
+            | "const"
+            | "type"
+            | "nil"
+            | "true"
+            | "false"
+            | "new"
+            | "this"
+            | "super"
+            | "null"
+            | "while"
+            | "try"
+            | "catch"
+            | "finally"
+            | "throw"
+            | "throws"
+            | "static"
+            | "final"
+            | "public"
+            | "private"
+            | "protected"
+            | "void"
+            | "int"
+            | "long"
+            | "boolean"
+            | "double"
+            | "float"
+            | "char"
+            | "byte"
+            | "short"
+            | "instanceof"
+            | "synchronized"
+            | "String"
+            | "Object"
+    )
+}
+
 struct Cutter<'s> {
     src: &'s str,
     out: String,
@@ -928,5 +1191,32 @@ cfg_x! { pub fn inside() { m!(1); } }
     #[test]
     fn python_lexer_gives_up_on_unterminated_strings() {
         assert!(python("def f():\n    x = \"\"\"open\n", &mut |_| {}).is_none());
+    }
+
+    /// Go and Java bodies are cut, their newlines kept, their calls reported.
+    #[test]
+    fn go_and_java_bodies_are_cut() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lang/");
+        for (file, kind, call) in [
+            ("errors.go", Braces::Go, "callers"),
+            (
+                "RNLocalizeModuleImpl.java",
+                Braces::Java,
+                "getCountryCodeForLocale",
+            ),
+        ] {
+            let src = std::fs::read_to_string(format!("{dir}{file}")).unwrap();
+            let mut refs = Vec::new();
+            let out = braces(&src, kind, &mut |r| refs.push(r))
+                .unwrap_or_else(|| panic!("{file}: no skeleton"));
+            assert_eq!(out.lines().count(), src.lines().count(), "{file}");
+            assert!(
+                out.len() * 2 < src.len(),
+                "{file}: {} of {} bytes left",
+                out.len(),
+                src.len()
+            );
+            assert!(refs.contains(&call), "{file}: {refs:?}");
+        }
     }
 }

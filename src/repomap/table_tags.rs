@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use tree_sitter::{Language, Node, Parser, Query, QueryCursor, StreamingIterator};
 
+use super::skeleton::{braces as braces_skeleton, Braces};
 use super::tags::{squash, Def, DefKind, FileTags, Scope, ScopeKind, MIN_REF_LEN};
 use crate::lang::Lang;
 
@@ -80,6 +81,37 @@ pub fn tag(
     cursor: &mut QueryCursor,
     lang: Lang,
     src: &str,
+) -> FileTags {
+    // Go and Java: function bodies are cut lexically first (their
+    // references counted on the way), so tree-sitter parses the rest only.
+    let braces = match lang {
+        Lang::Go => Some(Braces::Go),
+        Lang::Java => Some(Braces::Java),
+        _ => None,
+    };
+    if let Some(kind) = braces {
+        let mut body_refs: HashMap<&str, u32> = HashMap::default();
+        if let Some(skeleton) =
+            braces_skeleton(src, kind, &mut |r| *body_refs.entry(r).or_insert(0) += 1)
+        {
+            let body_refs: Vec<(String, u32)> = body_refs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            return tag_text(parsers, cursor, lang, &skeleton, body_refs);
+        }
+    }
+    tag_text(parsers, cursor, lang, src, Vec::new())
+}
+
+/// Tags of `src` (a whole file or a skeleton); `extra_refs` are references
+/// found outside the text (in cut bodies).
+fn tag_text(
+    parsers: &mut HashMap<Lang, Parser>,
+    cursor: &mut QueryCursor,
+    lang: Lang,
+    src: &str,
+    extra_refs: Vec<(String, u32)>,
 ) -> FileTags {
     let Some(tq) = table_query(lang) else {
         return FileTags::default();
@@ -166,7 +198,12 @@ pub fn tag(
         });
         open.push((node.end_byte(), opens, is_function));
     }
-    let mut refs: Vec<(String, u32)> = refs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let mut merged: HashMap<String, u32> =
+        refs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    for (k, v) in extra_refs {
+        *merged.entry(k).or_insert(0) += v;
+    }
+    let mut refs: Vec<(String, u32)> = merged.into_iter().collect();
     refs.sort_unstable();
     tags.refs = refs;
     tags
@@ -273,5 +310,52 @@ fn is_public(lang: Lang, node: Node, name: &str, signature: &str, member: bool) 
             }
         }
         Lang::Rust | Lang::Python | Lang::Text => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The skeleton path finds the definitions parsing the whole file finds.
+    /// (On react-native-maps it drops one more: `run` of an anonymous class
+    /// inside a constructor, whose body the whole-file path cannot tell
+    /// from a class's, since Java's tags query has no constructors.)
+    #[test]
+    fn go_and_java_skeletons_keep_every_definition() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lang");
+        let mut checked = 0;
+        for entry in walkdir(std::path::Path::new(dir)) {
+            let lang = Lang::from_path(&entry);
+            if !matches!(lang, Lang::Go | Lang::Java) {
+                continue;
+            }
+            let src = std::fs::read_to_string(&entry).unwrap();
+            let (mut parsers, mut cursor) = (HashMap::default(), QueryCursor::new());
+            let fast = tag(&mut parsers, &mut cursor, lang, &src);
+            let whole = tag_text(&mut parsers, &mut cursor, lang, &src, Vec::new());
+            let names = |t: &FileTags| {
+                t.defs
+                    .iter()
+                    .map(|d| (d.name.clone(), d.line, d.kind))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&fast), names(&whole), "{}", entry.display());
+            checked += 1;
+        }
+        assert!(checked >= 2);
+    }
+
+    fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walkdir(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
     }
 }

@@ -15,6 +15,9 @@
 //! Python needs its indentation). Anything the lexer cannot follow (an unterminated string or
 //! comment, unbalanced braces) returns `None` and the caller parses the whole
 //! file instead.
+//!
+//! [`braces`] does the same, more simply, for Go and Java (bodies and
+//! comments only), whose whole-file parses made the map slower than ctags.
 
 /// The skeleton of a Rust file; `on_ref` gets each referenced identifier of
 /// the file (outside attributes). Besides bodies and comments, attributes and

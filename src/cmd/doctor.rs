@@ -170,7 +170,7 @@ fn offload_check(config: &EngineConfig) -> (Vec<Device>, OffloadReport) {
         detail: String::new(),
         fix: None,
     };
-    let plan = match engine::plan(config) {
+    let plan = match engine::plan(config, &devices) {
         Ok((plan, _)) => {
             if plan.gpu_layers == 0 && config.gpu_layers != GpuLayers::Count(0) {
                 check.ok = false;

@@ -128,19 +128,18 @@ pub fn model_shape(info: &gguf::GgufInfo) -> ModelShape {
     }
 }
 
-/// Plans where the model runs (see `offload::plan`) without loading it: what
-/// `agent doctor` reports.
-pub fn plan(config: &EngineConfig) -> Result<(Plan, Vec<Device>), LlmError> {
-    let info = inspect(&config.model_path)?;
-    let devices = devices()?;
+/// Plans where the model runs on `devices` (see `offload::plan`) without
+/// loading it: what `LlamaEngine::load` starts from and `agent doctor` reports.
+pub fn plan(config: &EngineConfig, devices: &[Device]) -> Result<(Plan, ModelShape), LlmError> {
+    let shape = model_shape(&inspect(&config.model_path)?);
     let plan = offload::plan(
         &config.offload_request(),
-        &devices,
-        &model_shape(&info),
+        devices,
+        &shape,
         &offload::compiled_backends(),
     )
     .map_err(|e| LlmError::Offload(e.to_string()))?;
-    Ok((plan, devices))
+    Ok((plan, shape))
 }
 
 fn inspect(path: &Path) -> Result<gguf::GgufInfo, LlmError> {
@@ -200,13 +199,11 @@ impl LlamaEngine {
     /// memory, it retries with half the layers and then on the CPU, with one
     /// warning.
     pub fn load(config: &EngineConfig) -> Result<Self, LlmError> {
-        let info = inspect(&config.model_path)?;
         let backend = backend()?;
         let devices = devices()?;
-        let shape = model_shape(&info);
+        // Validates the model file (GGUF header) before llama.cpp sees it.
+        let (first, shape) = plan(config, &devices)?;
         let request = config.offload_request();
-        let first = offload::plan(&request, &devices, &shape, &offload::compiled_backends())
-            .map_err(|e| LlmError::Offload(e.to_string()))?;
         let cpu_by_default = first.gpu_layers == 0 && request.layers != GpuLayers::Count(0);
         if let (true, Some(note)) = (cpu_by_default, &first.note) {
             // Said once per load where a GPU was asked for or built in; a

@@ -722,11 +722,7 @@ pub fn braces<'s>(src: &'s str, lang: Braces, on_ref: &mut dyn FnMut(&'s str)) -
         match b[i] {
             // Comments go too: doc comments are a large part of Go and Java files.
             b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => {
-                let end = if b[i + 1] == b'/' {
-                    line_end(b, i)
-                } else {
-                    src[i + 2..].find("*/").map(|e| i + 2 + e + 2)?
-                };
+                let end = c_comment_end(b, i)?;
                 out.cut(i, end);
                 // A comment before a declaration is not part of its head.
                 if src[head_start..i].trim().is_empty() {
@@ -805,6 +801,18 @@ fn is_class_head(head: &str) -> bool {
         .any(|w| matches!(w, "class" | "interface" | "enum" | "record" | "@interface"))
 }
 
+/// Where the `//` or `/* */` comment starting at `i` ends (Go and Java
+/// block comments do not nest, unlike Rust's); `None` if it never does.
+fn c_comment_end(b: &[u8], i: usize) -> Option<usize> {
+    if b[i + 1] == b'/' {
+        return Some(line_end(b, i));
+    }
+    b[i + 2..]
+        .windows(2)
+        .position(|w| w == b"*/")
+        .map(|p| i + 2 + p + 2)
+}
+
 /// Where the string, char or raw string starting at `i` ends (after it).
 fn quoted_end(b: &[u8], i: usize) -> Option<usize> {
     let q = b[i];
@@ -834,14 +842,7 @@ fn body_end(b: &[u8], open: usize) -> Option<usize> {
     let mut i = open;
     while i < b.len() {
         match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => i = line_end(b, i),
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let rest = &b[i + 2..];
-                i = rest
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map(|p| i + 2 + p + 2)?;
-            }
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = c_comment_end(b, i)?,
             b'"' | b'\'' | b'`' => i = quoted_end(b, i)?,
             b'{' => {
                 depth += 1;

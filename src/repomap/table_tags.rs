@@ -94,24 +94,20 @@ pub fn tag(
         if let Some(skeleton) =
             braces_skeleton(src, kind, &mut |r| *body_refs.entry(r).or_insert(0) += 1)
         {
-            let body_refs: Vec<(String, u32)> = body_refs
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
             return tag_text(parsers, cursor, lang, &skeleton, body_refs);
         }
     }
-    tag_text(parsers, cursor, lang, src, Vec::new())
+    tag_text(parsers, cursor, lang, src, HashMap::default())
 }
 
-/// Tags of `src` (a whole file or a skeleton); `extra_refs` are references
-/// found outside the text (in cut bodies).
-fn tag_text(
+/// Tags of `src` (a whole file or a skeleton); `refs` starts with the
+/// references found outside the text (in cut bodies).
+fn tag_text<'s>(
     parsers: &mut HashMap<Lang, Parser>,
     cursor: &mut QueryCursor,
     lang: Lang,
-    src: &str,
-    extra_refs: Vec<(String, u32)>,
+    src: &'s str,
+    mut refs: HashMap<&'s str, u32>,
 ) -> FileTags {
     let Some(tq) = table_query(lang) else {
         return FileTags::default();
@@ -126,7 +122,6 @@ fn tag_text(
         return FileTags::default();
     };
     let mut found: Vec<(Node, Node, DefKind)> = Vec::new();
-    let mut refs: HashMap<&str, u32> = HashMap::default();
     let mut matches = cursor.matches(&tq.query, tree.root_node(), src.as_bytes());
     while let Some(m) = matches.next() {
         let name = m
@@ -198,12 +193,7 @@ fn tag_text(
         });
         open.push((node.end_byte(), opens, is_function));
     }
-    let mut merged: HashMap<String, u32> =
-        refs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    for (k, v) in extra_refs {
-        *merged.entry(k).or_insert(0) += v;
-    }
-    let mut refs: Vec<(String, u32)> = merged.into_iter().collect();
+    let mut refs: Vec<(String, u32)> = refs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     refs.sort_unstable();
     tags.refs = refs;
     tags
@@ -325,7 +315,7 @@ mod tests {
     fn go_and_java_skeletons_keep_every_definition() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lang");
         let mut checked = 0;
-        for entry in walkdir(std::path::Path::new(dir)) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()) {
             let lang = Lang::from_path(&entry);
             if !matches!(lang, Lang::Go | Lang::Java) {
                 continue;
@@ -333,7 +323,7 @@ mod tests {
             let src = std::fs::read_to_string(&entry).unwrap();
             let (mut parsers, mut cursor) = (HashMap::default(), QueryCursor::new());
             let fast = tag(&mut parsers, &mut cursor, lang, &src);
-            let whole = tag_text(&mut parsers, &mut cursor, lang, &src, Vec::new());
+            let whole = tag_text(&mut parsers, &mut cursor, lang, &src, HashMap::default());
             let names = |t: &FileTags| {
                 t.defs
                     .iter()
@@ -344,18 +334,5 @@ mod tests {
             checked += 1;
         }
         assert!(checked >= 2);
-    }
-
-    fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut out = Vec::new();
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walkdir(&p));
-            } else {
-                out.push(p);
-            }
-        }
-        out
     }
 }

@@ -69,28 +69,7 @@ prepare_corpora() {
 
 # Real code in TypeScript, Go, Java and C, fetched once into the cache.
 prepare_multilang() {
-    local dl="$CACHE/multilang"
-    mkdir -p "$dl"
-    if [ ! -f "$dl/rxjs-7.8.1.tgz" ] || [ ! -f "$dl/react-native-maps-1.18.0.tgz" ]; then
-        log "downloading rxjs and react-native-maps from npm"
-        (cd "$dl" && npm pack --silent rxjs@7.8.1 react-native-maps@1.18.0 >/dev/null)
-    fi
-    if ! ls "$dl"/golang-github-spf13-cobra-dev_*.deb >/dev/null 2>&1; then
-        log "downloading cobra (Go) from Debian"
-        (cd "$dl" && apt-get download golang-github-spf13-cobra-dev >/dev/null 2>&1)
-    fi
-    if [ ! -f "$dl/zstandard-0.23.0.tar.gz" ]; then
-        log "downloading the zstandard sdist (C)"
-        python3 -m pip download --quiet --no-deps --no-binary :all: zstandard==0.23.0 -d "$dl"
-    fi
-    local t
-    t="$(mktemp -d)"
-    tar -xzf "$dl/rxjs-7.8.1.tgz" -C "$t" && mv "$t/package/src" "$WORK/ts-rxjs" && rm -rf "$t/package"
-    tar -xzf "$dl/react-native-maps-1.18.0.tgz" -C "$t" && mv "$t/package/android" "$WORK/java-rn-maps" && rm -rf "$t/package"
-    dpkg-deb -x "$(ls "$dl"/golang-github-spf13-cobra-dev_*.deb | tail -1)" "$t/cobra"
-    mv "$t/cobra/usr/share/gocode/src/github.com/spf13/cobra" "$WORK/go-cobra"
-    tar -xzf "$dl/zstandard-0.23.0.tar.gz" -C "$t" && mv "$t/zstandard-0.23.0" "$WORK/c-zstandard"
-    rm -rf "$t"
+    python3 "$ROOT/scripts/bench_corpus.py" map-corpora "$WORK"
 }
 
 # Median wall time of `ctags -R` over $1, in ms.

@@ -18,6 +18,8 @@ set from ../shared/eval.
                                         sources) → DEST/{typescript,go,java}
   bench_corpus.py multilang DEST        those three sources plus zstandard's C (PyPI),
                                         copied to DEST/<language>/
+  bench_corpus.py map-corpora DEST      rxjs, cobra, react-native-maps' Android Java (npm)
+                                        and zstandard → DEST/{ts-rxjs,go-cobra,java-rn-maps,c-zstandard}
 """
 import ast
 import json
@@ -244,46 +246,77 @@ def doccomments(lang: str, src: Path, dest: Path) -> None:
 MULTILANG = CACHE / "multilang"
 
 
-def fetch_multilang() -> dict:
-    """Sources for the per-language pairs, downloaded once into the cache."""
-    MULTILANG.mkdir(parents=True, exist_ok=True)
-    out = {}
-    rx = MULTILANG / "rxjs-7.8.1"
-    if not rx.is_dir():
-        subprocess.run(["npm", "pack", "--silent", "rxjs@7.8.1"], cwd=MULTILANG, check=True, capture_output=True)
-        with tarfile.open(MULTILANG / "rxjs-7.8.1.tgz") as t:
-            t.extractall(rx, filter="data")
-    out["typescript"] = rx / "package" / "src"
-    cobra = MULTILANG / "cobra"
-    if not cobra.is_dir():
-        subprocess.run(["apt-get", "download", "golang-github-spf13-cobra-dev"], cwd=MULTILANG, check=True, capture_output=True)
-        deb = sorted(MULTILANG.glob("golang-github-spf13-cobra-dev_*.deb"))[-1]
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(cobra)], check=True)
-    out["go"] = cobra / "usr/share/gocode/src/github.com/spf13/cobra"
+def npm_package(name: str, version: str) -> Path:
+    """The unpacked `package/` folder of an npm package, fetched once."""
+    folder = MULTILANG / f"{name}-{version}"
+    if not folder.is_dir():
+        MULTILANG.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "pack", "--silent", f"{name}@{version}"], cwd=MULTILANG, check=True, capture_output=True)
+        with tarfile.open(MULTILANG / f"{name}-{version}.tgz") as t:
+            t.extractall(folder, filter="data")
+    return folder / "package"
+
+
+def debian_package(name: str) -> Path:
+    """The unpacked files of a Debian package, fetched once."""
+    folder = MULTILANG / name
+    if not folder.is_dir():
+        MULTILANG.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", name], cwd=MULTILANG, check=True, capture_output=True)
+        deb = sorted(MULTILANG.glob(f"{name}_*.deb"))[-1]
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(folder)], check=True)
+    return folder
+
+
+def jdk_concurrent() -> Path:
+    """`java.util.concurrent` from OpenJDK 17's sources (Debian's openjdk-17-source)."""
     jdk = MULTILANG / "jdk-concurrent"
     if not jdk.is_dir():
-        subprocess.run(["apt-get", "download", "openjdk-17-source"], cwd=MULTILANG, check=True, capture_output=True)
-        deb = sorted(MULTILANG.glob("openjdk-17-source_*.deb"))[-1]
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
-            src_zip = next(Path(tmp).rglob("src.zip"))
-            subprocess.run(["unzip", "-q", "-o", str(src_zip), "java.base/java/util/concurrent/*", "-d", str(jdk)], check=True)
-    out["java"] = jdk
-    return out
+        src_zip = next(debian_package("openjdk-17-source").rglob("src.zip"))
+        subprocess.run(["unzip", "-q", "-o", str(src_zip), "java.base/java/util/concurrent/*", "-d", str(jdk)], check=True)
+    return jdk
 
 
-def multilang(dest: Path) -> None:
-    sources = fetch_multilang()
+def zstandard() -> Path:
+    """The zstandard 0.23.0 sdist (C), fetched once."""
     zstd = MULTILANG / "zstandard-0.23.0"
     if not zstd.is_dir():
+        MULTILANG.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
                         "zstandard==0.23.0", "-d", str(MULTILANG)], check=True)
         with tarfile.open(MULTILANG / "zstandard-0.23.0.tar.gz") as t:
             t.extractall(MULTILANG, filter="data")
-    sources["c"] = zstd
-    for lang, src in sources.items():
-        if not (dest / lang).exists():
-            shutil.copytree(src, dest / lang)
+    return zstd
+
+
+def fetch_multilang() -> dict:
+    """Sources for the per-language pairs, downloaded once into the cache."""
+    return {
+        "typescript": npm_package("rxjs", "7.8.1") / "src",
+        "go": debian_package("golang-github-spf13-cobra-dev") / "usr/share/gocode/src/github.com/spf13/cobra",
+        "java": jdk_concurrent(),
+    }
+
+
+def copy_corpora(sources: dict, dest: Path) -> None:
+    for name, src in sources.items():
+        if not (dest / name).exists():
+            shutil.copytree(src, dest / name)
+
+
+def multilang(dest: Path) -> None:
+    copy_corpora({**fetch_multilang(), "c": zstandard()}, dest)
+
+
+def map_corpora(dest: Path) -> None:
+    """The map benchmark's corpora for the table's languages (its Java is
+    Android code, closer to an app than the JDK)."""
+    copy_corpora({
+        "ts-rxjs": npm_package("rxjs", "7.8.1") / "src",
+        "go-cobra": fetch_multilang()["go"],
+        "java-rn-maps": npm_package("react-native-maps", "1.18.0") / "android",
+        "c-zstandard": zstandard(),
+    }, dest)
 
 
 def doccomments_all(dest: Path) -> None:
@@ -320,6 +353,8 @@ if __name__ == "__main__":
         doccomments(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))
     elif what == "multilang":
         multilang(Path(sys.argv[2]))
+    elif what == "map-corpora":
+        map_corpora(Path(sys.argv[2]))
     elif what == "doccomments-all":
         doccomments_all(Path(sys.argv[2]))
     else:

@@ -191,18 +191,17 @@ pub fn run_command(
     let run_id = next_run_id();
     // A sandboxed command gets a temp dir of its own, writable, removed when
     // the command ends with whatever it left there.
-    let (private_tmp, ruleset) = match sandbox {
+    let (private_tmp, mut cmd) = match sandbox {
         Some(sandbox) => {
             let tmp = tempfile::Builder::new().prefix("agent-cmd-").tempdir()?;
             let mut sandbox = sandbox.clone();
             sandbox.writable.push(tmp.path().to_path_buf());
             let prepared = sandbox.prepare().map_err(std::io::Error::other)?;
-            (Some(tmp), Some(prepared))
+            (Some(tmp), sandbox::command(prepared, "sh"))
         }
-        None => (None, None),
+        None => (None, Command::new("sh")),
     };
     let (mut reader, writer) = std::io::pipe()?;
-    let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -218,18 +217,6 @@ pub fn run_command(
     if let Some(tmp) = &private_tmp {
         for var in ["TMPDIR", "TMP", "TEMP"] {
             cmd.env(var, tmp.path());
-        }
-    }
-    if let Some(ruleset) = ruleset {
-        let mut ruleset = Some(ruleset);
-        // SAFETY: runs in the child between fork and exec; it only makes
-        // system calls (unshare, writes to /proc/self, prctl,
-        // landlock_restrict_self) on what was built in the parent.
-        unsafe {
-            cmd.pre_exec(move || match ruleset.take() {
-                Some(r) => sandbox::enforce(r),
-                None => Ok(()),
-            });
         }
     }
     let mut child = cmd.spawn()?;
@@ -396,7 +383,7 @@ pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
 
 /// Why a command asks when the sandbox is on but the kernel cannot provide it.
 const NO_SANDBOX: &str =
-    "this system has no sandbox (Landlock), so the command would run with all of the user's rights";
+    "this system has no sandbox (Landlock, sandbox-exec), so the command would run with all of the user's rights";
 
 pub struct RunCmd;
 
@@ -448,13 +435,13 @@ impl Tool for RunCmd {
             Verdict::Ask(why) => Some(why),
             Verdict::Allow => None,
         };
-        let sandbox = match (ctx.policy.sandbox, sandbox::landlock_abi()) {
+        let sandbox = match (ctx.policy.sandbox, sandbox::available()) {
             (false, _) => None,
-            (true, Some(_)) => Some(Sandbox {
+            (true, true) => Some(Sandbox {
                 writable: vec![ctx.workspace.root().to_path_buf()],
                 allow_network: ctx.policy.allow_network,
             }),
-            (true, None) => {
+            (true, false) => {
                 ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
                 None
             }

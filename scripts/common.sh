@@ -57,6 +57,26 @@ ensure_mcp_python() {
     export AGENT_TEST_MCP_PYTHON="$venv/bin/python"
 }
 
+# Checkers the agent runs after edits (ruff, tsc), for the tests that use
+# them: under the cache folder, exported as AGENT_TEST_RUFF and
+# AGENT_TEST_NODE_MODULES. Without them those tests say they were skipped.
+ensure_checkers() {
+    local dir="${XDG_CACHE_HOME:-$HOME/.cache}/agent/checkers"
+    if [ ! -x "$dir/venv/bin/ruff" ]; then
+        log "installing ruff (for the diagnostics tests) into $dir/venv"
+        { python3 -m venv "$dir/venv" && "$dir/venv/bin/pip" install -q 'ruff<1'; } >&2 ||
+            log "warning: could not install ruff; its test will be skipped"
+    fi
+    if [ ! -x "$dir/node_modules/.bin/tsc" ] && command -v npm >/dev/null; then
+        log "installing typescript (for the diagnostics tests) into $dir"
+        npm install --prefix "$dir" --no-audit --no-fund --silent typescript@5 >&2 ||
+            log "warning: could not install typescript; its test will be skipped"
+    fi
+    if [ -x "$dir/venv/bin/ruff" ] && [ -x "$dir/node_modules/.bin/tsc" ]; then
+        export AGENT_TEST_RUFF="$dir/venv/bin/ruff" AGENT_TEST_NODE_MODULES="$dir/node_modules"
+    fi
+}
+
 build_release() {
     log "building (release; target dir $CARGO_TARGET_DIR)"
     (cd "$ROOT" && cargo build --release --locked "$@")

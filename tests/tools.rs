@@ -524,6 +524,199 @@ fn an_edit_that_breaks_a_file_comes_back_with_the_error_and_its_line() {
     assert!(out.content.contains("src/lib.rs:2:"), "{}", out.content);
 }
 
+/// `program --version` runs here.
+fn installed(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn cargo_check_after_an_edit_lists_the_errors_the_change_brought() {
+    if !installed("cargo") {
+        eprintln!("skipped: no cargo");
+        return;
+    }
+    // Yolo: where the kernel has no sandbox, cargo check (it runs build
+    // scripts) runs unsandboxed only in yolo mode.
+    let mut h = Harness::with_mode(Mode::Yolo);
+    h.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    h.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\npub fn old_mistake() -> u32 {\n    \"already broken\"\n}\n",
+    );
+    h.write(
+        "src/main.rs",
+        "fn main() {\n    println!(\"{}\", calc::add(1, 2));\n}\n",
+    );
+    ok(&h.call("read_file", json!({"path": "src/lib.rs"})));
+    // A type error the grammar accepts: only cargo check sees it.
+    let out = h.call(
+        "edit",
+        json!({"path": "src/lib.rs", "old_text": "    a + b\n", "new_text": "    let total = a + b;\n    total as i64\n"}),
+    );
+    ok(&out);
+    assert!(
+        out.content
+            .contains("diagnostics: cargo check found 1 new error after this change")
+            && out
+                .content
+                .contains("\n  src/lib.rs:3: error[E0308]: mismatched types")
+            && out
+                .content
+                .contains("(1 error(s) in the changed files were already there"),
+        "{}",
+        out.content
+    );
+    // Both fixed, with a signature change that breaks the caller in
+    // another file (checked now that the library builds).
+    let out = h.call(
+        "write_file",
+        json!({"path": "src/lib.rs", "content": "pub fn add(a: u32, b: u32, c: u32) -> u32 {\n    a + b + c\n}\n"}),
+    );
+    ok(&out);
+    assert!(
+        out.content.contains("  src/main.rs:2: error[E0061]"),
+        "{}",
+        out.content
+    );
+    assert!(!out.content.contains("  src/lib.rs:"), "{}", out.content);
+    // Fixing the caller brings no report.
+    ok(&h.call("read_file", json!({"path": "src/main.rs"})));
+    let out = h.call(
+        "edit",
+        json!({"path": "src/main.rs", "old_text": "add(1, 2)", "new_text": "add(1, 2, 3)"}),
+    );
+    ok(&out);
+    assert!(!out.content.contains("diagnostics"), "{}", out.content);
+    // The checker wrote only inside the workspace.
+    assert!(
+        h.exists("target") || h.exists(".agent/check-cargo_target_dir"),
+        "no build output in the workspace"
+    );
+}
+
+#[test]
+fn ruff_and_tsc_after_an_edit_list_what_a_parse_cannot_see() {
+    let (Some(ruff), Some(node_modules)) = (
+        std::env::var_os("AGENT_TEST_RUFF"),
+        std::env::var_os("AGENT_TEST_NODE_MODULES"),
+    ) else {
+        eprintln!("skipped: AGENT_TEST_RUFF and AGENT_TEST_NODE_MODULES are set by scripts/test");
+        return;
+    };
+    let mut h = Harness::new();
+    // The project's own copies, where the checkers look first.
+    std::fs::create_dir_all(h.root.join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink(&ruff, h.root.join(".venv/bin/ruff")).unwrap();
+    std::os::unix::fs::symlink(&node_modules, h.root.join("node_modules")).unwrap();
+
+    // Python: an import removed, a name left undefined.
+    h.write("pyproject.toml", "[project]\nname = \"app\"\n");
+    h.write(
+        "app.py",
+        "import os\n\n\ndef home():\n    return os.environ[\"HOME\"]\n",
+    );
+    ok(&h.call("read_file", json!({"path": "app.py"})));
+    let out = h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "import os\n\n\n", "new_text": ""}),
+    );
+    ok(&out);
+    assert!(
+        out.content
+            .contains("diagnostics: ruff found 1 new error after this change")
+            && out
+                .content
+                .contains("\n  app.py:2: F821 Undefined name `os`"),
+        "{}",
+        out.content
+    );
+
+    // TypeScript: a return type that no longer fits.
+    h.write(
+        "tsconfig.json",
+        r#"{"compilerOptions": {"strict": true}, "include": ["src"]}"#,
+    );
+    h.write(
+        "src/total.ts",
+        "export function total(xs: number[]): number {\n  return xs.reduce((a, b) => a + b, 0);\n}\n",
+    );
+    ok(&h.call("read_file", json!({"path": "src/total.ts"})));
+    let out = h.call(
+        "edit",
+        json!({"path": "src/total.ts", "old_text": "): number {", "new_text": "): string {"}),
+    );
+    ok(&out);
+    assert!(
+        out.content
+            .contains("diagnostics: tsc found 1 new error after this change")
+            && out
+                .content
+                .contains("\n  src/total.ts:2: error TS2322: Type 'number' is not assignable to type 'string'."),
+        "{}",
+        out.content
+    );
+    // A checker that is off says nothing.
+    h.policy.check_timeout_s = 0;
+    let out = h.call(
+        "edit",
+        json!({"path": "src/total.ts", "old_text": "a + b, 0", "new_text": "a * b, 1"}),
+    );
+    ok(&out);
+    assert!(!out.content.contains("diagnostics"), "{}", out.content);
+}
+
+#[test]
+fn a_checker_that_runs_out_of_time_is_reported_once_then_left_out() {
+    let mut h = Harness::new();
+    h.policy.check_timeout_s = 1;
+    // A project whose `ruff` hangs (a stand-in for a cold `cargo check` of
+    // a big workspace).
+    h.write(".venv/bin/ruff", "#!/bin/sh\nsleep 30\n");
+    std::fs::set_permissions(
+        h.root.join(".venv/bin/ruff"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    h.write("app.py", "x = 1\n");
+    ok(&h.call("read_file", json!({"path": "app.py"})));
+    let started = Instant::now();
+    let out = h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"}),
+    );
+    ok(&out);
+    assert!(
+        out.content
+            .contains("diagnostics: ruff not run: it took longer than 1 s on this project"),
+        "{}",
+        out.content
+    );
+    // Once: the "before" run ran out of time, so the "after" run was not tried.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let started = Instant::now();
+    let out = h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "x = 2", "new_text": "x = 3"}),
+    );
+    ok(&out);
+    assert!(!out.content.contains("diagnostics"), "{}", out.content);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn edit_replaces_once_after_a_read() {
     let mut h = Harness::new();
@@ -1306,6 +1499,40 @@ fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
         "a UDP datagram got through"
     );
 
+    // A Unix socket of a service on this machine (the Docker daemon's, an
+    // ssh-agent's), outside the workspace.
+    let service = outside.path().join("service.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&service).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    h.write(
+        "unix.py",
+        format!(
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({:?})\nprint('connected')\n",
+            service.display().to_string()
+        ),
+    );
+    let out = h.call("run_cmd", json!({"command": "python3 unix.py"}));
+    assert!(!out.ok, "{}", out.content);
+    assert!(unix.accept().is_err(), "a host Unix socket was reached");
+    // The command's own sockets still work: a server and a client in its
+    // temp dir, and multiprocessing's forkserver, which talks over one.
+    h.write(
+        "own.py",
+        "import multiprocessing, os, socket, tempfile
+if __name__ == '__main__':
+    p = os.path.join(tempfile.gettempdir(), 'own.sock')
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(p)
+    srv.listen()
+    socket.socket(socket.AF_UNIX).connect(p)
+    with multiprocessing.get_context('forkserver').Pool(1) as pool:
+        print('own sockets', pool.map(abs, [-2]))
+",
+    );
+    let out = h.call("run_cmd", json!({"command": "python3 own.py"}));
+    ok(&out);
+    assert!(out.content.contains("own sockets [2]"), "{}", out.content);
+
     // Builds and tests inside the workspace still work, temp files included.
     h.write(
         "tests/test_math.py",
@@ -1324,6 +1551,11 @@ fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
     assert!(target.exists());
     ok(&h.call("run_cmd", json!({"command": "python3 udp.py"})));
     assert!(udp.recv_from(&mut buf).is_ok(), "the UDP probe never sent");
+    ok(&h.call("run_cmd", json!({"command": "python3 unix.py"})));
+    assert!(
+        unix.accept().is_ok(),
+        "the Unix socket probe never connected"
+    );
 }
 
 #[test]

@@ -62,13 +62,14 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
     checks.push(index_check());
     checks.push(instructions_check());
+    checks.push(checkers_check());
     let sandbox = crate::tools::sandbox::describe();
     checks.push(Check {
         name: "sandbox",
         ok: sandbox.is_ok(),
         required: false,
         fix: sandbox.is_err().then(|| {
-            "a Linux kernel with Landlock (5.13+, in the boot `lsm=` list), or `--sandbox off` to run commands unfenced without asking".into()
+            "a Linux kernel with Landlock (5.13+, in the boot `lsm=` list), macOS with /usr/bin/sandbox-exec, or `--sandbox off` to run commands unfenced without asking".into()
         }),
         detail: sandbox.unwrap_or_else(|e| e),
     });
@@ -296,6 +297,31 @@ fn instructions_check() -> Check {
                 names.join(", ")
             )
         },
+        fix: None,
+    }
+}
+
+/// The language checkers run after edits that this workspace can use.
+fn checkers_check() -> Check {
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let (found, missing): (Vec<_>, Vec<_>) = crate::tools::diagnose::programs(&root)
+        .into_iter()
+        .partition(|(_, program)| program.is_some());
+    let names = |list: &[(&str, Option<std::path::PathBuf>)]| {
+        list.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    };
+    let mut detail = String::from("after edits: a tree-sitter parse");
+    if !found.is_empty() {
+        detail.push_str(&format!(", then {}", names(&found)));
+    }
+    if !missing.is_empty() {
+        detail.push_str(&format!(" (not installed: {})", names(&missing)));
+    }
+    Check {
+        name: "checkers",
+        ok: true,
+        required: false,
+        detail,
         fix: None,
     }
 }

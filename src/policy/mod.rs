@@ -18,6 +18,7 @@
 //! allow = ["^curl localhost"]    # regexes that override the built-in denials (not `deny` entries)
 //! scrub_env = ["MY_PRIVATE_*"]   # extra env names (glob) removed before running commands
 //! timeout_s = 60                 # default run_cmd timeout
+//! check_timeout_s = 20           # cap on the checkers run after edits (cargo check, tsc, ...); 0 = off
 //! ```
 //!
 //! `deny` and `allow` regexes are matched against each simple command in its
@@ -78,6 +79,8 @@ pub const SECRET_ENV_PATTERNS: &[&str] = &[
 
 /// Default `run_cmd` timeout, seconds.
 pub const DEFAULT_TIMEOUT_S: u64 = 60;
+/// Default cap on each checker run after an edit (`cargo check`, `tsc`, ...).
+pub const DEFAULT_CHECK_TIMEOUT_S: u64 = 20;
 /// Largest `run_cmd` timeout a call or policy.toml may ask for, seconds.
 pub const MAX_TIMEOUT_S: u64 = 600;
 /// The policy file, inside the state dir (`.agent/`).
@@ -139,6 +142,9 @@ pub struct Policy {
     pub allow_network: bool,
     /// Default `run_cmd` timeout in seconds.
     pub timeout_s: u64,
+    /// Cap in seconds on each project checker run after an edit
+    /// ([`crate::tools::diagnose`]); 0 turns them off.
+    pub check_timeout_s: u64,
     /// Commands run in the OS sandbox ([`crate::tools::sandbox`]); off with `--sandbox off`.
     pub sandbox: bool,
     deny: Vec<Rule>,
@@ -163,6 +169,7 @@ struct PolicyFile {
     #[serde(default)]
     scrub_env: Vec<String>,
     timeout_s: Option<u64>,
+    check_timeout_s: Option<u64>,
 }
 
 impl Policy {
@@ -172,6 +179,7 @@ impl Policy {
             mode,
             allow_network: false,
             timeout_s: DEFAULT_TIMEOUT_S,
+            check_timeout_s: DEFAULT_CHECK_TIMEOUT_S,
             sandbox: true,
             deny: Vec::new(),
             allow: Vec::new(),
@@ -208,6 +216,15 @@ impl Policy {
                 );
             }
             self.timeout_s = t;
+        }
+        if let Some(t) = file.check_timeout_s {
+            if t > MAX_TIMEOUT_S {
+                anyhow::bail!(
+                    "{}: check_timeout_s = {t} is out of range (0..={MAX_TIMEOUT_S}; 0 turns the checkers off)",
+                    path.display()
+                );
+            }
+            self.check_timeout_s = t;
         }
         let compile = |list: &[String], key: &str| -> anyhow::Result<Vec<Rule>> {
             list.iter()

@@ -164,6 +164,24 @@ pub fn apply(
     } else {
         None
     };
+    // Syntax first; the project's checkers take the files that parse, and
+    // see them once before the write, to tell the change's errors apart.
+    let syntax: Vec<Option<String>> = changes
+        .iter()
+        .map(|c| {
+            let after = std::str::from_utf8(c.new.as_deref()?).ok()?;
+            let before = c.old.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+            diagnose::report(&c.rel, before, after)
+        })
+        .collect();
+    let clean: Vec<&FileChange> = changes
+        .iter()
+        .zip(&syntax)
+        .filter(|(c, s)| s.is_none() && c.new.is_some())
+        .map(|(c, _)| c)
+        .collect();
+    let mut checks = diagnose::ProjectChecks::plan(ctx.workspace, ctx.policy, &clean);
+    checks.before(ctx.cancel);
     for (i, c) in changes.iter().enumerate() {
         if let Err(e) = write_one(c.abs.as_path(), c.new.as_deref(), c.mode) {
             // Put back what was already written, newest first.
@@ -183,12 +201,6 @@ pub fn apply(
         match &c.new {
             Some(bytes) => {
                 ctx.ledger.hashes.insert(c.abs.clone(), sha256_hex(bytes));
-                if let Ok(after) = std::str::from_utf8(bytes) {
-                    let before = c.old.as_deref().and_then(|b| std::str::from_utf8(b).ok());
-                    applied
-                        .diagnostics
-                        .extend(diagnose::report(&c.rel, before, after));
-                }
             }
             None => {
                 ctx.ledger.hashes.remove(&c.abs);
@@ -196,6 +208,8 @@ pub fn apply(
             }
         }
     }
+    applied.diagnostics = syntax.into_iter().flatten().collect();
+    applied.diagnostics.extend(checks.after(ctx.cancel));
     Ok(applied)
 }
 

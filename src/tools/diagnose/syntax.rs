@@ -1,16 +1,8 @@
-//! Diagnostics after a write: the errors a change brought into the files it
-//! touched, so the model sees a broken edit at once instead of at the next
-//! test run.
-//!
-//! Two checkers, fastest first, each bounded in time and output:
-//! - a tree-sitter parse (Rust, Python): syntax errors and missing tokens;
-//! - Python's own compiler (`compile()`, nothing written) when `python3` is
-//!   installed: what the grammar accepts but Python does not (`return`
-//!   outside a function, a bad `nonlocal`).
-//!
-//! Errors that were already in the file before the change are counted, not
-//! listed: they are not the model's doing. `cargo check` and language servers
-//! are too slow to run after every edit; `--verify` runs them when asked.
+//! Syntax, the first and fastest check after a write: a tree-sitter parse
+//! (every language in the table), then Python's own compiler
+//! (`compile()`, nothing written) when `python3` is installed, for what the
+//! grammar accepts but Python does not (`return` outside a function, a bad
+//! `nonlocal`).
 
 use std::io::Write;
 use std::path::Path;
@@ -19,19 +11,11 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, Parser};
 
-use crate::walk::Lang;
+use super::Problem;
+use crate::lang::Lang;
 
-/// Most errors listed per file.
-const MAX_LISTED: usize = 5;
 /// How long Python's compiler may take.
 const PYTHON_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// One problem: its 1-based line and what it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub line: usize,
-    pub message: String,
-}
 
 /// Syntax errors by tree-sitter, in source order.
 fn parse_errors(lang: Lang, src: &str) -> Vec<Problem> {
@@ -133,91 +117,4 @@ pub fn problems(path: &Path, src: &str) -> Vec<Problem> {
         }
     }
     found
-}
-
-/// The report for one written file, or `None` when the change brought no
-/// new problem. `before` is the content the change replaced.
-pub fn report(rel: &str, before: Option<&str>, after: &str) -> Option<String> {
-    let path = Path::new(rel);
-    if Lang::from_path(path) == Lang::Text {
-        return None;
-    }
-    let now = problems(path, after);
-    if now.is_empty() {
-        return None;
-    }
-    // Matched by message, since the change moves lines.
-    let mut old: Vec<String> = before
-        .map(|b| problems(path, b).into_iter().map(|p| p.message).collect())
-        .unwrap_or_default();
-    let mut new = Vec::new();
-    let mut kept = 0;
-    for p in now {
-        match old.iter().position(|m| *m == p.message) {
-            Some(i) => {
-                old.swap_remove(i);
-                kept += 1;
-            }
-            None => new.push(p),
-        }
-    }
-    if new.is_empty() {
-        return None;
-    }
-    let mut out = format!(
-        "diagnostics: this change broke {rel} ({} new error{}); fix it before going on:",
-        new.len(),
-        if new.len() == 1 { "" } else { "s" }
-    );
-    for p in new.iter().take(MAX_LISTED) {
-        out.push_str(&format!("\n  {rel}:{}: {}", p.line, p.message));
-    }
-    if new.len() > MAX_LISTED {
-        out.push_str(&format!("\n  ... and {} more", new.len() - MAX_LISTED));
-    }
-    if kept > 0 {
-        out.push_str(&format!(
-            "\n  ({kept} error(s) were already there before this change)"
-        ));
-    }
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_broken_python_edit_is_reported_with_its_line() {
-        let before = "def add(a, b):\n    return a + b\n";
-        let after = "def add(a, b):\n    return a +\n\n\ndef sub(a, b):\n    return a - b\n";
-        let r = report("src/calc.py", Some(before), after).expect("a report");
-        assert!(r.contains("src/calc.py:2:"), "{r}");
-        assert_eq!(report("src/calc.py", Some(before), before), None);
-        assert_eq!(report("notes.txt", None, "def (:"), None);
-    }
-
-    #[test]
-    fn python_catches_what_the_grammar_accepts() {
-        if Command::new("python3").arg("-V").output().is_err() {
-            return; // no python3 here: only the parse runs
-        }
-        let r = report("m.py", None, "x = 1\nreturn x\n").expect("a report");
-        assert!(
-            r.contains("m.py:2: python: 'return' outside function"),
-            "{r}"
-        );
-    }
-
-    #[test]
-    fn rust_errors_new_versus_already_there() {
-        let before = "fn a() {\n    let x = ;\n}\n";
-        let after = "fn a() {\n    let x = ;\n}\n\nfn b() {\n    let y = 1\n}\n";
-        let r = report("src/lib.rs", Some(before), after).expect("a report");
-        assert!(r.contains("src/lib.rs:6:"), "{r}");
-        assert!(r.contains("1 error(s) were already there"), "{r}");
-        assert!(!r.contains("src/lib.rs:2:"), "{r}");
-        // The same old error alone is not the change's doing.
-        assert_eq!(report("src/lib.rs", Some(before), before), None);
-    }
 }

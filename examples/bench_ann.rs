@@ -88,6 +88,7 @@ fn row(i: usize, vector: Vec<f32>) -> Row {
         text: String::new(),
         search_text: String::new(),
         vector,
+        embedded: true,
     }
 }
 

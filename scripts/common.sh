@@ -77,6 +77,37 @@ ensure_checkers() {
     fi
 }
 
+# A real llama-server (OpenAI's /v1/embeddings), for the test of
+# `agent index --embed-server`: built once, from the llama.cpp that
+# llama-cpp-python's sdist on PyPI vendors (the llama-cpp-sys-2 crate leaves
+# the server out), exported as AGENT_TEST_LLAMA_SERVER. About ten minutes on
+# two cores the first time. Without it that test says it was skipped.
+LLAMA_SERVER_SDIST=llama_cpp_python-0.3.36.tar.gz
+LLAMA_SERVER_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+ensure_llama_server() {
+    local dir="${XDG_CACHE_HOME:-$HOME/.cache}/agent/llama-server"
+    local bin="$dir/build/bin/llama-server"
+    if [ ! -x "$bin" ]; then
+        log "building llama-server (for the --embed-server test) in $dir: once, about ten minutes"
+        if ! (
+            set -e
+            mkdir -p "$dir" && cd "$dir"
+            [ -f "$LLAMA_SERVER_SDIST" ] ||
+                python3 -m pip download -q --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d .
+            echo "$LLAMA_SERVER_SHA256  $LLAMA_SERVER_SDIST" | sha256sum -c --quiet
+            rm -rf src && mkdir src && tar xzf "$LLAMA_SERVER_SDIST" -C src --strip-components=1
+            cmake -S src/vendor/llama.cpp -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=ON \
+                -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF \
+                -DGGML_NATIVE=ON >cmake.log
+            cmake --build build --target llama-server -j "$(nproc)" >build.log
+        ) >&2; then
+            log "warning: could not build llama-server; its test will be skipped"
+            return 0
+        fi
+    fi
+    export AGENT_TEST_LLAMA_SERVER="$bin"
+}
+
 build_release() {
     log "building (release; target dir $CARGO_TARGET_DIR)"
     (cd "$ROOT" && cargo build --release --locked "$@")

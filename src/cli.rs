@@ -384,6 +384,28 @@ pub struct IndexArgs {
     /// other work while a large repository indexes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Embed on a server instead of this machine's CPU: any server with
+    /// OpenAI's embeddings API (llama-server --embeddings,
+    /// text-embeddings-inference, vLLM), e.g. http://gpu-box:8080. The index
+    /// records it, and searches send their queries there too
+    /// (AGENT_EMBED_SERVER names its new address if it moves;
+    /// AGENT_EMBED_API_KEY is sent as a bearer token). An index keeps one
+    /// embedder: switching needs --rebuild.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "AGENT_EMBED_SERVER",
+        conflicts_with = "status"
+    )]
+    pub embed_server: Option<String>,
+    /// The model to ask the embeddings server for (default: the first it lists).
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "AGENT_EMBED_MODEL",
+        requires = "embed_server"
+    )]
+    pub embed_model: Option<String>,
     /// Print JSON (one object; with --watch, one line per update).
     #[arg(long)]
     pub json: bool,

@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -456,21 +457,87 @@ fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
     let stats = index
         .update(&cancel, &mut |p| {
             if p.chunks_embedded > 0 {
-                cancel.cancel(); // one embedding step into the first batch
+                cancel.cancel(); // one embedding step into the fill
             }
         })
         .unwrap();
     assert!(stats.interrupted);
-    assert_eq!(stats.files_indexed, 0);
+    // Every file's rows were written before embedding began: all of it is
+    // searchable by keyword, and the vectors are what is left.
+    assert_eq!(stats.files_indexed, 40);
     let status = index.status().unwrap();
-    assert_eq!((status.files, status.chunks), (0, 0));
+    assert_eq!((status.files, status.chunks), (40, 80));
     assert!(
-        status.cached_embeddings > 0 && !status.complete,
+        status.cached_embeddings > 0 && status.complete && status.embedded_chunks < 80,
         "{status:?}"
     );
+    assert_eq!(stats.chunks_unembedded, 80 - status.embedded_chunks);
     let resumed = update(&mut index);
-    assert_eq!(resumed.files_indexed, 40);
-    assert_eq!(resumed.cache_hits as u64, status.cached_embeddings);
+    assert_eq!(resumed.files_indexed, 0);
+    assert_eq!(index.status().unwrap().embedded_chunks, 80);
+    assert!(resumed.cache_hits as u64 >= status.cached_embeddings - status.embedded_chunks as u64);
+    assert!(resumed.chunks_embedded < 80, "{resumed:?}");
+}
+
+#[test]
+fn files_are_searchable_by_keyword_first_then_get_vectors_in_priority_order() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    sensor_files(dir.path(), "*");
+    let options = IndexOptions {
+        fill_commit: 4,
+        ..options()
+    };
+    let mut index = Index::open_writer(dir.path(), options).unwrap();
+    let cancel = CancelToken::new();
+    let mut stats = index.update_rows(&cancel, &mut |_| {}).unwrap();
+    assert!(!stats.interrupted);
+    let status = index.status().unwrap();
+    assert_eq!(
+        (status.files, status.chunks, status.embedded_chunks),
+        (40, 80, 0)
+    );
+    // Keyword search finds every file already; no vector is in yet, and
+    // searches say so.
+    assert_eq!(
+        top(&mut index, "function_17", SearchMode::Bm25)[0].0,
+        "m/f17.py"
+    );
+    assert!(top(&mut index, "scale the measured value", SearchMode::Vector).is_empty());
+    let notes = index.notes().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("vectors cover 0 of 80 chunks")),
+        "{notes:?}"
+    );
+    // The fill goes in the order it is given: stopped after its first
+    // commit, only the first two files have vectors.
+    let priority = ["m/f31.py".to_string(), "m/f5.py".to_string()];
+    index
+        .fill_vectors(&priority, &mut stats, &cancel, &mut |p| {
+            if p.chunks_unembedded < 80 {
+                cancel.cancel();
+            }
+        })
+        .unwrap();
+    assert!(stats.interrupted);
+    let mut q = SearchQuery::new("scale the measured value", 10);
+    q.mode = SearchMode::Vector;
+    let paths: HashSet<String> = index
+        .search(&q)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(
+        paths,
+        HashSet::from(["m/f31.py".to_string(), "m/f5.py".to_string()])
+    );
+    // The next update finishes the fill, and the notes go.
+    update(&mut index);
+    assert_eq!(index.status().unwrap().embedded_chunks, 80);
+    assert!(index.notes().unwrap().is_empty());
 }
 
 #[test]
@@ -529,11 +596,12 @@ fn progress_moves_per_file_and_per_embedded_chunk() {
     for n in 1..=40 {
         assert!(files.contains(&n), "{files:?}");
     }
-    // ...and embedding reports as it goes, while no chunk of the batch is
-    // written yet.
+    // ...then, with every file searchable, embedding reports as it goes.
+    let first_embedding = seen.iter().position(|p| p.chunks_embedded > 0).unwrap();
+    assert!(seen[..first_embedding].iter().any(|p| p.searchable));
     let embedding: Vec<usize> = seen
         .iter()
-        .filter(|p| p.chunks_done == 0)
+        .filter(|p| p.searchable)
         .map(|p| p.chunks_embedded)
         .collect();
     let last = seen.last().unwrap();
@@ -1124,4 +1192,141 @@ It seems to work for me with this change and the output is what I would expect t
             assert!(t > 0, "{mode:?}: the test file first: {files:?}");
         }
     }
+}
+
+/// A real llama-server (AGENT_TEST_LLAMA_SERVER, built by scripts/test)
+/// serving the default chat model's embeddings on loopback; killed on drop.
+struct EmbeddingServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl EmbeddingServer {
+    fn start(binary: &std::ffi::OsStr) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(binary)
+            .arg("-m")
+            .arg(common::tiny_model())
+            .args(["--embeddings", "--pooling", "mean", "--host", "127.0.0.1"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "-c",
+                "4096",
+                "-b",
+                "4096",
+                "-ub",
+                "4096",
+            ])
+            .args(["--threads", "1", "--parallel", "1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("llama-server starts");
+        // Killed on drop, also when it never comes up.
+        let server = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if http_ok(&format!("{}/health", server.url)) {
+                return server;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("llama-server did not come up on {}", server.url);
+    }
+}
+
+impl Drop for EmbeddingServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET url` answered 200.
+fn http_ok(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let Ok(mut stream) = std::net::TcpStream::connect(host) else {
+        return false;
+    };
+    let _ = write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    );
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.1 200")
+}
+
+#[test]
+fn a_server_embeds_an_index_its_searches_and_no_second_embedder() {
+    let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
+        eprintln!("skipped: AGENT_TEST_LLAMA_SERVER is set by scripts/test");
+        return;
+    };
+    let server = EmbeddingServer::start(&binary);
+    let dir = repo();
+    let options = || IndexOptions {
+        embedder: agent::index::embed::Choice::Server {
+            url: server.url.clone(),
+            model: None,
+            api_key: None,
+        },
+        ..options()
+    };
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert!(stats.chunks_embedded > 0, "{stats:?}");
+    let status = index.status().unwrap();
+    // SmolLM2-135M's hidden size, not MiniLM's 384.
+    assert_eq!(status.embedder.dim, 576, "{status:?}");
+    assert!(status.embedder.server.is_some(), "{status:?}");
+    assert_eq!(status.embedded_chunks, status.chunks);
+    assert!(!top(&mut index, "levenshtein edit distance", SearchMode::Vector).is_empty());
+    drop(index);
+
+    // Readers and later writers use the recorded server without being told.
+    let mut reader = Index::open_reader(dir.path()).unwrap();
+    let hits = top(&mut reader, "levenshtein edit distance", SearchMode::Hybrid);
+    assert_eq!(hits[0].0, "pkg/strings.py", "{hits:?}");
+    drop(reader);
+    let out = common::agent_bin()
+        .args(["index", "--status"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(576-d) at http://127.0.0.1:"), "{text}");
+    write(
+        dir.path(),
+        "pkg/more.py",
+        b"def crc32_of(data):\n    return sum(data) % 2**32\n",
+    );
+    let mut index = Index::open_writer(dir.path(), self::options()).unwrap();
+    assert!(update(&mut index).chunks_embedded > 0);
+    drop(index);
+
+    // An index embedded on this machine refuses the server's vectors.
+    let (local, index, _) = indexed_repo();
+    drop(index);
+    let err = Index::open_writer(local.path(), options())
+        .err()
+        .expect("a second embedder is refused");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("would mix a second embedder") && msg.contains("--rebuild"),
+        "{msg}"
+    );
 }

@@ -1186,7 +1186,7 @@ impl SemanticSearch for IndexSearch {
     }
 
     fn note(&mut self) -> Option<String> {
-        let complete = self.index.as_ref()?.is_complete().unwrap_or(true);
-        (!complete).then(|| crate::index::PARTIAL_NOTE.to_string())
+        let notes = self.index.as_ref()?.notes().unwrap_or_default();
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 }

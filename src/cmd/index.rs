@@ -27,7 +27,16 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                 .collect();
             println!("  files        {} ({})", status.files, langs.join(", "));
             println!("  chunks       {}", status.chunks);
+            if status.embedded_chunks < status.chunks {
+                println!(
+                    "  vectors      {} of {} chunks ({:.0}%); the rest are found by keyword only until `agent index` fills them in",
+                    status.embedded_chunks,
+                    status.chunks,
+                    100.0 * status.embedded_chunks as f64 / status.chunks.max(1) as f64
+                );
+            }
             println!("  embeddings   {} cached", status.cached_embeddings);
+            println!("  embedder     {}", status.embedder.describe());
             println!(
                 "  BM25 index   {}",
                 if status.text_index { "yes" } else { "not yet" }
@@ -77,6 +86,15 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
             ..WalkOptions::default()
         },
         threads: args.threads.map_or(defaults.threads, usize::from),
+        embedder: match &args.embed_server {
+            Some(url) => crate::index::embed::Choice::Server {
+                url: url.clone(),
+                model: args.embed_model.clone(),
+                api_key: std::env::var("AGENT_EMBED_API_KEY").ok(),
+            },
+            None => crate::index::embed::Choice::AsRecorded,
+        },
+        ..defaults
     };
     let mut index = if args.rebuild {
         Index::rebuild(&root, options)?
@@ -89,30 +107,67 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
             root.display()
         );
     }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} indexing [{bar:30}] {pos}/{len} files  {msg}",
-        )
+    let style = |unit: &str| {
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}  {{msg}}"
+        ))
         .expect("static template")
-        .progress_chars("=> "),
-    );
+        .progress_chars("=> ")
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(style("files"));
+    bar.set_prefix("indexing");
     let started = Instant::now();
-    let stats = index.update(cancel, &mut |p| {
+    // First every file's rows (BM25 finds them at once), then the map, then
+    // the vectors, the map's most important files first.
+    let mut stats = index.update_rows(cancel, &mut |p| {
         bar.set_length(p.files_total as u64);
         bar.set_position(p.files_done as u64);
         bar.set_message(progress_message(p, started.elapsed().as_secs_f64()));
     })?;
     bar.finish_and_clear();
-    report(&stats, args.json);
     // The repo map's tag cache follows the same updates (cheap: it re-tags
     // only files whose size or mtime moved).
     let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
     if let Err(e) = map.refresh() {
         eprintln!("warning: repo map not updated: {e:#}");
     }
+    if !stats.interrupted {
+        let searchable = started.elapsed().as_secs_f64();
+        let priority = map.ranked_files(&stats.changed_paths);
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(style("chunks"));
+        bar.set_prefix("embedding");
+        let mut announced = false;
+        let fill_started = Instant::now();
+        index.fill_vectors(&priority, &mut stats, cancel, &mut |p| {
+            if !announced && p.chunks_unembedded > 0 {
+                announced = true;
+                if !args.json {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "searchable after {searchable:.1}s (keyword search and the repo map); embedding {} chunks, the most important files first",
+                            p.chunks_unembedded
+                        )
+                    });
+                }
+                bar.set_length(p.chunks_unembedded as u64);
+            }
+            bar.set_position(p.chunks_embedded as u64);
+            bar.set_message(progress_message(p, fill_started.elapsed().as_secs_f64()));
+        })?;
+        bar.finish_and_clear();
+    }
+    report(&stats, args.json);
     if stats.interrupted {
-        eprintln!("interrupted: the index is consistent; run `agent index` again to finish");
+        if stats.chunks_unembedded > 0 {
+            eprintln!(
+                "interrupted: every file is searchable by keyword; {} chunks still lack vectors. Run `agent index` again to finish",
+                stats.chunks_unembedded
+            );
+        } else {
+            eprintln!("interrupted: the index is consistent; run `agent index` again to finish");
+        }
         return Ok(exit::INTERRUPTED);
     }
     if !args.watch {
@@ -149,6 +204,15 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
 
 /// `312 chunks written, 1,024 embedded (40/s), 96 to embed in this batch`
 fn progress_message(p: &Progress, secs: f64) -> String {
+    if p.searchable && p.building_indices {
+        return "updating the vector index".into();
+    }
+    if p.searchable {
+        return match p.chunks_embedded {
+            0 => String::new(),
+            n => format!("{:.0}/s", n as f64 / secs.max(1e-3)),
+        };
+    }
     if p.building_indices {
         return format!(
             "{} chunks written, updating the search indices",

@@ -30,8 +30,8 @@ pub fn run(args: &SearchArgs) -> Result<i32> {
         lang: args.lang.clone(),
         ..SearchQuery::new("", 0)
     })?;
-    if !index.is_complete()? {
-        eprintln!("note: {}", crate::index::PARTIAL_NOTE);
+    for note in index.notes()? {
+        eprintln!("note: {note}");
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);

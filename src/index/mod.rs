@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::cancel::CancelToken;
 use crate::walk::{self, Lang, Skipped, SourceFile, WalkOptions};
 use chunk::{chunk_source, ChunkLimits};
-use embed::Embedder;
+use embed::{Embedder, Identity};
 pub use search::{Fusion, SearchMode, SearchQuery, SearchResult};
 use state::{FileState, State};
 use store::{Damage, Row, Store};
@@ -58,6 +58,11 @@ pub struct IndexOptions {
     pub walk: WalkOptions,
     /// Threads for the embedder.
     pub threads: usize,
+    /// Chunks embedded between two commits of the fill ([`FILL_COMMIT`]).
+    pub fill_commit: usize,
+    /// Which embedder (the one the index was made with, unless a server is
+    /// named).
+    pub embedder: embed::Choice,
 }
 
 impl Default for IndexOptions {
@@ -65,6 +70,8 @@ impl Default for IndexOptions {
         Self {
             walk: WalkOptions::default(),
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            fill_commit: FILL_COMMIT,
+            embedder: embed::Choice::AsRecorded,
         }
     }
 }
@@ -85,6 +92,11 @@ pub struct Progress {
     /// The rows are written; the BM25 and vector indices are being brought
     /// up to them.
     pub building_indices: bool,
+    /// Every file's rows are written and BM25 finds them: searches work,
+    /// and what is left is filling in vectors.
+    pub searchable: bool,
+    /// Chunks whose vectors are not filled in yet (while filling).
+    pub chunks_unembedded: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -105,6 +117,13 @@ pub struct UpdateStats {
     /// Set when this update built the ANN index: the table reached
     /// [`store::ANN_MIN_ROWS`] chunks.
     pub vector_index_built: bool,
+    /// Seconds until every file was searchable by BM25 (before vectors).
+    pub searchable_seconds: f64,
+    /// Chunks whose vectors are still zeros (an interrupted fill).
+    pub chunks_unembedded: usize,
+    /// Files whose rows this update rewrote: the fill embeds them first.
+    #[serde(skip)]
+    pub changed_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -115,6 +134,11 @@ pub struct Status {
     /// Files per language (`crate::lang`), most first.
     pub languages: Vec<(String, usize)>,
     pub chunks: usize,
+    /// Chunks with their vectors filled in; the rest are found by BM25 only
+    /// until `agent index` (or the watcher) fills them.
+    pub embedded_chunks: usize,
+    /// The model the vectors come from.
+    pub embedder: Identity,
     pub cached_embeddings: u64,
     pub text_index: bool,
     /// The ANN index, once the table has passed [`store::ANN_MIN_ROWS`]
@@ -132,6 +156,22 @@ pub struct Status {
 
 /// The note searches of a partial index carry.
 pub const PARTIAL_NOTE: &str = "the index is partial (its last update was interrupted), so some files are missing from these results; run `agent index` to finish it";
+
+/// The note searches carry while vectors are being filled in.
+pub fn coverage_note(embedded: usize, chunks: usize) -> Option<String> {
+    (embedded < chunks).then(|| {
+        format!(
+            "vectors cover {} of {chunks} chunks so far ({:.0}%); the rest are found by keyword only until indexing finishes (`agent index`)",
+            embedded,
+            100.0 * embedded as f64 / chunks.max(1) as f64
+        )
+    })
+}
+
+/// Chunks embedded between two commits of the fill: each commit is a table
+/// version (pruned later), and Ctrl-C loses at most what is not committed
+/// (its vectors are cached anyway).
+const FILL_COMMIT: usize = 512;
 
 /// The one-writer rule, enforced with an OS file lock that dies with its
 /// process (a crash never leaves a stale lock behind).
@@ -174,6 +214,8 @@ pub struct Index {
     state: State,
     store: Store,
     embedder: Option<Embedder>,
+    /// The model the index's vectors come from (and its queries go to).
+    identity: Identity,
     options: IndexOptions,
     _lock: Option<WriterLock>,
     recovered: Option<String>,
@@ -210,15 +252,33 @@ impl Index {
         if let Some(note) = &state.cache_recovered {
             recovered = Some(note.clone());
         }
-        let store = match Store::open(&dir.join("lance")) {
+        let (embedder, identity) = choose_embedder(&options.embedder, state.embedder()?)?;
+        state.set_embedder(&identity)?;
+        let store = match Store::open_with_dim(&dir.join("lance"), identity.dim) {
             Ok(s) => s,
             Err(e) => {
                 recovered = Some(format!("the chunk table was damaged ({e:#}); rebuilt it"));
                 std::fs::remove_dir_all(dir.join("lance"))
                     .context("cannot remove the damaged chunk table")?;
                 state.clear_files()?;
-                Store::open(&dir.join("lance"))?
+                Store::open_with_dim(&dir.join("lance"), identity.dim)?
             }
+        };
+        // A table from before progressive indexing has no `embedded`
+        // column: rebuilt from the files and the cache, nothing re-embedded.
+        let store = if store.is_legacy() || store.dim() != identity.dim {
+            if store.count_rows()? > 0 {
+                recovered = Some(
+                    "the chunk table was made by an older version; rebuilt it from the files and the embedding cache (nothing is embedded again)".into(),
+                );
+            }
+            drop(store);
+            std::fs::remove_dir_all(dir.join("lance"))
+                .context("cannot remove the old chunk table")?;
+            state.clear_files()?;
+            Store::open_with_dim(&dir.join("lance"), identity.dim)?
+        } else {
+            store
         };
         // Damage that opening does not see (deleted or truncated data files,
         // a table that lost rows, a broken BM25 or vector index), repaired here: the
@@ -248,7 +308,7 @@ impl Index {
                 std::fs::remove_dir_all(dir.join("lance"))
                     .context("cannot remove the damaged chunk table")?;
                 state.clear_files()?;
-                Store::open(&dir.join("lance"))?
+                Store::open_with_dim(&dir.join("lance"), identity.dim)?
             }
         };
         Ok(Self {
@@ -256,7 +316,8 @@ impl Index {
             dir,
             state,
             store,
-            embedder: None,
+            embedder,
+            identity,
             options,
             _lock: Some(lock),
             recovered,
@@ -279,13 +340,15 @@ impl Index {
             anyhow!("the index is damaged ({e:#})\n  fix: run `agent index` (it rebuilds a damaged index)")
         };
         let state = State::open(&dir.join("state.sqlite")).map_err(damaged)?;
-        let store = Store::open(&dir.join("lance")).map_err(damaged)?;
+        let identity = state.embedder()?.unwrap_or_else(Identity::local);
+        let store = Store::open_with_dim(&dir.join("lance"), identity.dim).map_err(damaged)?;
         Ok(Self {
             root,
             dir,
             state,
             store,
             embedder: None,
+            identity,
             options: IndexOptions::default(),
             _lock: None,
             recovered: None,
@@ -312,14 +375,35 @@ impl Index {
 
     fn embedder(&mut self) -> Result<&mut Embedder> {
         if self.embedder.is_none() {
-            self.embedder = Some(Embedder::load_default(self.options.threads)?);
+            self.embedder = Some(match self.identity.server {
+                Some(_) => connect_recorded(&self.identity)?,
+                None => Embedder::load_default(self.options.threads)?,
+            });
         }
         Ok(self.embedder.as_mut().expect("just set"))
     }
 
     /// Brings the index up to date with the files on disk, touching only
-    /// what changed. Stops cleanly between batches when `cancel` trips.
+    /// what changed: first every changed file's rows (searchable by BM25 at
+    /// once), then their vectors ([`Index::fill_vectors`], recently changed
+    /// files first). Stops cleanly between batches when `cancel` trips.
     pub fn update(
+        &mut self,
+        cancel: &CancelToken,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<UpdateStats> {
+        let mut stats = self.update_rows(cancel, on_progress)?;
+        if !stats.interrupted {
+            let recent = std::mem::take(&mut stats.changed_paths);
+            self.fill_vectors(&recent, &mut stats, cancel, on_progress)?;
+        }
+        Ok(stats)
+    }
+
+    /// The first half of an update: every changed file's rows, with the
+    /// vectors the cache already has, and the BM25 index over them. After
+    /// it, searches find every file by keyword; vectors may be missing.
+    pub fn update_rows(
         &mut self,
         cancel: &CancelToken,
         on_progress: &mut dyn FnMut(&Progress),
@@ -369,20 +453,8 @@ impl Index {
                 stats.interrupted = true;
                 break;
             }
-            let Some(vanished) = self.index_batch(
-                batch,
-                &known,
-                &mut stats,
-                &mut progress,
-                on_progress,
-                cancel,
-            )?
-            else {
-                // Ctrl-C while embedding: the batch is not written, but its
-                // embedded chunks are cached for the next run.
-                stats.interrupted = true;
-                break;
-            };
+            let vanished =
+                self.index_batch(batch, &known, &mut stats, &mut progress, on_progress)?;
             removed.extend(vanished);
             progress.chunks_done = stats.chunks_written;
             on_progress(&progress);
@@ -393,15 +465,11 @@ impl Index {
             stats.files_removed = removed.len();
         }
         let changed = stats.files_indexed > 0 || stats.files_removed > 0 || !was_complete;
-        if changed || !stats.interrupted {
+        if changed {
             progress.building_indices = true;
             on_progress(&progress);
-            // Also with nothing changed: a table that passed the ANN
-            // threshold under an older version gets its vector index here.
-            // Not after Ctrl-C, though: that build can take a minute.
-            stats.vector_index_built = self.store.refresh_indices(!stats.interrupted)?;
-        }
-        if changed || stats.vector_index_built {
+            // BM25 now; the vector index waits for the vectors.
+            self.store.refresh_indices(false)?;
             self.store.tidy()?;
             self.store.reopen()?;
         }
@@ -409,8 +477,93 @@ impl Index {
         if !stats.interrupted {
             self.state.set_meta(COMPLETE_KEY, "yes")?;
         }
+        progress.building_indices = false;
+        progress.searchable = true;
+        on_progress(&progress);
         stats.seconds = started.elapsed().as_secs_f64();
+        stats.searchable_seconds = stats.seconds;
         Ok(stats)
+    }
+
+    /// The second half of an update: embeds the chunks whose vectors are
+    /// missing (or takes them from the cache), files in `priority` order
+    /// first (best first: the map's ranking, recently changed files), then
+    /// the rest; commits every [`FILL_COMMIT`] chunks, so searches gain
+    /// vectors as it goes. Then the vector index is brought up to date (and
+    /// built, once the table is large enough). Also resumes a fill that an
+    /// earlier run left unfinished.
+    pub fn fill_vectors(
+        &mut self,
+        priority: &[String],
+        stats: &mut UpdateStats,
+        cancel: &CancelToken,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        let started = Instant::now();
+        let mut pending = self.store.unembedded_paths()?;
+        let rank: HashMap<&str, usize> = priority
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.as_str(), i))
+            .collect();
+        pending.sort_by_key(|(path, _)| {
+            (
+                rank.get(path.as_str()).copied().unwrap_or(usize::MAX),
+                path.clone(),
+            )
+        });
+        let mut progress = Progress {
+            searchable: true,
+            chunks_done: stats.chunks_written,
+            chunks_unembedded: pending.iter().map(|(_, n)| n).sum(),
+            ..Progress::default()
+        };
+        on_progress(&progress);
+        let mut group: Vec<String> = Vec::new();
+        let mut group_chunks = 0;
+        let mut filled_any = false;
+        let last = pending.len();
+        for (i, (path, n)) in pending.into_iter().enumerate() {
+            group.push(path);
+            group_chunks += n;
+            if group_chunks < self.options.fill_commit && i + 1 < last {
+                continue;
+            }
+            if cancel.is_cancelled() {
+                stats.interrupted = true;
+                break;
+            }
+            let mut rows = self.store.unembedded_rows(&group)?;
+            if !self.attach_vectors(&mut rows, stats, &mut progress, on_progress, cancel)? {
+                stats.interrupted = true;
+                break;
+            }
+            self.store.fill_vectors(&rows).context(
+                "cannot write vectors to the chunk table (free disk space, then run `agent index` again)",
+            )?;
+            filled_any = true;
+            progress.chunks_unembedded = progress.chunks_unembedded.saturating_sub(rows.len());
+            on_progress(&progress);
+            // Small commits pile up as small data files: merged as they go.
+            self.store.tidy()?;
+            group.clear();
+            group_chunks = 0;
+        }
+        stats.chunks_unembedded = progress.chunks_unembedded;
+        if filled_any || !stats.interrupted {
+            progress.building_indices = true;
+            on_progress(&progress);
+            // Also with nothing filled: a table that passed the ANN
+            // threshold under an older version gets its vector index here.
+            // Not after Ctrl-C, though: that build can take a minute.
+            stats.vector_index_built = self.store.refresh_indices(!stats.interrupted)?;
+            if filled_any || stats.vector_index_built {
+                self.store.tidy()?;
+                self.store.reopen()?;
+            }
+        }
+        stats.seconds += started.elapsed().as_secs_f64();
+        Ok(())
     }
 
     /// Indexes one batch of files whose mtime or size changed. Returns the
@@ -423,8 +576,7 @@ impl Index {
         stats: &mut UpdateStats,
         progress: &mut Progress,
         on_progress: &mut dyn FnMut(&Progress),
-        cancel: &CancelToken,
-    ) -> Result<Option<Vec<String>>> {
+    ) -> Result<Vec<String>> {
         let mut vanished = Vec::new();
         // Counted once the batch is written (a cancelled batch indexes nothing).
         let mut indexed = 0;
@@ -491,15 +643,14 @@ impl Index {
                     hash: key,
                     text: c.text,
                     vector: Vec::new(),
+                    embedded: false,
                 });
             }
             replaced.push(file.rel.clone());
             upserts.push((file.rel.clone(), file_state));
             indexed += 1;
         }
-        if !self.attach_vectors(&mut rows, stats, progress, on_progress, cancel)? {
-            return Ok(None);
-        }
+        self.attach_cached_vectors(&mut rows, stats)?;
         // Rows first, in one commit, then the bookkeeping (see the module docs).
         unique_ids(&mut rows);
         self.store.replace_paths(&replaced, &rows).context(
@@ -508,7 +659,31 @@ impl Index {
         self.state.commit_files(&upserts, &[])?;
         stats.chunks_written += rows.len();
         stats.files_indexed += indexed;
-        Ok(Some(vanished))
+        stats.changed_paths.extend(replaced);
+        Ok(vanished)
+    }
+
+    /// The vectors the cache has; the other rows get zeros and
+    /// `embedded = false`, for [`Index::fill_vectors`].
+    fn attach_cached_vectors(&mut self, rows: &mut [Row], stats: &mut UpdateStats) -> Result<()> {
+        let keys: Vec<String> = rows.iter().map(|r| r.hash.clone()).collect();
+        let mut cached = self.state.cached_vectors(&keys)?;
+        for r in rows.iter_mut() {
+            match cached.remove(&r.hash) {
+                Some(v) => {
+                    // Two rows may share a text (and so a key).
+                    cached.insert(r.hash.clone(), v.clone());
+                    r.vector = v;
+                    r.embedded = true;
+                    stats.cache_hits += 1;
+                }
+                None => {
+                    r.vector = vec![0.0; self.store.dim()];
+                    r.embedded = false;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Fills in vectors from the cache, embedding only unseen texts (once
@@ -551,6 +726,7 @@ impl Index {
         }
         for r in rows.iter_mut() {
             r.vector = cached[&r.hash].clone();
+            r.embedded = true;
         }
         Ok(true)
     }
@@ -693,6 +869,10 @@ impl Index {
             files: files.len(),
             languages,
             chunks: self.store.count_rows()?,
+            // Reads the table's data: a damaged table has none to count
+            // (`damage` says why).
+            embedded_chunks: self.store.embedded_rows().unwrap_or(0),
+            embedder: self.identity.clone(),
             cached_embeddings: self.state.cached_vector_count()?,
             text_index: self.store.has_text_index()?,
             vector_index: self.store.vector_index()?,
@@ -707,6 +887,18 @@ impl Index {
     /// Whether the last update ran to its end (see [`Status::complete`]).
     pub fn is_complete(&self) -> Result<bool> {
         Ok(self.state.meta(COMPLETE_KEY)?.as_deref() != Some("no"))
+    }
+
+    /// What searches should say about the index: partial after an
+    /// interrupted update, or vectors still being filled in.
+    pub fn notes(&self) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        if !self.is_complete()? {
+            notes.push(PARTIAL_NOTE.to_string());
+        }
+        let (embedded, chunks) = (self.store.embedded_rows()?, self.store.count_rows()?);
+        notes.extend(coverage_note(embedded, chunks));
+        Ok(notes)
     }
 }
 
@@ -802,6 +994,64 @@ pub fn embedding_text(path: &str, symbol: &str, text: &str) -> String {
     } else {
         format!("{path} | {symbol}\n{text}")
     }
+}
+
+/// The embedder for an index opened with `choice`, whose vectors (if any)
+/// came from `recorded`; `None` stands for the local model, loaded when
+/// first needed. Two models never share an index.
+fn choose_embedder(
+    choice: &embed::Choice,
+    recorded: Option<Identity>,
+) -> Result<(Option<Embedder>, Identity)> {
+    let embedder = match (choice, &recorded) {
+        (
+            embed::Choice::Server {
+                url,
+                model,
+                api_key,
+            },
+            _,
+        ) => Embedder::from_server(url, model.as_deref(), api_key.clone())?,
+        (embed::Choice::AsRecorded, Some(r)) if r.server.is_some() => connect_recorded(r)?,
+        (embed::Choice::AsRecorded, Some(r)) => return Ok((None, r.clone())),
+        (embed::Choice::AsRecorded, None) => return Ok((None, Identity::local())),
+    };
+    let identity = embedder.identity();
+    if let Some(r) = recorded.filter(|r| !r.same_model(&identity)) {
+        bail!(
+            "this index's vectors come from {}, and {} would mix a second embedder into it, whose vectors cannot be compared with them\n  fix: use the same embedder (drop --embed-server, or point it at a server running {}), or start over with `agent index --rebuild` and the embedder you want",
+            r.describe(),
+            identity.describe(),
+            r.model
+        );
+    }
+    Ok((Some(embedder), identity))
+}
+
+/// The server an index was made with, at `AGENT_EMBED_SERVER` when it has
+/// moved, with `AGENT_EMBED_API_KEY`.
+fn connect_recorded(recorded: &Identity) -> Result<Embedder> {
+    let url = std::env::var("AGENT_EMBED_SERVER")
+        .ok()
+        .or_else(|| recorded.server.clone())
+        .unwrap_or_default();
+    let key = std::env::var("AGENT_EMBED_API_KEY").ok();
+    let embedder = Embedder::from_server(&url, Some(&recorded.model), key).with_context(|| {
+        format!(
+            "this index embeds with {}, which cannot be reached (set AGENT_EMBED_SERVER if it moved)",
+            recorded.describe()
+        )
+    })?;
+    let identity = embedder.identity();
+    if !recorded.same_model(&identity) {
+        bail!(
+            "this index's vectors come from {}, but {url} now serves {}\n  fix: point AGENT_EMBED_SERVER at a server with {}, or start over with `agent index --rebuild`",
+            recorded.describe(),
+            identity.describe(),
+            recorded.model
+        );
+    }
+    Ok(embedder)
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -484,6 +484,7 @@ mod tests {
                 text: String::new(),
                 search_text: String::new(),
                 vector: Vec::new(),
+                embedded: true,
             },
             score: 0.0,
         }

@@ -56,8 +56,11 @@ pub fn remove_db(path: &Path) {
 
 fn open_cache(path: &Path) -> Result<Connection> {
     let cache = connect(path)?;
+    // `about` names the embedder the vectors came from (the cache's
+    // vectors are only good for that model).
     cache.execute_batch(
-        "CREATE TABLE IF NOT EXISTS embeddings(key TEXT PRIMARY KEY, vector BLOB NOT NULL);",
+        "CREATE TABLE IF NOT EXISTS embeddings(key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+         CREATE TABLE IF NOT EXISTS about(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
     )?;
     cache.query_row("SELECT count(*) FROM embeddings", [], |r| {
         r.get::<_, i64>(0)
@@ -211,6 +214,33 @@ impl State {
             .query_row("SELECT count(*) FROM embeddings", [], |r| {
                 r.get::<_, i64>(0)
             })? as u64)
+    }
+
+    /// The embedder the cached vectors (and so the index's) came from; for
+    /// a cache from before this was recorded, the local default when it
+    /// holds any vector.
+    pub fn embedder(&self) -> Result<Option<super::embed::Identity>> {
+        let recorded: Option<String> = self
+            .cache
+            .query_row("SELECT value FROM about WHERE key = 'embedder'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match recorded {
+            Some(json) => Ok(Some(serde_json::from_str(&json).with_context(|| {
+                format!("the embedding cache names an unreadable embedder: {json}")
+            })?)),
+            None if self.cached_vector_count()? > 0 => Ok(Some(super::embed::Identity::local())),
+            None => Ok(None),
+        }
+    }
+
+    pub fn set_embedder(&self, identity: &super::embed::Identity) -> Result<()> {
+        self.cache.execute(
+            "INSERT OR REPLACE INTO about(key, value) VALUES ('embedder', ?1)",
+            [serde_json::to_string(identity)?],
+        )?;
+        Ok(())
     }
 
     pub fn meta(&self, key: &str) -> Result<Option<String>> {

@@ -2,6 +2,10 @@
 //! the text, metadata and vector of every chunk, plus a full-text (BM25)
 //! index over an identifier-aware copy of the text.
 //!
+//! Rows are written before they are embedded (progressive indexing): such a
+//! row has `embedded = false` and a zero vector, is found by BM25 at once,
+//! and is left out of vector searches until its vector is filled in.
+//!
 //! LanceDB is async; the store owns a small Tokio runtime and exposes a
 //! blocking API, which is what the CLI and the agent's tools want.
 
@@ -12,7 +16,7 @@ use anyhow::{anyhow, Context, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, UInt32Type};
 use arrow_array::{
-    ArrayRef, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
@@ -75,16 +79,21 @@ impl AnnKind {
         }
     }
 
-    /// The index for a table of `rows` rows: about √rows partitions (LanceDB's
-    /// own rule), 48 sub-vectors of 8 dimensions for PQ.
-    fn index(self, rows: usize) -> Index {
+    /// The index for a table of `rows` rows of `dim` dimensions: about
+    /// √rows partitions (LanceDB's own rule), PQ sub-vectors of 8 dimensions
+    /// (48 for MiniLM's 384), or of the nearest size that divides `dim`.
+    fn index(self, rows: usize, dim: usize) -> Index {
+        let sub_vectors = (1..=dim / 8)
+            .rev()
+            .find(|n| dim.is_multiple_of(*n))
+            .unwrap_or(1);
         let partitions = ((rows as f64).sqrt() as u32).clamp(1, 4096);
         match self {
             AnnKind::IvfPq => Index::IvfPq(
                 IvfPqIndexBuilder::default()
                     .distance_type(DistanceType::Cosine)
                     .num_partitions(partitions)
-                    .num_sub_vectors((DIM / 8) as u32),
+                    .num_sub_vectors(sub_vectors as u32),
             ),
             AnnKind::IvfHnswSq => Index::IvfHnswSq(
                 // HNSW partitions are searched by graph, so they can be
@@ -158,6 +167,9 @@ pub struct Row {
     /// Text with identifiers split (`parseHttp` → `parse http`) for BM25.
     pub search_text: String,
     pub vector: Vec<f32>,
+    /// Whether `vector` is the chunk's embedding yet (else it is zeros, and
+    /// vector searches skip the row).
+    pub embedded: bool,
 }
 
 /// A search result before fusion: the row and the raw score of its leg.
@@ -184,9 +196,17 @@ pub struct Store {
     ann_kind: AnnKind,
     /// [`ANN_MIN_ROWS`], lowered by tests.
     ann_min_rows: usize,
+    /// The table has the `embedded` column (tables made before progressive
+    /// indexing do not, and every row of theirs is embedded).
+    progressive: bool,
+    /// Dimensions of its vectors.
+    dim: usize,
 }
 
-fn schema() -> SchemaRef {
+/// Only rows whose vector is filled in take part in vector searches.
+const EMBEDDED: &str = "embedded = true";
+
+fn schema(dim: usize) -> SchemaRef {
     let text = |name: &str| Field::new(name, DataType::Utf8, false);
     Arc::new(Schema::new(vec![
         text("id"),
@@ -203,26 +223,27 @@ fn schema() -> SchemaRef {
             "vector",
             DataType::FixedSizeList(
                 Arc::new(Field::new("item", DataType::Float32, true)),
-                DIM as i32,
+                dim as i32,
             ),
             false,
         ),
+        Field::new("embedded", DataType::Boolean, false),
     ]))
 }
 
-fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
+fn to_batch(rows: &[Row], dim: usize) -> Result<RecordBatch> {
     let strings = |f: fn(&Row) -> &str| {
         Arc::new(StringArray::from_iter_values(rows.iter().map(f))) as ArrayRef
     };
     let flat: Vec<f32> = rows.iter().flat_map(|r| r.vector.iter().copied()).collect();
     let vectors = FixedSizeListArray::try_new(
         Arc::new(Field::new("item", DataType::Float32, true)),
-        DIM as i32,
+        dim as i32,
         Arc::new(Float32Array::from(flat)),
         None,
     )?;
     Ok(RecordBatch::try_new(
-        schema(),
+        schema(dim),
         vec![
             strings(|r| &r.id),
             strings(|r| &r.path),
@@ -239,6 +260,9 @@ fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
             strings(|r| &r.text),
             strings(|r| &r.search_text),
             Arc::new(vectors),
+            Arc::new(BooleanArray::from_iter(
+                rows.iter().map(|r| Some(r.embedded)),
+            )),
         ],
     )?)
 }
@@ -265,9 +289,17 @@ fn from_batch(batch: &RecordBatch, score_column: &str) -> Result<Vec<Hit>> {
         string("hash")?,
         string("text")?,
     );
+    // Only rows read back to be rewritten carry it, and no score.
+    let search_text = match batch.column_by_name("search_text") {
+        Some(_) => string("search_text")?,
+        None => Vec::new(),
+    };
     let start = col("start_line")?.as_primitive::<UInt32Type>().clone();
     let end = col("end_line")?.as_primitive::<UInt32Type>().clone();
-    let score = col(score_column)?.as_primitive::<Float32Type>().clone();
+    let score = match score_column {
+        "" => None,
+        name => Some(col(name)?.as_primitive::<Float32Type>().clone()),
+    };
     Ok((0..batch.num_rows())
         .map(|i| Hit {
             row: Row {
@@ -280,10 +312,11 @@ fn from_batch(batch: &RecordBatch, score_column: &str) -> Result<Vec<Hit>> {
                 end_line: end.value(i),
                 hash: hash[i].clone(),
                 text: text[i].clone(),
-                search_text: String::new(),
+                search_text: search_text.get(i).cloned().unwrap_or_default(),
                 vector: Vec::new(),
+                embedded: true,
             },
-            score: score.value(i),
+            score: score.as_ref().map_or(0.0, |s| s.value(i)),
         })
         .collect())
 }
@@ -337,7 +370,7 @@ impl std::fmt::Display for Damage {
 }
 
 /// A fresh handle on the chunk table under `dir`, created when absent.
-fn open_table(rt: &tokio::runtime::Runtime, dir: &Path) -> Result<Table> {
+fn open_table(rt: &tokio::runtime::Runtime, dir: &Path, dim: usize) -> Result<Table> {
     let uri = dir
         .to_str()
         .ok_or_else(|| anyhow!("index path is not UTF-8: {}", dir.display()))?;
@@ -351,7 +384,7 @@ fn open_table(rt: &tokio::runtime::Runtime, dir: &Path) -> Result<Table> {
         match db.open_table(TABLE).execute().await {
             Ok(t) => Ok(t),
             Err(lancedb::Error::TableNotFound { .. }) => {
-                db.create_empty_table(TABLE, schema()).execute().await
+                db.create_empty_table(TABLE, schema(dim)).execute().await
             }
             Err(e) => Err(e),
         }
@@ -360,15 +393,30 @@ fn open_table(rt: &tokio::runtime::Runtime, dir: &Path) -> Result<Table> {
 }
 
 impl Store {
-    /// Opens the chunk table under `dir`, creating it when absent.
+    /// Opens the chunk table under `dir`, creating it for the default
+    /// embedder's vectors when absent.
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with_dim(dir, DIM)
+    }
+
+    /// Opens the chunk table under `dir`, creating it for vectors of `dim`
+    /// dimensions when absent (an existing table keeps its own).
+    pub fn open_with_dim(dir: &Path, dim: usize) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .context("cannot start the storage runtime")?;
-        let table = open_table(&rt, dir)?;
+        let table = open_table(&rt, dir, dim)?;
+        let schema = rt.block_on(table.schema())?;
+        let progressive = schema.field_with_name("embedded").is_ok();
+        let dim = match schema.field_with_name("vector").map(|f| f.data_type()) {
+            Ok(DataType::FixedSizeList(_, n)) => *n as usize,
+            _ => dim,
+        };
         Ok(Self {
+            progressive,
+            dim,
             dir: dir.to_path_buf(),
             table,
             rt,
@@ -380,8 +428,101 @@ impl Store {
         })
     }
 
+    /// Dimensions of the table's vectors.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
     pub fn count_rows(&self) -> Result<usize> {
         Ok(self.rt.block_on(self.table.count_rows(None))?)
+    }
+
+    /// Whether the table was made before progressive indexing (no
+    /// `embedded` column): the writer rebuilds it.
+    pub fn is_legacy(&self) -> bool {
+        !self.progressive
+    }
+
+    /// Rows whose vector is filled in.
+    pub fn embedded_rows(&self) -> Result<usize> {
+        if !self.progressive {
+            return self.count_rows();
+        }
+        Ok(self
+            .rt
+            .block_on(self.table.count_rows(Some(EMBEDDED.into())))?)
+    }
+
+    /// Files with rows still to embed, and how many each has.
+    pub fn unembedded_paths(&self) -> Result<Vec<(String, usize)>> {
+        if !self.progressive {
+            return Ok(Vec::new());
+        }
+        let batches: Vec<RecordBatch> = self.rt.block_on(async {
+            self.table
+                .query()
+                .only_if("embedded = false")
+                .select(Select::columns(&["path"]))
+                .execute()
+                .await?
+                .try_collect()
+                .await
+        })?;
+        let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+        for b in &batches {
+            let paths = b
+                .column_by_name("path")
+                .ok_or_else(|| anyhow!("column path missing from results"))?
+                .as_string::<i32>();
+            for p in paths.iter().flatten() {
+                *counts.entry(p.to_string()).or_default() += 1;
+            }
+        }
+        Ok(counts.into_iter().collect())
+    }
+
+    /// The rows of `paths` still to embed, whole but for their vectors.
+    pub fn unembedded_rows(&self, paths: &[String]) -> Result<Vec<Row>> {
+        let list: Vec<String> = paths.iter().map(|p| sql_string(p)).collect();
+        let filter = format!("embedded = false AND path IN ({})", list.join(","));
+        let columns: Vec<&str> = RESULT_COLUMNS
+            .iter()
+            .copied()
+            .chain(["search_text"])
+            .collect();
+        let batches: Vec<RecordBatch> = self.rt.block_on(async {
+            self.table
+                .query()
+                .only_if(filter)
+                .select(Select::columns(&columns))
+                .execute()
+                .await?
+                .try_collect()
+                .await
+        })?;
+        let mut rows = Vec::new();
+        for b in &batches {
+            rows.extend(from_batch(b, "")?.into_iter().map(|h| Row {
+                embedded: false,
+                ..h.row
+            }));
+        }
+        Ok(rows)
+    }
+
+    /// Writes the vectors of rows read by [`Store::unembedded_rows`], in one
+    /// commit; rows deleted meanwhile stay deleted.
+    pub fn fill_vectors(&self, rows: &[Row]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = to_batch(rows, self.dim)?;
+        let schema = batch.schema();
+        let reader = arrow_array::RecordBatchIterator::new(vec![Ok(batch)], schema);
+        let mut merge = self.table.merge_insert(&["id"]);
+        merge.when_matched_update_all(None);
+        self.rt.block_on(merge.execute(Box::new(reader)))?;
+        Ok(())
     }
 
     /// Removes every chunk of `paths`.
@@ -403,7 +544,7 @@ impl Store {
             return self.delete_paths(paths);
         }
         let list: Vec<String> = paths.iter().map(|p| sql_string(p)).collect();
-        let batch = to_batch(rows)?;
+        let batch = to_batch(rows, self.dim)?;
         let schema = batch.schema();
         let reader = arrow_array::RecordBatchIterator::new(vec![Ok(batch)], schema);
         let mut merge = self.table.merge_insert(&["id"]);
@@ -419,7 +560,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let batch = to_batch(rows)?;
+        let batch = to_batch(rows, self.dim)?;
         self.rt.block_on(self.table.add(batch).execute())?;
         Ok(())
     }
@@ -463,10 +604,20 @@ impl Store {
                         }
                     }
                 }
-                None if may_build_ann && rows >= self.ann_min_rows => {
+                // Not over zero vectors: their rows would skew the
+                // partitions it trains.
+                None if may_build_ann
+                    && rows >= self.ann_min_rows
+                    && (!self.progressive
+                        || self
+                            .table
+                            .count_rows(Some("embedded = false".into()))
+                            .await?
+                            == 0) =>
+                {
                     let started = std::time::Instant::now();
                     self.table
-                        .create_index(&["vector"], self.ann_kind.index(rows))
+                        .create_index(&["vector"], self.ann_kind.index(rows, self.dim))
                         .execute()
                         .await?;
                     tracing::debug!("built the vector index in {:?}", started.elapsed());
@@ -512,7 +663,7 @@ impl Store {
         self.rt.block_on(async {
             let rows = self.table.count_rows(None).await?;
             self.table
-                .create_index(&["vector"], kind.index(rows))
+                .create_index(&["vector"], kind.index(rows, self.dim))
                 .replace(true)
                 .execute()
                 .await
@@ -565,7 +716,7 @@ impl Store {
     /// watcher, until it runs out).
     pub fn reopen(&mut self) -> Result<()> {
         // On the same runtime; the old handle drops here, its files with it.
-        self.table = open_table(&self.rt, &self.dir)?;
+        self.table = open_table(&self.rt, &self.dir, self.dim)?;
         Ok(())
     }
 
@@ -619,7 +770,7 @@ impl Store {
             .map_err(|e| Damage::VectorIndex(format!("{e:#}")))?
             .is_some();
         if has_vector_index {
-            let mut probe = vec![0.0; DIM];
+            let mut probe = vec![0.0; self.dim];
             probe[0] = 1.0;
             self.vector_search(&probe, 1, None)
                 .map_err(|e| Damage::VectorIndex(format!("{e:#}")))?;
@@ -702,7 +853,12 @@ impl Store {
             } else {
                 q.bypass_vector_index()
             };
-            collect_hits(q, filter, "_distance").await
+            let filter = match (filter, self.progressive) {
+                (Some(f), true) => Some(format!("({f}) AND {EMBEDDED}")),
+                (None, true) => Some(EMBEDDED.to_string()),
+                (f, false) => f.map(str::to_string),
+            };
+            collect_hits(q, filter.as_deref(), "_distance").await
         })?;
         // Cosine distance → similarity.
         for h in &mut hits {
@@ -799,6 +955,7 @@ mod tests {
             text: text.into(),
             search_text: text.into(),
             vector,
+            embedded: true,
         }
     }
 

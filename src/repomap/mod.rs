@@ -310,6 +310,25 @@ impl RepoMap {
         }
     }
 
+    /// Files by rank, best first, with `recent_files` (say, what just
+    /// changed) weighing in as they do for the map the agent sees.
+    pub fn ranked_files(&self, recent_files: &[String]) -> Vec<String> {
+        let files: Vec<(&str, &FileTags)> = self
+            .files
+            .iter()
+            .map(|(rel, f)| (rel.as_str(), &f.tags))
+            .collect();
+        let seeds = rank::Seeds {
+            focus: Vec::new(),
+            recent_files: recent_files.iter().map(|r| normalize_rel(r)).collect(),
+        };
+        let ranking = rank::rank(&files, &seeds);
+        rank::ranked_files(&files, &ranking)
+            .into_iter()
+            .map(|(rel, _)| rel)
+            .collect()
+    }
+
     /// Waits for the cache write in flight, if any. A failed write rebuilds
     /// the cache from the tags in memory; a map that cannot be cached at all
     /// still works.

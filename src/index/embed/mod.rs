@@ -1,8 +1,14 @@
-//! Sentence embeddings with fastembed on ONNX Runtime, both from `models/`.
+//! Sentence embeddings: by default with fastembed on ONNX Runtime, both from
+//! `models/`, on this machine; or from a server ([`remote`]).
 //!
 //! The ONNX Runtime library is loaded from the models folder at run time
 //! (`ort` load-dynamic): nothing is downloaded, and a missing or too old
 //! runtime is an error that names the fix instead of a panic.
+//!
+//! An index records which embedder made its vectors ([`Identity`]): vectors
+//! of two models cannot be compared, so an index refuses a second one.
+
+pub mod remote;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -11,11 +17,64 @@ use anyhow::{anyhow, Context, Result};
 use fastembed::{
     InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
 };
+use serde::{Deserialize, Serialize};
 
 use crate::paths;
+pub use remote::RemoteEmbedder;
 
-/// all-MiniLM-L6-v2 output size.
+/// all-MiniLM-L6-v2 output size (the default embedder's).
 pub const DIM: usize = 384;
+/// The default embedder's name, as recorded in an index.
+pub const LOCAL_MODEL: &str = "all-MiniLM-L6-v2 (int8, on this machine)";
+
+/// Which model made an index's vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub model: String,
+    pub dim: usize,
+    /// The server's endpoint, for vectors made by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+impl Identity {
+    pub fn local() -> Self {
+        Self {
+            model: LOCAL_MODEL.into(),
+            dim: DIM,
+            server: None,
+        }
+    }
+
+    /// Whether vectors of `other` can sit beside these (the server may move).
+    pub fn same_model(&self, other: &Identity) -> bool {
+        self.model == other.model
+            && self.dim == other.dim
+            && self.server.is_some() == other.server.is_some()
+    }
+
+    /// `nomic-embed (768-d) at http://gpu:8080/v1/embeddings`.
+    pub fn describe(&self) -> String {
+        match &self.server {
+            Some(server) => format!("{} ({}-d) at {server}", self.model, self.dim),
+            None => format!("{} ({}-d)", self.model, self.dim),
+        }
+    }
+}
+
+/// The embedder asked for when an index is opened.
+#[derive(Debug, Clone, Default)]
+pub enum Choice {
+    /// The one the index was made with (the local default for a new one).
+    #[default]
+    AsRecorded,
+    /// A server speaking OpenAI's embeddings API (`--embed-server`).
+    Server {
+        url: String,
+        model: Option<String>,
+        api_key: Option<String>,
+    },
+}
 /// Longest input in tokens; MiniLM was trained with 256.
 pub const MAX_TOKENS: usize = 256;
 /// Texts per ONNX Runtime call. Small: ONNX Runtime's arena keeps the
@@ -26,9 +85,23 @@ pub const MAX_TOKENS: usize = 256;
 const BATCH: usize = 4;
 
 pub struct Embedder {
-    model: TextEmbedding,
-    /// The model's tokenizer without truncation, for exact counts.
+    backend: Backend,
+    /// The local model's tokenizer without truncation: chunk sizes are
+    /// counted with it whoever embeds.
     counter: tokenizers::Tokenizer,
+}
+
+enum Backend {
+    Local(Box<TextEmbedding>),
+    Remote(RemoteEmbedder),
+}
+
+/// A tokenizer that counts every token: no truncation, no padding.
+fn untruncated(mut t: tokenizers::Tokenizer) -> Result<tokenizers::Tokenizer> {
+    t.with_truncation(None)
+        .map_err(|e| anyhow!("tokenizer: {e}"))?;
+    t.with_padding(None);
+    Ok(t)
 }
 
 /// ONNX Runtime allows one environment per process.
@@ -120,12 +193,44 @@ impl Embedder {
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
             anyhow!("cannot load the embedding model: {e}\n  fix: run scripts/fetch-models")
         })?;
-        let mut counter = model.tokenizer.clone();
-        counter
-            .with_truncation(None)
-            .map_err(|e| anyhow!("tokenizer: {e}"))?;
-        counter.with_padding(None);
-        Ok(Self { model, counter })
+        let counter = untruncated(model.tokenizer.clone())?;
+        Ok(Self {
+            backend: Backend::Local(Box::new(model)),
+            counter,
+        })
+    }
+
+    /// An embedder that sends texts to `server`; chunks are still measured
+    /// with the local tokenizer from the models folder.
+    pub fn remote(server: RemoteEmbedder) -> Result<Self> {
+        let path = paths::models_dir().join("minilm").join("tokenizer.json");
+        let counter = tokenizers::Tokenizer::from_file(&path).map_err(|e| {
+            anyhow!(
+                "cannot read {} ({e})\n  fix: run scripts/fetch-models",
+                path.display()
+            )
+        })?;
+        Ok(Self {
+            backend: Backend::Remote(server),
+            counter: untruncated(counter)?,
+        })
+    }
+
+    /// Connects to an embeddings server ([`RemoteEmbedder::connect`]).
+    pub fn from_server(url: &str, model: Option<&str>, api_key: Option<String>) -> Result<Self> {
+        Self::remote(RemoteEmbedder::connect(url, model, api_key)?)
+    }
+
+    /// Which model this is, as an index records it.
+    pub fn identity(&self) -> Identity {
+        match &self.backend {
+            Backend::Local(_) => Identity::local(),
+            Backend::Remote(r) => Identity {
+                model: r.model().to_string(),
+                dim: r.dim(),
+                server: Some(r.endpoint().to_string()),
+            },
+        }
     }
 
     /// Tokens `text` takes, including the [CLS] and [SEP] markers.
@@ -139,13 +244,16 @@ impl Embedder {
     /// Batches are formed from texts of similar length, so little compute is
     /// spent on padding; results come back in input order.
     pub fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let model = match &mut self.backend {
+            Backend::Local(model) => model,
+            Backend::Remote(server) => return server.embed(texts),
+        };
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let mut out = vec![Vec::new(); texts.len()];
         for batch in order.chunks(BATCH) {
             let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
-            let vectors = self
-                .model
+            let vectors = model
                 .embed(&inputs, Some(BATCH))
                 .map_err(|e| anyhow!("embedding failed: {e}"))?;
             for (&i, v) in batch.iter().zip(vectors) {

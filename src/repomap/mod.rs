@@ -286,19 +286,30 @@ impl RepoMap {
         Ok(stats)
     }
 
-    /// Renders the map for `opts`, counting tokens with `count_tokens` (the
-    /// chat model's tokenizer). Byte-identical for identical tags and options.
-    pub fn render(&self, opts: &MapOptions, count_tokens: &dyn Fn(&str) -> usize) -> MapOutput {
+    /// Every file's tags, and their ranking seeded by `focus` and
+    /// `recent_files`.
+    fn rank(
+        &self,
+        focus: &[String],
+        recent_files: &[String],
+    ) -> (Vec<(&str, &FileTags)>, rank::Ranking) {
         let files: Vec<(&str, &FileTags)> = self
             .files
             .iter()
             .map(|(rel, f)| (rel.as_str(), &f.tags))
             .collect();
         let seeds = rank::Seeds {
-            focus: opts.focus.clone(),
-            recent_files: opts.recent_files.iter().map(|r| normalize_rel(r)).collect(),
+            focus: focus.to_vec(),
+            recent_files: recent_files.iter().map(|r| normalize_rel(r)).collect(),
         };
         let ranking = rank::rank(&files, &seeds);
+        (files, ranking)
+    }
+
+    /// Renders the map for `opts`, counting tokens with `count_tokens` (the
+    /// chat model's tokenizer). Byte-identical for identical tags and options.
+    pub fn render(&self, opts: &MapOptions, count_tokens: &dyn Fn(&str) -> usize) -> MapOutput {
+        let (files, ranking) = self.rank(&opts.focus, &opts.recent_files);
         let fitted = render::fit(&files, &ranking, opts.token_budget, count_tokens);
         MapOutput {
             text: fitted.text,
@@ -313,16 +324,7 @@ impl RepoMap {
     /// Files by rank, best first, with `recent_files` (say, what just
     /// changed) weighing in as they do for the map the agent sees.
     pub fn ranked_files(&self, recent_files: &[String]) -> Vec<String> {
-        let files: Vec<(&str, &FileTags)> = self
-            .files
-            .iter()
-            .map(|(rel, f)| (rel.as_str(), &f.tags))
-            .collect();
-        let seeds = rank::Seeds {
-            focus: Vec::new(),
-            recent_files: recent_files.iter().map(|r| normalize_rel(r)).collect(),
-        };
-        let ranking = rank::rank(&files, &seeds);
+        let (files, ranking) = self.rank(&[], recent_files);
         rank::ranked_files(&files, &ranking)
             .into_iter()
             .map(|(rel, _)| rel)

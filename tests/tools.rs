@@ -672,6 +672,40 @@ fn ruff_and_tsc_after_an_edit_list_what_a_parse_cannot_see() {
 }
 
 #[test]
+fn go_vet_after_an_edit_lists_the_errors_the_change_brought() {
+    if !std::process::Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: no go");
+        return;
+    }
+    let mut h = Harness::with_mode(Mode::Yolo);
+    h.policy.check_timeout_s = 120; // a cold build cache the first time
+    h.write("go.mod", "module example.com/calc\n\ngo 1.19\n");
+    h.write(
+        "calc/calc.go",
+        "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+    );
+    ok(&h.call("read_file", json!({"path": "calc/calc.go"})));
+    let out = h.call(
+        "edit",
+        json!({"path": "calc/calc.go", "old_text": "return a + b", "new_text": "return a + c"}),
+    );
+    ok(&out);
+    assert!(
+        out.content
+            .contains("diagnostics: go vet found 1 new error after this change")
+            && out.content.contains("\n  calc/calc.go:5: ")
+            // Go 1.20 on says "undefined", earlier ones "undeclared name".
+            && (out.content.contains("undefined: c") || out.content.contains("undeclared name: c")),
+        "{}",
+        out.content
+    );
+}
+
+#[test]
 fn a_checker_that_runs_out_of_time_is_reported_once_then_left_out() {
     let mut h = Harness::new();
     h.policy.check_timeout_s = 1;

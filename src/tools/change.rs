@@ -180,7 +180,7 @@ pub fn apply(
         .filter(|(c, s)| s.is_none() && c.new.is_some())
         .map(|(c, _)| c)
         .collect();
-    let mut checks = diagnose::ProjectChecks::plan(ctx.workspace, ctx.policy, &clean);
+    let mut checks = diagnose::Checks::plan(ctx.workspace, ctx.policy, &clean);
     checks.before(ctx.cancel);
     for (i, c) in changes.iter().enumerate() {
         if let Err(e) = write_one(c.abs.as_path(), c.new.as_deref(), c.mode) {

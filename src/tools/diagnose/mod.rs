@@ -4,17 +4,17 @@
 //!
 //! Two layers, fastest first, each bounded in time and output:
 //! - [`syntax`]: a tree-sitter parse, and Python's compiler for `.py`;
-//! - [`project`]: the language's own checker where it is installed
+//! - [`checkers`]: the language's own checker where it is installed
 //!   (`cargo check`, `tsc`, `go vet`, `ruff`, `pyright`), sandboxed and
 //!   time-capped, on the files whose syntax is clean.
 //!
 //! Errors that were already there before the change are counted, not
 //! listed: they are not the model's doing.
 
-mod project;
+mod checkers;
 mod syntax;
 
-pub use project::{programs, ProjectChecks};
+pub use checkers::{programs, Checks};
 
 /// Most errors listed per file.
 const MAX_LISTED: usize = 5;

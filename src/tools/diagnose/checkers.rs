@@ -211,7 +211,7 @@ fn too_slow() -> &'static Mutex<HashSet<(&'static str, PathBuf)>> {
 }
 
 /// The checkers one change calls for, made before it is written.
-pub struct ProjectChecks {
+pub struct Checks {
     planned: Vec<Planned>,
     timeout: Duration,
     sandbox: Option<Sandbox>,
@@ -232,7 +232,7 @@ struct Planned {
     skipped: Option<String>,
 }
 
-impl ProjectChecks {
+impl Checks {
     /// The checkers for `changes` (files whose new content parsed cleanly),
     /// as the policy allows.
     pub fn plan(workspace: &Workspace, policy: &Policy, changes: &[&FileChange]) -> Self {

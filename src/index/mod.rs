@@ -500,6 +500,9 @@ impl Index {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let started = Instant::now();
+        if self._lock.is_none() {
+            bail!("this index was opened read-only");
+        }
         let mut pending = self.store.unembedded_paths()?;
         let rank: HashMap<&str, usize> = priority
             .iter()

@@ -258,10 +258,7 @@ impl Index {
             Ok(s) => s,
             Err(e) => {
                 recovered = Some(format!("the chunk table was damaged ({e:#}); rebuilt it"));
-                std::fs::remove_dir_all(dir.join("lance"))
-                    .context("cannot remove the damaged chunk table")?;
-                state.clear_files()?;
-                Store::open_with_dim(&dir.join("lance"), identity.dim)?
+                new_table(&dir, &state, identity.dim)?
             }
         };
         // A table from before progressive indexing has no `embedded`
@@ -273,10 +270,7 @@ impl Index {
                 );
             }
             drop(store);
-            std::fs::remove_dir_all(dir.join("lance"))
-                .context("cannot remove the old chunk table")?;
-            state.clear_files()?;
-            Store::open_with_dim(&dir.join("lance"), identity.dim)?
+            new_table(&dir, &state, identity.dim)?
         } else {
             store
         };
@@ -305,10 +299,7 @@ impl Index {
                     "the chunk table was damaged ({why}); rebuilt it from the files and the embedding cache"
                 ));
                 drop(store);
-                std::fs::remove_dir_all(dir.join("lance"))
-                    .context("cannot remove the damaged chunk table")?;
-                state.clear_files()?;
-                Store::open_with_dim(&dir.join("lance"), identity.dim)?
+                new_table(&dir, &state, identity.dim)?
             }
         };
         Ok(Self {
@@ -670,13 +661,11 @@ impl Index {
     /// `embedded = false`, for [`Index::fill_vectors`].
     fn attach_cached_vectors(&mut self, rows: &mut [Row], stats: &mut UpdateStats) -> Result<()> {
         let keys: Vec<String> = rows.iter().map(|r| r.hash.clone()).collect();
-        let mut cached = self.state.cached_vectors(&keys)?;
+        let cached = self.state.cached_vectors(&keys)?;
         for r in rows.iter_mut() {
-            match cached.remove(&r.hash) {
+            match cached.get(&r.hash) {
                 Some(v) => {
-                    // Two rows may share a text (and so a key).
-                    cached.insert(r.hash.clone(), v.clone());
-                    r.vector = v;
+                    r.vector = v.clone();
                     r.embedded = true;
                     stats.cache_hits += 1;
                 }
@@ -1006,28 +995,34 @@ fn choose_embedder(
     choice: &embed::Choice,
     recorded: Option<Identity>,
 ) -> Result<(Option<Embedder>, Identity)> {
-    let embedder = match (choice, &recorded) {
+    let embedder = match (choice, recorded) {
         (
             embed::Choice::Server {
                 url,
                 model,
                 api_key,
             },
-            _,
-        ) => Embedder::from_server(url, model.as_deref(), api_key.clone())?,
-        (embed::Choice::AsRecorded, Some(r)) if r.server.is_some() => connect_recorded(r)?,
-        (embed::Choice::AsRecorded, Some(r)) => return Ok((None, r.clone())),
-        (embed::Choice::AsRecorded, None) => return Ok((None, Identity::local())),
+            recorded,
+        ) => {
+            let embedder = Embedder::from_server(url, model.as_deref(), api_key.clone())?;
+            let identity = embedder.identity();
+            if let Some(r) = recorded.filter(|r| !r.same_model(&identity)) {
+                bail!(
+                    "this index's vectors come from {}, and {} would mix a second embedder into it, whose vectors cannot be compared with them\n  fix: use the same embedder (drop --embed-server, or point it at a server running {}), or start over with `agent index --rebuild` and the embedder you want",
+                    r.describe(),
+                    identity.describe(),
+                    r.model
+                );
+            }
+            embedder
+        }
+        // Checked against the recorded model as it connects.
+        (embed::Choice::AsRecorded, Some(r)) if r.server.is_some() => connect_recorded(&r)?,
+        (embed::Choice::AsRecorded, recorded) => {
+            return Ok((None, recorded.unwrap_or_else(Identity::local)))
+        }
     };
     let identity = embedder.identity();
-    if let Some(r) = recorded.filter(|r| !r.same_model(&identity)) {
-        bail!(
-            "this index's vectors come from {}, and {} would mix a second embedder into it, whose vectors cannot be compared with them\n  fix: use the same embedder (drop --embed-server, or point it at a server running {}), or start over with `agent index --rebuild` and the embedder you want",
-            r.describe(),
-            identity.describe(),
-            r.model
-        );
-    }
     Ok((Some(embedder), identity))
 }
 
@@ -1055,6 +1050,19 @@ fn connect_recorded(recorded: &Identity) -> Result<Embedder> {
         );
     }
     Ok(embedder)
+}
+
+/// The chunk table under `dir` removed and created empty for vectors of
+/// `dim` dimensions, its files forgotten by `state` so the next update
+/// writes them all again (from the embedding cache: nothing is re-embedded).
+fn new_table(dir: &Path, state: &State, dim: usize) -> Result<Store> {
+    let lance = dir.join("lance");
+    if lance.exists() {
+        std::fs::remove_dir_all(&lance)
+            .with_context(|| format!("cannot remove the chunk table {}", lance.display()))?;
+    }
+    state.clear_files()?;
+    Store::open_with_dim(&lance, dim)
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -205,6 +205,8 @@ pub struct Store {
 
 /// Only rows whose vector is filled in take part in vector searches.
 const EMBEDDED: &str = "embedded = true";
+/// Rows still to embed.
+const NOT_EMBEDDED: &str = "embedded = false";
 
 fn schema(dim: usize) -> SchemaRef {
     let text = |name: &str| Field::new(name, DataType::Utf8, false);
@@ -461,7 +463,7 @@ impl Store {
         let batches: Vec<RecordBatch> = self.rt.block_on(async {
             self.table
                 .query()
-                .only_if("embedded = false")
+                .only_if(NOT_EMBEDDED)
                 .select(Select::columns(&["path"]))
                 .execute()
                 .await?
@@ -484,7 +486,7 @@ impl Store {
     /// The rows of `paths` still to embed, whole but for their vectors.
     pub fn unembedded_rows(&self, paths: &[String]) -> Result<Vec<Row>> {
         let list: Vec<String> = paths.iter().map(|p| sql_string(p)).collect();
-        let filter = format!("embedded = false AND path IN ({})", list.join(","));
+        let filter = format!("{NOT_EMBEDDED} AND path IN ({})", list.join(","));
         let columns: Vec<&str> = RESULT_COLUMNS
             .iter()
             .copied()
@@ -609,11 +611,7 @@ impl Store {
                 None if may_build_ann
                     && rows >= self.ann_min_rows
                     && (!self.progressive
-                        || self
-                            .table
-                            .count_rows(Some("embedded = false".into()))
-                            .await?
-                            == 0) =>
+                        || self.table.count_rows(Some(NOT_EMBEDDED.into())).await? == 0) =>
                 {
                     let started = std::time::Instant::now();
                     self.table

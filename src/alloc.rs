@@ -38,6 +38,17 @@ pub fn configure() {
     }
 }
 
+/// Hands memory freed since to the OS: C++ libraries (ONNX Runtime)
+/// allocate with the C library's malloc, which keeps freed heap for reuse.
+pub fn return_freed_memory() {
+    // SAFETY: both only release free memory; no pointer is invalidated.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        libc::malloc_trim(0);
+    }
+}
+
 /// Routes tree-sitter's C allocations to mimalloc as well. Call it first
 /// thing in `main`, before any parser, tree or query exists: memory must be
 /// freed by the allocator that made it, so switching later would be unsound.

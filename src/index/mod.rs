@@ -550,6 +550,12 @@ impl Index {
             // Also with nothing filled: a table that passed the ANN
             // threshold under an older version gets its vector index here.
             // Not after Ctrl-C, though: that build can take a minute.
+            // That build needs the memory the local model holds more.
+            if !stats.interrupted && self.store.vector_index_due()? {
+                if let Some(embedder) = &mut self.embedder {
+                    embedder.release_model();
+                }
+            }
             stats.vector_index_built = self.store.refresh_indices(!stats.interrupted)?;
             if filled_any || stats.vector_index_built {
                 self.store.tidy()?;

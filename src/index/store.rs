@@ -58,6 +58,13 @@ const ANN_MAX_REFINE_ROWS: usize = 400;
 /// update indexes its new rows as a small segment of its own) before they
 /// are merged: every query searches every segment.
 const ANN_MAX_SEGMENTS: u32 = 8;
+/// Vectors the IVF partitions are trained on, at most (about 100 MB of
+/// 384-d vectors): LanceDB samples 256 per partition by default, which
+/// grows with the table (256k vectors and 1.2 GB peak RSS at 1M rows).
+const ANN_MAX_TRAINING_ROWS: u32 = 65_536;
+/// Memory the BM25 build may hold before it writes a partition out
+/// (LanceDB's default is 2 GiB per worker).
+const TEXT_INDEX_MEMORY_MB: u64 = 128;
 
 /// The vector indexes the store can build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,11 +95,13 @@ impl AnnKind {
             .find(|n| dim.is_multiple_of(*n))
             .unwrap_or(1);
         let partitions = ((rows as f64).sqrt() as u32).clamp(1, 4096);
+        let sample_rate = |partitions: u32| (ANN_MAX_TRAINING_ROWS / partitions).clamp(16, 256);
         match self {
             AnnKind::IvfPq => Index::IvfPq(
                 IvfPqIndexBuilder::default()
                     .distance_type(DistanceType::Cosine)
                     .num_partitions(partitions)
+                    .sample_rate(sample_rate(partitions))
                     .num_sub_vectors(sub_vectors as u32),
             ),
             AnnKind::IvfHnswSq => Index::IvfHnswSq(
@@ -100,7 +109,8 @@ impl AnnKind {
                 // larger: fewer centroids to compare the query with.
                 IvfHnswSqIndexBuilder::default()
                     .distance_type(DistanceType::Cosine)
-                    .num_partitions((partitions / 4).max(1)),
+                    .num_partitions((partitions / 4).max(1))
+                    .sample_rate(sample_rate((partitions / 4).max(1))),
             ),
         }
     }
@@ -585,7 +595,9 @@ impl Store {
                 None if rows > 0 => {
                     // Our own search_text column already splits identifiers,
                     // so the plain tokenizer with stemming suits it.
-                    let params = FtsIndexBuilder::default().with_position(false);
+                    let params = FtsIndexBuilder::default()
+                        .with_position(false)
+                        .memory_limit_mb(TEXT_INDEX_MEMORY_MB);
                     let started = std::time::Instant::now();
                     self.table
                         .create_index(&["search_text"], Index::FTS(params))
@@ -606,13 +618,7 @@ impl Store {
                         }
                     }
                 }
-                // Not over zero vectors: their rows would skew the
-                // partitions it trains.
-                None if may_build_ann
-                    && rows >= self.ann_min_rows
-                    && (!self.progressive
-                        || self.table.count_rows(Some(NOT_EMBEDDED.into())).await? == 0) =>
-                {
+                None if may_build_ann && self.ann_due(rows).await? => {
                     let started = std::time::Instant::now();
                     self.table
                         .create_index(&["vector"], self.ann_kind.index(rows, self.dim))
@@ -632,6 +638,29 @@ impl Store {
             Ok::<_, lancedb::Error>(built)
         })?;
         Ok(built)
+    }
+
+    /// Whether a table of `rows` rows without a vector index should get
+    /// one: it has reached the threshold and every row has its vector (zero
+    /// vectors would skew the partitions it trains).
+    async fn ann_due(&self, rows: usize) -> lancedb::Result<bool> {
+        Ok(rows >= self.ann_min_rows
+            && (!self.progressive || self.table.count_rows(Some(NOT_EMBEDDED.into())).await? == 0))
+    }
+
+    /// Whether the next [`Store::refresh_indices`] that may build the
+    /// vector index will build it (tens of seconds, hundreds of MB).
+    pub fn vector_index_due(&self) -> Result<bool> {
+        self.rt
+            .block_on(async {
+                let indices = self.table.list_indices().await?;
+                if indices.iter().any(|i| i.columns == ["vector"]) {
+                    return Ok(false);
+                }
+                let rows = self.table.count_rows(None).await?;
+                self.ann_due(rows).await
+            })
+            .map_err(Into::into)
     }
 
     /// The table's vector index, if it has one.
@@ -984,9 +1013,12 @@ mod tests {
         store.add(&rows).unwrap();
         store.refresh_indices(true).unwrap();
         assert_eq!(store.vector_index().unwrap(), None, "below the threshold");
+        assert!(!store.vector_index_due().unwrap());
 
         store.add(&[scattered_row(999)]).unwrap();
+        assert!(store.vector_index_due().unwrap(), "at the threshold");
         store.refresh_indices(true).unwrap();
+        assert!(!store.vector_index_due().unwrap(), "built");
         let info = store
             .vector_index()
             .unwrap()

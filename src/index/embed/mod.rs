@@ -10,7 +10,7 @@
 
 pub mod remote;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, Context, Result};
@@ -92,8 +92,78 @@ pub struct Embedder {
 }
 
 enum Backend {
-    Local(Box<TextEmbedding>),
+    Local(LocalModel),
     Remote(RemoteEmbedder),
+}
+
+/// The local model, its ONNX Runtime session made when first asked to
+/// embed: chunking needs only the tokenizer, and the session (weights and
+/// buffers, about 250 MB) can be let go of before a vector index build.
+struct LocalModel {
+    model_dir: PathBuf,
+    ort_lib: PathBuf,
+    threads: usize,
+    session: Option<Box<TextEmbedding>>,
+}
+
+impl LocalModel {
+    fn session(&mut self) -> Result<&mut TextEmbedding> {
+        if self.session.is_none() {
+            self.session = Some(Box::new(load_session(
+                &self.model_dir,
+                &self.ort_lib,
+                self.threads,
+            )?));
+        }
+        Ok(self.session.as_mut().expect("just set"))
+    }
+}
+
+fn read_model_file(model_dir: &Path, name: &str) -> Result<Vec<u8>> {
+    let path = model_dir.join(name);
+    std::fs::read(&path).with_context(|| {
+        format!(
+            "embedder file missing: {}\n  fix: run scripts/fetch-models",
+            path.display()
+        )
+    })
+}
+
+fn load_session(model_dir: &Path, ort_lib: &Path, threads: usize) -> Result<TextEmbedding> {
+    let read = |name: &str| read_model_file(model_dir, name);
+    let files = TokenizerFiles {
+        tokenizer_file: read("tokenizer.json")?,
+        config_file: read("config.json")?,
+        special_tokens_map_file: read("special_tokens_map.json")?,
+        tokenizer_config_file: read("tokenizer_config.json")?,
+    };
+    let model =
+        UserDefinedEmbeddingModel::new(read("model.onnx")?, files).with_pooling(Pooling::Mean);
+    let options = InitOptionsUserDefined::new()
+        .with_environment(ort_environment(ort_lib)?)
+        .with_max_length(MAX_TOKENS)
+        .with_intra_threads(threads.max(1))
+        // Busy-waiting threads would steal the CPU from the chunker.
+        .with_session_config("session.intra_op.allow_spinning", "0");
+    // ONNX Runtime falls back to the CPU by itself when the CUDA provider
+    // cannot register (a CPU build of the library, no driver).
+    #[cfg(feature = "embed-cuda")]
+    let options = options.with_execution_providers(vec![ort::ep::CUDA::default().build()]);
+    TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
+        anyhow!("cannot load the embedding model: {e}\n  fix: run scripts/fetch-models")
+    })
+}
+
+/// The tokenizer at `path`, counting every token (no truncation, no
+/// padding).
+fn read_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer> {
+    let t = tokenizers::Tokenizer::from_file(path).map_err(|e| {
+        anyhow!(
+            "cannot read {} ({e})\n  fix: run scripts/fetch-models",
+            path.display()
+        )
+    })?;
+    untruncated(t)
 }
 
 /// A tokenizer that counts every token: no truncation, no padding.
@@ -156,63 +226,56 @@ impl Embedder {
         )
     }
 
+    /// The local model in `model_dir`, run by the ONNX Runtime at
+    /// `ort_lib`: the files are checked here, the session is made at the
+    /// first [`Embedder::embed`].
     pub fn load(model_dir: &Path, ort_lib: &Path, threads: usize) -> Result<Self> {
-        let read = |name: &str| {
-            let path = model_dir.join(name);
-            std::fs::read(&path).with_context(|| {
-                format!(
-                    "embedder file missing: {}\n  fix: run scripts/fetch-models",
-                    path.display()
-                )
-            })
-        };
         if !ort_lib.is_file() {
             anyhow::bail!(
                 "ONNX Runtime not found at {}\n  fix: run scripts/fetch-models",
                 ort_lib.display()
             );
         }
-        let files = TokenizerFiles {
-            tokenizer_file: read("tokenizer.json")?,
-            config_file: read("config.json")?,
-            special_tokens_map_file: read("special_tokens_map.json")?,
-            tokenizer_config_file: read("tokenizer_config.json")?,
-        };
-        let model =
-            UserDefinedEmbeddingModel::new(read("model.onnx")?, files).with_pooling(Pooling::Mean);
-        let options = InitOptionsUserDefined::new()
-            .with_environment(ort_environment(ort_lib)?)
-            .with_max_length(MAX_TOKENS)
-            .with_intra_threads(threads.max(1))
-            // Busy-waiting threads would steal the CPU from the chunker.
-            .with_session_config("session.intra_op.allow_spinning", "0");
-        // ONNX Runtime falls back to the CPU by itself when the CUDA provider
-        // cannot register (a CPU build of the library, no driver).
-        #[cfg(feature = "embed-cuda")]
-        let options = options.with_execution_providers(vec![ort::ep::CUDA::default().build()]);
-        let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
-            anyhow!("cannot load the embedding model: {e}\n  fix: run scripts/fetch-models")
-        })?;
-        let counter = untruncated(model.tokenizer.clone())?;
+        for name in [
+            "model.onnx",
+            "config.json",
+            "special_tokens_map.json",
+            "tokenizer_config.json",
+        ] {
+            if !model_dir.join(name).is_file() {
+                read_model_file(model_dir, name)?;
+            }
+        }
+        let counter = read_tokenizer(&model_dir.join("tokenizer.json"))?;
         Ok(Self {
-            backend: Backend::Local(Box::new(model)),
+            backend: Backend::Local(LocalModel {
+                model_dir: model_dir.to_path_buf(),
+                ort_lib: ort_lib.to_path_buf(),
+                threads,
+                session: None,
+            }),
             counter,
         })
+    }
+
+    /// Lets go of the local model's session (it is made again when next
+    /// needed) and hands the memory back to the OS; a server's client is
+    /// kept.
+    pub fn release_model(&mut self) {
+        if let Backend::Local(local) = &mut self.backend {
+            if local.session.take().is_some() {
+                crate::alloc::return_freed_memory();
+            }
+        }
     }
 
     /// An embedder that sends texts to `server`; chunks are still measured
     /// with the local tokenizer from the models folder.
     pub fn remote(server: RemoteEmbedder) -> Result<Self> {
-        let path = paths::models_dir().join("minilm").join("tokenizer.json");
-        let counter = tokenizers::Tokenizer::from_file(&path).map_err(|e| {
-            anyhow!(
-                "cannot read {} ({e})\n  fix: run scripts/fetch-models",
-                path.display()
-            )
-        })?;
+        let counter = read_tokenizer(&paths::models_dir().join("minilm").join("tokenizer.json"))?;
         Ok(Self {
             backend: Backend::Remote(server),
-            counter: untruncated(counter)?,
+            counter,
         })
     }
 
@@ -245,7 +308,7 @@ impl Embedder {
     /// spent on padding; results come back in input order.
     pub fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let model = match &mut self.backend {
-            Backend::Local(model) => model,
+            Backend::Local(local) => local.session()?,
             Backend::Remote(server) => return server.embed(texts),
         };
         let mut order: Vec<usize> = (0..texts.len()).collect();

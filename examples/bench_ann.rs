@@ -248,7 +248,6 @@ fn measure(mut store: Store, queries: &[Vec<f32>], kinds: &[AnnKind]) -> Result<
 }
 
 fn main() -> Result<()> {
-    agent::alloc::configure();
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
         anyhow::bail!("usage: bench_ann WORK_DIR QUERIES_JSON SCALES KINDS [REAL_LANCE_DIR]");

@@ -53,7 +53,6 @@ fn prompt_of(engine: &LlamaEngine, target: usize) -> Vec<Message> {
 }
 
 fn main() {
-    agent::alloc::configure();
     let args: Vec<String> = std::env::args().collect();
     let model = args
         .get(1)

@@ -41,7 +41,6 @@ fn unique_texts(root: &Path, embedder: &Embedder) -> Vec<String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    agent::alloc::configure();
     let root = std::path::PathBuf::from(
         std::env::args()
             .nth(1)

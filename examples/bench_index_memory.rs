@@ -5,9 +5,16 @@
 //! Usage:
 //!   bench_index_memory make DIR ROWS   writes a table of ROWS synthetic chunks
 //!   bench_index_memory build DIR       builds its indices; prints JSON
+//!   bench_index_memory tree DIR CHUNKS writes a Python tree of about CHUNKS
+//!                                      functions (for `agent index`)
+//!   bench_index_memory prefill DIR N   fills DIR's embedding cache with
+//!                                      synthetic vectors for all but N of its
+//!                                      chunks, so `agent index DIR` embeds
+//!                                      only N and the rest of its work runs
+//!                                      at full size in minutes
 //!
-//! Two processes, so the build is measured from a baseline like the
-//! indexer's (a store opened on a table it did not write itself).
+//! `make` and `build` are two processes, so the build is measured from a
+//! baseline like the indexer's (a store opened on a table it did not write).
 //!
 //! Rows: clustered unit vectors (a few hundred random centres plus noise, so
 //! k-means has structure to find) and about 120 words of identifier-like
@@ -16,8 +23,12 @@
 use std::path::Path;
 use std::time::Instant;
 
-use agent::index::embed::DIM;
+use agent::index::embed::{Embedder, DIM};
+use agent::index::state::State;
 use agent::index::store::{Row, Store};
+use agent::index::{chunk_file, chunk_key, index_dir};
+use agent::lang::Lang;
+use agent::walk::{walk, WalkOptions};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
@@ -62,12 +73,7 @@ fn make(dir: &Path, rows: usize) -> Result<()> {
         let c = &centres[rng.next() as usize % CENTRES];
         let vector = normalised(c.iter().map(|x| x + 0.6 * rng.signed() / 20.0).collect());
         // Zipf-like word choice: squaring a uniform favours low ranks.
-        let words: Vec<String> = (0..WORDS_PER_ROW)
-            .map(|_| {
-                let u = (rng.next() % VOCABULARY) as f64 / VOCABULARY as f64;
-                format!("w{}", (u * u * VOCABULARY as f64) as u64)
-            })
-            .collect();
+        let words: Vec<String> = (0..WORDS_PER_ROW).map(|_| word(&mut rng)).collect();
         let text = words.join(" ");
         batch.push(Row {
             id: format!("r{i}"),
@@ -122,12 +128,82 @@ fn build(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A word of the synthetic vocabulary, Zipf-like (low ranks favoured).
+fn word(rng: &mut Rng) -> String {
+    let u = (rng.next() % VOCABULARY) as f64 / VOCABULARY as f64;
+    format!("w{}", (u * u * VOCABULARY as f64) as u64)
+}
+
+fn tree(dir: &Path, chunks: usize) -> Result<()> {
+    const PER_FILE: usize = 20;
+    let mut rng = Rng(11);
+    for f in 0..chunks.div_ceil(PER_FILE) {
+        let mut src = String::new();
+        for i in 0..PER_FILE {
+            let args: Vec<String> = (0..3).map(|_| word(&mut rng)).collect();
+            src += &format!("def f{f}_{i}_{}({}):\n", word(&mut rng), args.join(", "));
+            for _ in 0..8 {
+                let words: Vec<String> = (0..6).map(|_| word(&mut rng)).collect();
+                src += &format!(
+                    "    {} = {}({})\n",
+                    words[0],
+                    words[1],
+                    words[2..].join(", ")
+                );
+            }
+            src += &format!("    return {}\n\n", args[0]);
+        }
+        let path = dir.join(format!("pkg{}/m{f}.py", f / 100));
+        std::fs::create_dir_all(path.parent().unwrap())?;
+        std::fs::write(path, src)?;
+    }
+    Ok(())
+}
+
+fn prefill(dir: &Path, leave: usize) -> Result<()> {
+    let root = dir.canonicalize()?;
+    let embedder = Embedder::load_default(1)?; // its tokenizer: no model run
+    let (files, _) = walk(&root, &WalkOptions::default());
+    let mut keys = Vec::new();
+    for f in &files {
+        let src = std::fs::read_to_string(&f.path)?;
+        for c in chunk_file(&embedder, f, Lang::detect(&f.path, &src), &src) {
+            keys.push(chunk_key(&c.symbol, &c.text));
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    let keep = keys.len().saturating_sub(leave);
+    std::fs::create_dir_all(index_dir(&root))?;
+    let mut state = State::open(&index_dir(&root).join("state.sqlite"))?;
+    let mut rng = Rng(5);
+    let centres: Vec<Vec<f32>> = (0..CENTRES)
+        .map(|_| normalised((0..DIM).map(|_| rng.signed()).collect()))
+        .collect();
+    for part in keys[..keep].chunks(10_000) {
+        let entries: Vec<(String, Vec<f32>)> = part
+            .iter()
+            .map(|k| {
+                let c = &centres[rng.next() as usize % CENTRES];
+                let v = normalised(c.iter().map(|x| x + 0.03 * rng.signed()).collect());
+                (k.clone(), v)
+            })
+            .collect();
+        state.store_vectors(&entries)?;
+    }
+    eprintln!("{} chunks, {keep} vectors cached", keys.len());
+    Ok(())
+}
+
 fn main() -> Result<()> {
-    agent::alloc::configure();
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("make") if args.len() == 4 => make(Path::new(&args[2]), args[3].parse()?),
         Some("build") if args.len() == 3 => build(Path::new(&args[2])),
-        _ => bail!("usage: bench_index_memory make DIR ROWS | build DIR"),
+        Some("tree") if args.len() == 4 => tree(Path::new(&args[2]), args[3].parse()?),
+        Some("prefill") if args.len() == 4 => prefill(Path::new(&args[2]), args[3].parse()?),
+        _ => bail!(
+            "usage: bench_index_memory make DIR ROWS | build DIR | tree DIR CHUNKS | prefill DIR N"
+        ),
     }
 }

@@ -18,7 +18,6 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    agent::alloc::configure();
     agent::alloc::route_tree_sitter();
     let mut args = std::env::args().skip(1);
     let mut root: Option<PathBuf> = None;

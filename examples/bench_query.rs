@@ -46,7 +46,6 @@ fn measure(root: &Path, queries: &[String]) -> anyhow::Result<Value> {
 }
 
 fn main() -> anyhow::Result<()> {
-    agent::alloc::configure();
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

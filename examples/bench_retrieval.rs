@@ -19,7 +19,6 @@ struct Labelled {
 }
 
 fn main() -> anyhow::Result<()> {
-    agent::alloc::configure();
     let args: Vec<String> = std::env::args().collect();
     let root = std::path::PathBuf::from(&args[1]);
     let queries: Vec<Labelled> = serde_json::from_str(&std::fs::read_to_string(&args[2])?)?;

@@ -6,7 +6,6 @@ use agent::cmd::{self, exit};
 
 fn main() {
     quiet_on_closed_output();
-    agent::alloc::configure();
     agent::alloc::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);

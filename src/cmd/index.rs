@@ -13,6 +13,9 @@ use crate::repomap::{default_cache_path, RepoMap};
 use crate::walk::WalkOptions;
 
 pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
+    // This process only indexes (no searches to keep fast), so all of it
+    // runs with the allocator holding no more than it uses.
+    let _frugal = crate::alloc::Frugal::new();
     let root = paths::repo_root(args.path.as_deref())?;
     if args.status {
         let status = Index::open_reader(&root)?.status()?;
@@ -127,14 +130,17 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     })?;
     bar.finish_and_clear();
     // The repo map's tag cache follows the same updates (cheap: it re-tags
-    // only files whose size or mtime moved).
-    let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
-    if let Err(e) = map.refresh() {
-        eprintln!("warning: repo map not updated: {e:#}");
-    }
+    // only files whose size or mtime moved). Not held during the fill: on a
+    // large tree its tags are memory the vector index build needs.
+    let priority = {
+        let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
+        if let Err(e) = map.refresh() {
+            eprintln!("warning: repo map not updated: {e:#}");
+        }
+        map.ranked_files(&stats.changed_paths)
+    };
     if !stats.interrupted {
         let searchable = started.elapsed().as_secs_f64();
-        let priority = map.ranked_files(&stats.changed_paths);
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(style("chunks"));
         bar.set_prefix("embedding");
@@ -180,6 +186,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         );
     }
     watch::lower_priority(watch::Scope::Process);
+    let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
     watch::watch(
         &mut index,
         watch::DEFAULT_DEBOUNCE,

@@ -630,7 +630,7 @@ impl Index {
             let chunks = chunk_file(embedder, file, lang, &text);
             file_state.chunks = chunks.len() as u32;
             for c in chunks {
-                let key = hex::encode(Sha256::digest(format!("{}\0{}", c.symbol, c.text)));
+                let key = chunk_key(&c.symbol, &c.text);
                 rows.push(Row {
                     id: format!("{}:{}-{}", file.rel, c.start_line, c.end_line),
                     path: file.rel.clone(),
@@ -983,6 +983,12 @@ fn unique_ids(rows: &mut [Row]) {
             r.id = format!("{}#{n}", r.id);
         }
     }
+}
+
+/// The embedding cache's key for a chunk: its symbol and text, not its path,
+/// so a chunk that moves keeps its vector.
+pub fn chunk_key(symbol: &str, text: &str) -> String {
+    hex::encode(Sha256::digest(format!("{symbol}\0{text}")))
 }
 
 /// What the embedder sees: a header with the path and symbol, then the code.

@@ -583,6 +583,7 @@ impl Store {
     /// into both. Returns whether it built the vector index (tens of seconds
     /// on 1M rows). Cheap when there is nothing to do.
     pub fn refresh_indices(&self, may_build_ann: bool) -> Result<bool> {
+        let _frugal = crate::alloc::Frugal::new();
         let built = self.rt.block_on(async {
             let indices = self.table.list_indices().await?;
             let rows = self.table.count_rows(None).await?;
@@ -687,6 +688,7 @@ impl Store {
     /// the table, whatever its size; [`Store::refresh_indices`] does this by
     /// itself past [`ANN_MIN_ROWS`].
     pub fn build_vector_index(&self, kind: AnnKind) -> Result<()> {
+        let _frugal = crate::alloc::Frugal::new();
         self.rt.block_on(async {
             let rows = self.table.count_rows(None).await?;
             self.table
@@ -714,6 +716,7 @@ impl Store {
                 let compact =
                     stats.fragment_stats.num_small_fragments > COMPACT_ABOVE_SMALL_FRAGMENTS;
                 if compact {
+                    let _frugal = crate::alloc::Frugal::new();
                     self.table
                         .optimize(OptimizeAction::Compact {
                             options: CompactionOptions::default(),

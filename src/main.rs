@@ -76,9 +76,11 @@ fn die_of_sigpipe() -> ! {
 /// Logs go to stderr. llama.cpp's own (very chatty) logs arrive under the
 /// `llama-cpp-2` target and are shown only from `-vv` on.
 fn init_logging(verbose: u8) {
+    // LanceDB's index training warns about its own sampling ("KMeans: more
+    // than 10% of clusters are empty"): nothing a user can act on.
     let default = match verbose {
-        0 => "warn,llama-cpp-2=off",
-        1 => "info,llama-cpp-2=off",
+        0 => "warn,llama-cpp-2=off,lance_index=error",
+        1 => "info,llama-cpp-2=off,lance_index=error",
         2 => "debug",
         _ => "trace",
     };

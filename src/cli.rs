@@ -30,6 +30,20 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Command {
+    /// The shared index store a command was given (`--store`), which every
+    /// index reader in the process then uses.
+    pub fn index_store(&self) -> Option<&str> {
+        match self {
+            Command::Ask(a) => a.store.store.as_deref(),
+            Command::Chat(a) => a.store.store.as_deref(),
+            Command::Index(a) => a.store.as_deref(),
+            Command::Search(a) => a.store.store.as_deref(),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Ask a question about the code or give a coding task; the agent uses tools to answer.
@@ -42,7 +56,7 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Build or update the code index of a repository (incremental; --watch keeps it live).
     #[command(
-        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n  agent index --threads 1      # leave the other cores free\n\nThe index lives in .agent/index/ at the repository root. It honours .gitignore, .ignore and .agentignore. Past 50,000 chunks it also gets a vector index (IVF_PQ), so searches stay fast on large repositories. While watching, it runs at low CPU priority."
+        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n  agent index --threads 1      # leave the other cores free\n  agent index --store s3://team-bucket/myrepo   # CI: keep the team's shared index current\n\nThe index lives in .agent/index/ at the repository root (with --store, in the store; `agent search --store` and `agent ask --store` then read it, with this machine's changed files indexed locally on top). It honours .gitignore, .ignore and .agentignore. Past 50,000 chunks it also gets a vector index (IVF_PQ), so searches stay fast on large repositories. While watching, it runs at low CPU priority."
     )]
     Index(IndexArgs),
     /// Search the code index: hybrid (vector + BM25) by default.
@@ -275,6 +289,8 @@ pub struct AskArgs {
     pub agent: AgentArgs,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -292,6 +308,8 @@ pub struct ChatArgs {
     pub agent: AgentArgs,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -406,9 +424,27 @@ pub struct IndexArgs {
         requires = "embed_server"
     )]
     pub embed_model: Option<String>,
+    /// Write the index to a shared store instead of .agent/index/:
+    /// s3://BUCKET/PREFIX (any S3-compatible service; credentials, region and
+    /// endpoint from the usual AWS_* variables; needs a build with
+    /// `--features s3`) or a folder on a shared disk. This is the job that
+    /// keeps a team's shared index current (one writer, e.g. CI); everyone
+    /// else searches it with `--store`. With --status, describes it.
+    #[arg(long, value_name = "URI", env = "AGENT_INDEX_STORE")]
+    pub store: Option<String>,
     /// Print JSON (one object; with --watch, one line per update).
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which index searches read.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Search the shared index in this store (s3://BUCKET/PREFIX or a
+    /// folder), read-only, instead of this repository's own; files that
+    /// differ on this machine are indexed locally and searched on top.
+    #[arg(long, value_name = "URI", env = "AGENT_INDEX_STORE")]
+    pub store: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -432,6 +468,8 @@ pub struct SearchArgs {
     /// Repository whose index to search (default: the enclosing one).
     #[arg(long, value_name = "PATH")]
     pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Print a JSON array of {path, start_line, end_line, symbol, score, text}.
     #[arg(long)]
     pub json: bool,

@@ -9,6 +9,11 @@ fn main() {
     agent::alloc::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    if let Some(store) = cli.command.index_store() {
+        // Every index reader in the process (search, the agent's tools, its
+        // prefetch, doctor) opens the shared index; set before any thread.
+        std::env::set_var(agent::index::shared::STORE_ENV, store);
+    }
     let cancel = agent::cancel::install_ctrl_c();
     let result = match &cli.command {
         Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),

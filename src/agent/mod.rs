@@ -1156,9 +1156,11 @@ pub struct IndexSearch {
 }
 
 impl IndexSearch {
-    /// None when the workspace has no index.
+    /// None when the workspace has no index (of its own, or shared).
     pub fn for_workspace(root: &Path) -> Option<Self> {
-        root.join(".agent/index").is_dir().then(|| Self {
+        let has_index =
+            root.join(".agent/index").is_dir() || crate::index::shared::configured().is_some();
+        has_index.then(|| Self {
             root: root.to_path_buf(),
             index: None,
         })

@@ -378,7 +378,9 @@ struct IndexWatcher {
 
 impl IndexWatcher {
     fn start(root: &std::path::Path) -> Option<Self> {
-        if !root.join(".agent/index").is_dir() {
+        // A shared index is kept by its own writer; this machine's changes
+        // reach searches through its overlay, refreshed at each search.
+        if !root.join(".agent/index").is_dir() || crate::index::shared::configured().is_some() {
             return None;
         }
         let stop = CancelToken::new();

@@ -23,6 +23,9 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&status)?);
         } else {
             println!("index of {}", status.root.display());
+            if let Some(store) = &status.store {
+                println!("  store        {store} (shared)");
+            }
             let langs: Vec<String> = status
                 .languages
                 .iter()
@@ -97,6 +100,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
             },
             None => crate::index::embed::Choice::AsRecorded,
         },
+        store: args.store.clone(),
         ..defaults
     };
     let mut index = if args.rebuild {
@@ -165,6 +169,9 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         bar.finish_and_clear();
     }
     report(&stats, args.json);
+    if let (Some(store), false, false) = (&args.store, args.json, stats.interrupted) {
+        eprintln!("published to the shared index in {store}; search it with `--store {store}`");
+    }
     if stats.interrupted {
         if stats.chunks_unembedded > 0 {
             eprintln!(

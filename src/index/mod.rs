@@ -19,6 +19,7 @@ pub mod chunk;
 pub mod embed;
 pub mod query;
 pub mod search;
+pub mod shared;
 pub mod state;
 pub mod store;
 pub mod watch;
@@ -37,8 +38,9 @@ use crate::walk::{self, Lang, Skipped, SourceFile, WalkOptions};
 use chunk::{chunk_source, ChunkLimits};
 use embed::{Embedder, Identity};
 pub use search::{Fusion, SearchMode, SearchQuery, SearchResult};
+use shared::{LocalChanges, SharedStore};
 use state::{FileState, State};
-use store::{Damage, Row, Store};
+use store::{Damage, Row, Store, TableLocation};
 
 /// Files per write batch: small enough that Ctrl-C loses little work, large
 /// enough that embedding batches stay full.
@@ -63,6 +65,12 @@ pub struct IndexOptions {
     /// Which embedder (the one the index was made with, unless a server is
     /// named).
     pub embedder: embed::Choice,
+    /// A shared store to write the index to (`agent index --store`), instead
+    /// of the repository's `.agent/index/`.
+    pub store: Option<String>,
+    /// Index only these files (the rest count as absent): a shared index's
+    /// local overlay holds just the files that differ here.
+    pub only: Option<HashSet<String>>,
 }
 
 impl Default for IndexOptions {
@@ -72,6 +80,8 @@ impl Default for IndexOptions {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             fill_commit: FILL_COMMIT,
             embedder: embed::Choice::AsRecorded,
+            store: None,
+            only: None,
         }
     }
 }
@@ -130,6 +140,8 @@ pub struct UpdateStats {
 pub struct Status {
     pub root: PathBuf,
     pub index_dir: PathBuf,
+    /// The shared store the index lives in (`--store`), if not local.
+    pub store: Option<String>,
     pub files: usize,
     /// Files per language (`crate::lang`), most first.
     pub languages: Vec<(String, usize)>,
@@ -219,6 +231,21 @@ pub struct Index {
     options: IndexOptions,
     _lock: Option<WriterLock>,
     recovered: Option<String>,
+    /// Set when the index lives in a shared store.
+    shared: Option<SharedStore>,
+    /// A shared index's reader: this machine's changes, indexed locally.
+    overlay: Option<Overlay>,
+    /// Why the overlay could not be brought up to date, said with results.
+    overlay_note: Option<String>,
+}
+
+/// The local side of a shared index (see [`shared`]): an ordinary index of
+/// the files that differ here, searched with the shared table, which no
+/// longer answers for them.
+struct Overlay {
+    index: Box<Index>,
+    changes: LocalChanges,
+    memo: shared::HashMemo,
 }
 
 impl Index {
@@ -228,13 +255,33 @@ impl Index {
         let root = root
             .canonicalize()
             .with_context(|| format!("cannot open {}", root.display()))?;
-        let dir = index_dir(&root);
+        let shared = match &options.store {
+            Some(uri) => Some(SharedStore::open(&root, uri, true)?),
+            None => None,
+        };
+        let dir = match &shared {
+            Some(s) => s.local.clone(),
+            None => index_dir(&root),
+        };
+        Self::open_writer_in(root, dir, options, shared)
+    }
+
+    /// [`Index::open_writer`] with the local folder given: the repository's
+    /// index, a shared store's working copies, or its reader's overlay.
+    fn open_writer_in(
+        root: PathBuf,
+        dir: PathBuf,
+        options: IndexOptions,
+        shared: Option<SharedStore>,
+    ) -> Result<Self> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        if let Some(state_dir) = dir.parent() {
-            crate::paths::ignore_state_dir(state_dir);
-        }
+        crate::paths::ignore_state_dir(&root.join(".agent"));
         let lock = lock_writer(&dir)?;
+        if let Some(shared) = &shared {
+            fetch_working_copies(shared, &dir)?;
+        }
+        let table = table_location(&dir, shared.as_ref())?;
         let mut recovered = None;
         let state = match State::open(&dir.join("state.sqlite")) {
             Ok(s) => s,
@@ -245,7 +292,7 @@ impl Index {
                     "the index state was damaged ({e:#}); rebuilt it from the files and the embedding cache"
                 ));
                 state::remove_db(&dir.join("state.sqlite"));
-                let _ = std::fs::remove_dir_all(dir.join("lance"));
+                let _ = remove_table(&dir, shared.as_ref());
                 State::open(&dir.join("state.sqlite"))?
             }
         };
@@ -254,11 +301,16 @@ impl Index {
         }
         let (embedder, identity) = choose_embedder(&options.embedder, state.embedder()?)?;
         state.set_embedder(&identity)?;
-        let store = match Store::open_with_dim(&dir.join("lance"), identity.dim) {
+        let new_table = |state: &State| -> Result<Store> {
+            remove_table(&dir, shared.as_ref())?;
+            state.clear_files()?;
+            Store::open_at(&table, identity.dim, true)
+        };
+        let store = match Store::open_at(&table, identity.dim, true) {
             Ok(s) => s,
             Err(e) => {
                 recovered = Some(format!("the chunk table was damaged ({e:#}); rebuilt it"));
-                new_table(&dir, &state, identity.dim)?
+                new_table(&state)?
             }
         };
         // A table from before progressive indexing has no `embedded`
@@ -270,14 +322,16 @@ impl Index {
                 );
             }
             drop(store);
-            new_table(&dir, &state, identity.dim)?
+            new_table(&state)?
         } else {
             store
         };
         // Damage that opening does not see (deleted or truncated data files,
         // a table that lost rows, a broken BM25 or vector index), repaired here: the
         // rows come back from the files and the embedding cache.
-        let store = match check(&store, &state) {
+        // Reading a whole shared table back on every update would cost its
+        // size in downloads: there, only the row count is compared.
+        let store = match check(&store, &state, shared.is_none()) {
             None => store,
             Some(Damage::TextIndex(why)) => {
                 store
@@ -299,7 +353,7 @@ impl Index {
                     "the chunk table was damaged ({why}); rebuilt it from the files and the embedding cache"
                 ));
                 drop(store);
-                new_table(&dir, &state, identity.dim)?
+                new_table(&state)?
             }
         };
         Ok(Self {
@@ -312,14 +366,22 @@ impl Index {
             options,
             _lock: Some(lock),
             recovered,
+            shared,
+            overlay: None,
+            overlay_note: None,
         })
     }
 
-    /// Opens an existing index for searching, alongside any writer.
+    /// Opens an existing index for searching, alongside any writer: the
+    /// shared one when a store is configured (`--store`,
+    /// `AGENT_INDEX_STORE`), else the repository's own.
     pub fn open_reader(root: &Path) -> Result<Self> {
         let root = root
             .canonicalize()
             .with_context(|| format!("cannot open {}", root.display()))?;
+        if let Some(uri) = shared::configured() {
+            return Self::open_shared_reader(root, &uri);
+        }
         let dir = index_dir(&root);
         if !dir.join("state.sqlite").is_file() {
             bail!(
@@ -343,12 +405,60 @@ impl Index {
             options: IndexOptions::default(),
             _lock: None,
             recovered: None,
+            shared: None,
+            overlay: None,
+            overlay_note: None,
+        })
+    }
+
+    /// A reader of the shared index in `uri`: the store's state, fetched,
+    /// and its table, read in place. This machine's changes join at the
+    /// first search (the overlay).
+    fn open_shared_reader(root: PathBuf, uri: &str) -> Result<Self> {
+        let shared = SharedStore::open(&root, uri, false)?;
+        let dir = shared.local.join("published");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let state_path = dir.join(shared::STATE_FILE);
+        state::remove_db(&state_path);
+        if !shared.fetch(shared::STATE_FILE, &state_path)? {
+            bail!("{}", shared::no_index_yet(uri));
+        }
+        let damaged = |e: anyhow::Error| {
+            anyhow!("the shared index in {uri} is damaged ({e:#})\n  fix: run `agent index --store {uri}` (it repairs it)")
+        };
+        let state = State::open(&state_path).map_err(damaged)?;
+        let identity = state.embedder()?.unwrap_or_else(Identity::local);
+        let store = Store::open_at(&shared.table, identity.dim, false).map_err(damaged)?;
+        Ok(Self {
+            root,
+            dir,
+            state,
+            store,
+            embedder: None,
+            identity,
+            options: IndexOptions::default(),
+            _lock: None,
+            recovered: None,
+            shared: Some(shared),
+            overlay: None,
+            overlay_note: None,
         })
     }
 
     /// Deletes the index (keeping nothing) so the next update starts fresh.
     pub fn rebuild(root: &Path, options: IndexOptions) -> Result<Self> {
-        let dir = index_dir(&root.canonicalize()?);
+        let root = root.canonicalize()?;
+        if let Some(uri) = &options.store {
+            let shared = SharedStore::open(&root, uri, true)?;
+            let lock = lock_writer(&shared.local)?;
+            shared.clear()?;
+            state::remove_db(&shared.local.join("state.sqlite"));
+            state::remove_db(&shared.local.join(state::CACHE_FILE));
+            drop(lock);
+            return Self::open_writer(&root, options);
+        }
+        let dir = index_dir(&root);
         if dir.exists() {
             // Take the lock first so a running writer is not pulled from under.
             let lock = lock_writer(&dir)?;
@@ -357,7 +467,7 @@ impl Index {
             let _ = std::fs::remove_dir_all(dir.join("lance"));
             drop(lock);
         }
-        Self::open_writer(root, options)
+        Self::open_writer(&root, options)
     }
 
     pub fn root(&self) -> &Path {
@@ -365,6 +475,11 @@ impl Index {
     }
 
     fn embedder(&mut self) -> Result<&mut Embedder> {
+        // A shared index's reader embeds queries with its overlay's model
+        // (the same one): loaded once.
+        if self.overlay.is_some() {
+            return self.overlay.as_mut().expect("checked").index.embedder();
+        }
         if self.embedder.is_none() {
             self.embedder = Some(match self.identity.server {
                 Some(_) => connect_recorded(&self.identity)?,
@@ -410,7 +525,10 @@ impl Index {
         // An update that was cut short (even after its last batch) may not
         // have built the BM25 index: this one finishes that work too.
         let was_complete = self.is_complete()?;
-        let (files, skipped) = walk::walk(&self.root, &self.options.walk);
+        let (mut files, skipped) = walk::walk(&self.root, &self.options.walk);
+        if let Some(only) = &self.options.only {
+            files.retain(|f| only.contains(&f.rel));
+        }
         stats.files_seen = files.len();
         stats.skipped = skipped;
         let known = self.state.files()?;
@@ -438,6 +556,7 @@ impl Index {
         if !candidates.is_empty() || !removed.is_empty() {
             // Until this update finishes, a crash or Ctrl-C leaves it partial.
             self.state.set_meta(COMPLETE_KEY, "no")?;
+            self.publish(false)?;
         }
         for batch in candidates.chunks(FILE_BATCH) {
             if cancel.is_cancelled() {
@@ -468,6 +587,7 @@ impl Index {
         if !stats.interrupted {
             self.state.set_meta(COMPLETE_KEY, "yes")?;
         }
+        self.publish(false)?;
         progress.building_indices = false;
         progress.searchable = true;
         on_progress(&progress);
@@ -561,6 +681,9 @@ impl Index {
                 self.store.tidy()?;
                 self.store.reopen()?;
             }
+        }
+        if filled_any {
+            self.publish(true)?;
         }
         stats.seconds += started.elapsed().as_secs_f64();
         Ok(())
@@ -731,54 +854,87 @@ impl Index {
 
     /// Runs a search (the function behind `agent search` and `search_semantic`).
     pub fn search(&mut self, query: &SearchQuery) -> Result<Vec<SearchResult>> {
-        let glob = match &query.path_glob {
-            Some(g) => Some(
-                globset::Glob::new(g)
-                    .with_context(|| format!("bad --path glob {g:?}"))?
-                    .compile_matcher(),
-            ),
-            None => None,
-        };
-        let filter = query.lang.as_deref().map(store::lang_filter);
-        let k = query.k.max(1);
-        // Over-fetch: fusion needs depth, and the glob filters afterwards.
-        let depth = if glob.is_some() {
-            (k * 10).max(100)
-        } else {
-            (k * 4).max(40)
-        };
-        // An issue text is taken apart; a one-line query is used as it is.
-        let long = query::is_long(&query.text).then(|| query::analyze(&query.text));
-        let depth = if long.is_some() {
-            depth.max(LONG_QUERY_DEPTH)
-        } else {
-            depth
-        };
+        let plan = SearchPlan::new(query)?;
+        if self.shared.is_some() && self._lock.is_none() {
+            self.refresh_overlay();
+        }
         let started = Instant::now();
-        let vector_hits = if query.mode != SearchMode::Bm25 {
-            let v = match &long {
+        let vector = if query.mode != SearchMode::Bm25 {
+            let v = match &plan.long {
                 Some(l) if l.passages.len() > 1 => {
                     let vectors = self.embedder()?.embed(&l.passages)?;
                     mean_direction(&vectors)
                 }
                 _ => self.embedder()?.embed_one(&query.text)?,
             };
-            let embedded = started.elapsed();
-            let hits = self
-                .store
-                .vector_search(&v, depth, filter.as_deref())
-                .context(UNREADABLE)?;
-            tracing::debug!(
-                "search: embedded in {embedded:?}, vector leg in {:?}",
-                started.elapsed() - embedded
-            );
-            hits
+            tracing::debug!("search: embedded in {:?}", started.elapsed());
+            Some(v)
         } else {
-            Vec::new()
+            None
         };
+        let mut ranked = self.fused_hits(query, &plan, vector.as_deref())?;
+        if let Some(overlay) = &self.overlay {
+            // This machine's version of a file wins over the shared one.
+            ranked.retain(|(h, _)| !overlay.changes.shadows(&h.row.path));
+            ranked.extend(overlay.index.fused_hits(query, &plan, vector.as_deref())?);
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        }
+        let ranked = search::code_first(ranked, &query.text, |h| h.row.path.as_str());
+        let mut signals = search::FileSignals::default();
+        if let Some(l) = plan.long {
+            // The file list is read only when the query names paths.
+            if !l.named_paths.is_empty() {
+                let files = self.state.files()?;
+                let local = self.overlay.iter().flat_map(|o| &o.changes.changed);
+                signals.named_files = search::resolve_named_files(
+                    &l.named_paths,
+                    files
+                        .keys()
+                        .map(String::as_str)
+                        .chain(local.map(String::as_str)),
+                );
+            }
+            signals.names = l.code_terms.into_iter().collect();
+            signals.accumulate = true;
+        }
+        let ranked = search::rank_by_file(ranked, &signals, CHUNKS_PER_FILE);
+        Ok(ranked
+            .into_iter()
+            .take(plan.k)
+            .map(|(h, score)| SearchResult {
+                path: h.row.path,
+                start_line: h.row.start_line,
+                end_line: h.row.end_line,
+                symbol: h.row.symbol,
+                kind: h.row.kind,
+                score,
+                text: h.row.text,
+            })
+            .collect())
+    }
+
+    /// This table's two legs, fused, for a query whose vector (when the mode
+    /// uses one) is already made.
+    fn fused_hits(
+        &self,
+        query: &SearchQuery,
+        plan: &SearchPlan,
+        vector: Option<&[f32]>,
+    ) -> Result<Vec<(store::Hit, f32)>> {
+        let filter = plan.lang_filter.as_deref();
+        let depth = plan.depth;
+        let started = Instant::now();
+        let vector_hits = match vector {
+            Some(v) => self
+                .store
+                .vector_search(v, depth, filter)
+                .context(UNREADABLE)?,
+            None => Vec::new(),
+        };
+        tracing::debug!("search: vector leg in {:?}", started.elapsed());
         let text_started = Instant::now();
         let text_hits = if query.mode != SearchMode::Vector {
-            let groups = match &long {
+            let groups = match &plan.long {
                 Some(l) => vec![
                     (
                         search::searchable_query(&l.code_terms.join(" ")),
@@ -789,13 +945,13 @@ impl Index {
                 None => vec![(search::searchable_query(&query.text), 1.0)],
             };
             self.store
-                .weighted_text_search(&groups, depth, filter.as_deref())
+                .weighted_text_search(&groups, depth, filter)
                 .context(UNREADABLE)?
         } else {
             Vec::new()
         };
         tracing::debug!("search: BM25 leg in {:?}", text_started.elapsed());
-        let keep = |h: &store::Hit| glob.as_ref().is_none_or(|g| g.is_match(&h.row.path));
+        let keep = |h: &store::Hit| plan.glob.as_ref().is_none_or(|g| g.is_match(&h.row.path));
         let vector_hits: Vec<_> = vector_hits.into_iter().filter(keep).collect();
         let text_hits: Vec<_> = text_hits.into_iter().filter(keep).collect();
         let ranked: Vec<(store::Hit, f32)> = match query.mode {
@@ -820,32 +976,82 @@ impl Index {
             // Not "no results": the table is gone (deleted, or lost).
             bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
         }
-        let ranked = search::code_first(ranked, &query.text, |h| h.row.path.as_str());
-        let mut signals = search::FileSignals::default();
-        if let Some(l) = long {
-            // The file list is read only when the query names paths.
-            if !l.named_paths.is_empty() {
-                let files = self.state.files()?;
-                signals.named_files =
-                    search::resolve_named_files(&l.named_paths, files.keys().map(String::as_str));
-            }
-            signals.names = l.code_terms.into_iter().collect();
-            signals.accumulate = true;
+        Ok(ranked)
+    }
+
+    /// Brings a shared index's overlay up to this machine's files: finds
+    /// what differs from the shared index and indexes just that, locally.
+    /// A failure is said with the results, which then come from the shared
+    /// index alone.
+    fn refresh_overlay(&mut self) {
+        if let Err(e) = self.try_refresh_overlay() {
+            tracing::warn!("the local overlay of the shared index failed: {e:#}");
+            self.overlay = None;
+            self.overlay_note = Some(format!(
+                "this machine's changes are not searched (the local overlay failed: {e:#}); results come from the shared index as it is"
+            ));
         }
-        let ranked = search::rank_by_file(ranked, &signals, CHUNKS_PER_FILE);
-        Ok(ranked
-            .into_iter()
-            .take(k)
-            .map(|(h, score)| SearchResult {
-                path: h.row.path,
-                start_line: h.row.start_line,
-                end_line: h.row.end_line,
-                symbol: h.row.symbol,
-                kind: h.row.kind,
-                score,
-                text: h.row.text,
-            })
-            .collect())
+    }
+
+    fn try_refresh_overlay(&mut self) -> Result<()> {
+        let shared = self.shared.as_ref().expect("a shared index");
+        if self.overlay.is_none() {
+            let dir = shared.local.join("overlay");
+            let options = IndexOptions {
+                embedder: embed::Choice::matching(&self.identity),
+                only: Some(HashSet::new()),
+                ..IndexOptions::default()
+            };
+            let open =
+                || Self::open_writer_in(self.root.clone(), dir.clone(), options.clone(), None);
+            let index = match open() {
+                Ok(i) => i,
+                // Another search is updating it: its results stand.
+                Err(e) if format!("{e:#}").contains("already updating") => return Err(e),
+                // Damaged, or made for an earlier shared index with another
+                // embedder: the overlay is only a cache, started anew.
+                Err(_) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    open()?
+                }
+            };
+            self.overlay = Some(Overlay {
+                index: Box::new(index),
+                changes: LocalChanges::default(),
+                memo: shared::HashMemo::new(),
+            });
+        }
+        let files = self.state.files()?;
+        let overlay = self.overlay.as_mut().expect("just opened");
+        overlay.changes = shared::local_changes(&self.root, &files, &mut overlay.memo);
+        overlay.index.options.only = Some(overlay.changes.changed.clone());
+        overlay.index.update(&CancelToken::new(), &mut |_| {})?;
+        self.overlay_note = None;
+        Ok(())
+    }
+
+    /// Publishes a shared index's state (and with `cache`, its embedding
+    /// cache) to its store; nothing for a local index or a reader.
+    fn publish(&self, cache: bool) -> Result<()> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        if self._lock.is_none() {
+            return Ok(());
+        }
+        let state_out = self.dir.join("outgoing-state.sqlite");
+        let cache_out = self.dir.join("outgoing-cache.sqlite");
+        self.state
+            .snapshot(&state_out, cache.then_some(cache_out.as_path()))?;
+        // The cache first: a state that names vectors the store's cache
+        // lacks would only cost embeddings, never a wrong result.
+        if cache {
+            shared.publish(&cache_out, state::CACHE_FILE)?;
+            state::remove_db(&cache_out);
+        }
+        shared.publish(&state_out, shared::STATE_FILE)?;
+        state::remove_db(&state_out);
+        Ok(())
     }
 
     pub fn status(&self) -> Result<Status> {
@@ -864,6 +1070,7 @@ impl Index {
         Ok(Status {
             root: self.root.clone(),
             index_dir: self.dir.clone(),
+            store: self.shared.as_ref().map(|s| s.uri.clone()),
             files: files.len(),
             languages,
             chunks: self.store.count_rows()?,
@@ -878,7 +1085,7 @@ impl Index {
             writer_active: self._lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),
             complete: self.is_complete()?,
-            damage: check(&self.store, &self.state).map(|d| d.to_string()),
+            damage: check(&self.store, &self.state, true).map(|d| d.to_string()),
         })
     }
 
@@ -896,23 +1103,91 @@ impl Index {
         }
         let (embedded, chunks) = (self.store.embedded_rows()?, self.store.count_rows()?);
         notes.extend(coverage_note(embedded, chunks));
+        if let (Some(shared), None) = (&self.shared, &self._lock) {
+            let updated = self.state.meta("last_update")?;
+            let local = self.overlay.as_ref().map_or(0, |o| o.changes.len());
+            notes.push(format!(
+                "searching the shared index in {} (updated {}){}",
+                shared.uri,
+                updated.as_deref().unwrap_or("never"),
+                match local {
+                    0 => String::new(),
+                    1 => ", with the 1 file changed or deleted here on top".into(),
+                    n => format!(", with the {n} files changed or deleted here on top"),
+                }
+            ));
+        }
+        notes.extend(self.overlay_note.clone());
         Ok(notes)
     }
 }
 
 /// What is wrong with an index, if anything: unreadable data, fewer rows
-/// than the files recorded (a deleted table), or a broken BM25 index.
-fn check(store: &Store, state: &State) -> Option<Damage> {
+/// than the files recorded (a deleted table), or a broken BM25 index. Not
+/// `thorough`, only the row count is compared.
+fn check(store: &Store, state: &State, thorough: bool) -> Option<Damage> {
     let expected = match state.total_chunks() {
         Ok(n) => n,
         Err(e) => return Some(Damage::Table(format!("{e:#}"))),
     };
-    match store.verify() {
+    let rows = if thorough {
+        store.verify()
+    } else {
+        store
+            .count_rows()
+            .map_err(|e| Damage::Table(format!("{e:#}")))
+    };
+    match rows {
         Ok(rows) if rows < expected => Some(Damage::Table(format!(
             "{rows} rows where the files recorded {expected}"
         ))),
         Ok(_) => None,
         Err(damage) => Some(damage),
+    }
+}
+
+/// What a query asks of each table it is run on.
+struct SearchPlan {
+    glob: Option<globset::GlobMatcher>,
+    lang_filter: Option<String>,
+    k: usize,
+    /// Candidates each leg fetches.
+    depth: usize,
+    /// An issue text, taken apart; None for a one-line query.
+    long: Option<query::LongQuery>,
+}
+
+impl SearchPlan {
+    fn new(query: &SearchQuery) -> Result<Self> {
+        let glob = match &query.path_glob {
+            Some(g) => Some(
+                globset::Glob::new(g)
+                    .with_context(|| format!("bad --path glob {g:?}"))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let k = query.k.max(1);
+        // Over-fetch: fusion needs depth, and the glob filters afterwards.
+        let depth = if glob.is_some() {
+            (k * 10).max(100)
+        } else {
+            (k * 4).max(40)
+        };
+        // An issue text is taken apart; a one-line query is used as it is.
+        let long = query::is_long(&query.text).then(|| query::analyze(&query.text));
+        let depth = if long.is_some() {
+            depth.max(LONG_QUERY_DEPTH)
+        } else {
+            depth
+        };
+        Ok(Self {
+            glob,
+            lang_filter: query.lang.as_deref().map(store::lang_filter),
+            k,
+            depth,
+            long,
+        })
     }
 }
 
@@ -1064,17 +1339,45 @@ fn connect_recorded(recorded: &Identity) -> Result<Embedder> {
     Ok(embedder)
 }
 
-/// The chunk table under `dir` removed and created empty for vectors of
-/// `dim` dimensions, its files forgotten by `state` so the next update
-/// writes them all again (from the embedding cache: nothing is re-embedded).
-fn new_table(dir: &Path, state: &State, dim: usize) -> Result<Store> {
-    let lance = dir.join("lance");
-    if lance.exists() {
-        std::fs::remove_dir_all(&lance)
-            .with_context(|| format!("cannot remove the chunk table {}", lance.display()))?;
+/// Where the chunk table of the index kept in `dir` lives.
+fn table_location(dir: &Path, shared: Option<&SharedStore>) -> Result<TableLocation> {
+    match shared {
+        Some(s) => Ok(s.table.clone()),
+        None => TableLocation::local(&dir.join("lance")),
     }
-    state.clear_files()?;
-    Store::open_with_dim(&lance, dim)
+}
+
+/// Removes the chunk table (to be made anew: the callers forget its files).
+fn remove_table(dir: &Path, shared: Option<&SharedStore>) -> Result<()> {
+    match shared {
+        Some(s) => s.remove_table(),
+        None => {
+            let lance = dir.join("lance");
+            if lance.exists() {
+                std::fs::remove_dir_all(&lance).with_context(|| {
+                    format!("cannot remove the chunk table {}", lance.display())
+                })?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A shared index's writer starts from the store's state and cache: the
+/// store is the truth, and a CI runner starts with neither. A store without
+/// a state is a new index (the local cache, if any, is kept).
+fn fetch_working_copies(shared: &SharedStore, dir: &Path) -> Result<()> {
+    let state_path = dir.join(shared::STATE_FILE);
+    state::remove_db(&state_path);
+    shared.fetch(shared::STATE_FILE, &state_path)?;
+    let fetched = dir.join("fetched-cache.sqlite");
+    if shared.fetch(state::CACHE_FILE, &fetched)? {
+        let cache_path = dir.join(state::CACHE_FILE);
+        state::remove_db(&cache_path);
+        std::fs::rename(&fetched, &cache_path)
+            .with_context(|| format!("cannot write {}", cache_path.display()))?;
+    }
+    Ok(())
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -20,6 +20,10 @@ const SCHEMA_VERSION: i64 = 2;
 /// The embedding cache's file, beside the state file.
 pub const CACHE_FILE: &str = "embeddings.sqlite";
 
+/// Meta key: the embedder, also kept with the state (the cache's copy is the
+/// one a writer checks; readers of a shared index have only the state).
+const EMBEDDER_KEY: &str = "embedder";
+
 /// What the index last saw of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileState {
@@ -226,6 +230,11 @@ impl State {
                 r.get(0)
             })
             .optional()?;
+        // A reader of a shared index has the state without the cache.
+        let recorded = match recorded {
+            Some(json) => Some(json),
+            None => self.meta(EMBEDDER_KEY)?,
+        };
         match recorded {
             Some(json) => Ok(Some(serde_json::from_str(&json).with_context(|| {
                 format!("the embedding cache names an unreadable embedder: {json}")
@@ -236,10 +245,28 @@ impl State {
     }
 
     pub fn set_embedder(&self, identity: &super::embed::Identity) -> Result<()> {
+        let json = serde_json::to_string(identity)?;
         self.cache.execute(
             "INSERT OR REPLACE INTO about(key, value) VALUES ('embedder', ?1)",
-            [serde_json::to_string(identity)?],
+            [&json],
         )?;
+        self.set_meta(EMBEDDER_KEY, &json)
+    }
+
+    /// Consistent copies of the state (and with `cache_to`, the embedding
+    /// cache) as single files, whatever a write-ahead log holds: what a
+    /// shared index publishes.
+    pub fn snapshot(&self, state_to: &Path, cache_to: Option<&Path>) -> Result<()> {
+        let copy = |conn: &Connection, to: &Path| -> Result<()> {
+            remove_db(to);
+            conn.execute("VACUUM INTO ?1", [to.to_string_lossy()])
+                .with_context(|| format!("cannot write {}", to.display()))?;
+            Ok(())
+        };
+        copy(&self.conn, state_to)?;
+        if let Some(to) = cache_to {
+            copy(&self.cache, to)?;
+        }
         Ok(())
     }
 

@@ -9,7 +9,7 @@
 //! LanceDB is async; the store owns a small Tokio runtime and exposes a
 //! blocking API, which is what the CLI and the agent's tools want.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
@@ -191,7 +191,7 @@ pub struct Hit {
 }
 
 pub struct Store {
-    dir: PathBuf,
+    location: TableLocation,
     // Dropped before the runtime it was opened on (fields drop in order).
     table: Table,
     rt: tokio::runtime::Runtime,
@@ -381,21 +381,45 @@ impl std::fmt::Display for Damage {
     }
 }
 
-/// A fresh handle on the chunk table under `dir`, created when absent.
-fn open_table(rt: &tokio::runtime::Runtime, dir: &Path, dim: usize) -> Result<Table> {
-    let uri = dir
-        .to_str()
-        .ok_or_else(|| anyhow!("index path is not UTF-8: {}", dir.display()))?;
+/// Where a chunk table lives: a local folder, or a URI LanceDB opens with
+/// its storage options (a shared index on S3, `index::shared`).
+#[derive(Debug, Clone)]
+pub struct TableLocation {
+    pub uri: String,
+    pub options: Vec<(String, String)>,
+}
+
+impl TableLocation {
+    pub fn local(dir: &Path) -> Result<Self> {
+        let uri = dir
+            .to_str()
+            .ok_or_else(|| anyhow!("index path is not UTF-8: {}", dir.display()))?;
+        Ok(Self {
+            uri: uri.to_string(),
+            options: Vec::new(),
+        })
+    }
+}
+
+/// A fresh handle on the chunk table at `location`, created when absent
+/// unless `create` is false (a reader of a shared index writes nothing).
+fn open_table(
+    rt: &tokio::runtime::Runtime,
+    location: &TableLocation,
+    dim: usize,
+    create: bool,
+) -> Result<Table> {
     let table = rt.block_on(async {
         // Strong read consistency: a long-lived reader (the agent, a
         // benchmark) sees what a concurrent writer committed.
-        let db: Connection = lancedb::connect(uri)
+        let db: Connection = lancedb::connect(&location.uri)
+            .storage_options(location.options.iter().cloned())
             .read_consistency_interval(std::time::Duration::ZERO)
             .execute()
             .await?;
         match db.open_table(TABLE).execute().await {
             Ok(t) => Ok(t),
-            Err(lancedb::Error::TableNotFound { .. }) => {
+            Err(lancedb::Error::TableNotFound { .. }) if create => {
                 db.create_empty_table(TABLE, schema(dim)).execute().await
             }
             Err(e) => Err(e),
@@ -414,12 +438,18 @@ impl Store {
     /// Opens the chunk table under `dir`, creating it for vectors of `dim`
     /// dimensions when absent (an existing table keeps its own).
     pub fn open_with_dim(dir: &Path, dim: usize) -> Result<Self> {
+        Self::open_at(&TableLocation::local(dir)?, dim, true)
+    }
+
+    /// Opens the chunk table at `location`; with `create`, an absent one is
+    /// created for vectors of `dim` dimensions.
+    pub fn open_at(location: &TableLocation, dim: usize, create: bool) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .context("cannot start the storage runtime")?;
-        let table = open_table(&rt, dir, dim)?;
+        let table = open_table(&rt, location, dim, create)?;
         let schema = rt.block_on(table.schema())?;
         let progressive = schema.field_with_name("embedded").is_ok();
         let dim = match schema.field_with_name("vector").map(|f| f.data_type()) {
@@ -429,7 +459,7 @@ impl Store {
         Ok(Self {
             progressive,
             dim,
-            dir: dir.to_path_buf(),
+            location: location.clone(),
             table,
             rt,
             text_index_seen: std::sync::atomic::AtomicBool::new(false),
@@ -746,7 +776,7 @@ impl Store {
     /// watcher, until it runs out).
     pub fn reopen(&mut self) -> Result<()> {
         // On the same runtime; the old handle drops here, its files with it.
-        self.table = open_table(&self.rt, &self.dir, self.dim)?;
+        self.table = open_table(&self.rt, &self.location, self.dim, false)?;
         Ok(())
     }
 

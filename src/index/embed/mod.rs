@@ -75,6 +75,21 @@ pub enum Choice {
         api_key: Option<String>,
     },
 }
+impl Choice {
+    /// The embedder whose vectors sit beside `identity`'s: its server (at
+    /// `AGENT_EMBED_SERVER` if it moved), or the local model.
+    pub fn matching(identity: &Identity) -> Self {
+        match &identity.server {
+            Some(server) => Choice::Server {
+                url: std::env::var("AGENT_EMBED_SERVER").unwrap_or_else(|_| server.clone()),
+                model: Some(identity.model.clone()),
+                api_key: std::env::var("AGENT_EMBED_API_KEY").ok(),
+            },
+            None => Choice::AsRecorded,
+        }
+    }
+}
+
 /// Longest input in tokens; MiniLM was trained with 256.
 pub const MAX_TOKENS: usize = 256;
 /// Texts per ONNX Runtime call. Small: ONNX Runtime's arena keeps the

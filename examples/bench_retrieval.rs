@@ -24,19 +24,24 @@ fn main() -> anyhow::Result<()> {
     let queries: Vec<Labelled> = serde_json::from_str(&std::fs::read_to_string(&args[2])?)?;
     let fusions: Vec<(String, Fusion)> = args[3..]
         .iter()
-        .map(|f| (f.clone(), f.parse().expect("fusion: rrf:W or linear:W")))
+        .map(|f| {
+            (
+                f.clone(),
+                f.parse().expect("fusion: rrf:W, linear:W or z:W"),
+            )
+        })
         .collect();
 
     let mut index = Index::open_writer(&root, IndexOptions::default())?;
     let stats = index.update(&CancelToken::new(), &mut |_| {})?;
-    let default = agent::index::DEFAULT_FUSION;
-    let mut runs: Vec<(String, SearchMode, Fusion)> = vec![
-        ("bm25".into(), SearchMode::Bm25, default),
-        ("vector".into(), SearchMode::Vector, default),
-        ("hybrid".into(), SearchMode::Hybrid, default),
+    // `None`: the search's own choice for the query.
+    let mut runs: Vec<(String, SearchMode, Option<Fusion>)> = vec![
+        ("bm25".into(), SearchMode::Bm25, None),
+        ("vector".into(), SearchMode::Vector, None),
+        ("hybrid".into(), SearchMode::Hybrid, None),
     ];
     for (name, f) in fusions {
-        runs.push((format!("hybrid_{name}"), SearchMode::Hybrid, f));
+        runs.push((format!("hybrid_{name}"), SearchMode::Hybrid, Some(f)));
     }
     let mut report = serde_json::Map::new();
     for (name, mode, fusion) in runs {

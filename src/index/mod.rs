@@ -477,8 +477,8 @@ impl Index {
     fn embedder(&mut self) -> Result<&mut Embedder> {
         // A shared index's reader embeds queries with its overlay's model
         // (the same one): loaded once.
-        if self.overlay.is_some() {
-            return self.overlay.as_mut().expect("checked").index.embedder();
+        if let Some(overlay) = &mut self.overlay {
+            return overlay.index.embedder();
         }
         if self.embedder.is_none() {
             self.embedder = Some(match self.identity.server {
@@ -872,13 +872,20 @@ impl Index {
         } else {
             None
         };
-        let mut ranked = self.fused_hits(query, &plan, vector.as_deref())?;
+        let (mut vector_hits, mut text_hits) = self.leg_hits(query, &plan, vector.as_deref())?;
         if let Some(overlay) = &self.overlay {
             // This machine's version of a file wins over the shared one.
-            ranked.retain(|(h, _)| !overlay.changes.shadows(&h.row.path));
-            ranked.extend(overlay.index.fused_hits(query, &plan, vector.as_deref())?);
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+            // The legs merge before fusion, which weighs each by its spread.
+            let mine = |h: &store::Hit| !overlay.changes.shadows(&h.row.path);
+            let (v, t) = overlay.index.leg_hits(query, &plan, vector.as_deref())?;
+            for (leg, local) in [(&mut vector_hits, v), (&mut text_hits, t)] {
+                leg.retain(mine);
+                leg.extend(local);
+                leg.sort_by(|a, b| b.score.total_cmp(&a.score));
+                leg.truncate(plan.depth);
+            }
         }
+        let ranked = fuse(query, &plan, vector_hits, text_hits);
         let ranked = search::code_first(ranked, &query.text, |h| h.row.path.as_str());
         let mut signals = search::FileSignals::default();
         if let Some(l) = plan.long {
@@ -913,14 +920,14 @@ impl Index {
             .collect())
     }
 
-    /// This table's two legs, fused, for a query whose vector (when the mode
-    /// uses one) is already made.
-    fn fused_hits(
+    /// This table's two legs (vector, BM25), for a query whose vector (when
+    /// the mode uses one) is already made; the `--path` glob applied.
+    fn leg_hits(
         &self,
         query: &SearchQuery,
         plan: &SearchPlan,
         vector: Option<&[f32]>,
-    ) -> Result<Vec<(store::Hit, f32)>> {
+    ) -> Result<(Vec<store::Hit>, Vec<store::Hit>)> {
         let filter = plan.lang_filter.as_deref();
         let depth = plan.depth;
         let started = Instant::now();
@@ -954,29 +961,15 @@ impl Index {
         let keep = |h: &store::Hit| plan.glob.as_ref().is_none_or(|g| g.is_match(&h.row.path));
         let vector_hits: Vec<_> = vector_hits.into_iter().filter(keep).collect();
         let text_hits: Vec<_> = text_hits.into_iter().filter(keep).collect();
-        let ranked: Vec<(store::Hit, f32)> = match query.mode {
-            SearchMode::Vector => vector_hits
-                .into_iter()
-                .map(|h| (h.clone(), h.score))
-                .collect(),
-            SearchMode::Bm25 => text_hits
-                .into_iter()
-                .map(|h| (h.clone(), h.score))
-                .collect(),
-            SearchMode::Hybrid => match query.fusion {
-                search::Fusion::Rrf { vector_weight } => {
-                    search::fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], depth)
-                }
-                search::Fusion::Linear { text_weight } => {
-                    search::fuse_linear(&vector_hits, &text_hits, text_weight, depth)
-                }
-            },
-        };
-        if ranked.is_empty() && self.store.count_rows()? == 0 && self.state.total_chunks()? > 0 {
+        if vector_hits.is_empty()
+            && text_hits.is_empty()
+            && self.store.count_rows()? == 0
+            && self.state.total_chunks()? > 0
+        {
             // Not "no results": the table is gone (deleted, or lost).
             bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
         }
-        Ok(ranked)
+        Ok((vector_hits, text_hits))
     }
 
     /// Brings a shared index's overlay up to this machine's files: finds
@@ -1191,6 +1184,46 @@ impl SearchPlan {
     }
 }
 
+/// The legs of a search, merged into one ranked list by the query's mode.
+fn fuse(
+    query: &SearchQuery,
+    plan: &SearchPlan,
+    vector_hits: Vec<store::Hit>,
+    text_hits: Vec<store::Hit>,
+) -> Vec<(store::Hit, f32)> {
+    let depth = plan.depth;
+    match query.mode {
+        SearchMode::Vector => vector_hits
+            .into_iter()
+            .map(|h| {
+                let score = h.score;
+                (h, score)
+            })
+            .collect(),
+        SearchMode::Bm25 => text_hits
+            .into_iter()
+            .map(|h| {
+                let score = h.score;
+                (h, score)
+            })
+            .collect(),
+        SearchMode::Hybrid => match query.fusion.unwrap_or(match plan.long {
+            Some(_) => LONG_QUERY_FUSION,
+            None => SHORT_QUERY_FUSION,
+        }) {
+            search::Fusion::Rrf { vector_weight } => {
+                search::fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], depth)
+            }
+            search::Fusion::Linear { text_weight } => {
+                search::fuse_linear(&vector_hits, &text_hits, text_weight, depth)
+            }
+            search::Fusion::ZScore { text_weight } => {
+                search::fuse_zscore(&vector_hits, &text_hits, text_weight, depth)
+            }
+        },
+    }
+}
+
 /// The error of a search the store could not answer.
 const UNREADABLE: &str =
     "the index could not be read (it may be damaged)\n  fix: run `agent index`, which repairs it";
@@ -1198,9 +1231,12 @@ const UNREADABLE: &str =
 /// State key: "no" while an update is under way or was cut short.
 const COMPLETE_KEY: &str = "complete";
 
-/// How hybrid search fuses its two lists; chosen on the CoSQA dev split
-/// (see BENCHMARKS.md), never on the test split.
-pub const DEFAULT_FUSION: search::Fusion = search::Fusion::Linear { text_weight: 0.1 };
+/// How hybrid search fuses the two lists of a one-line query; chosen on the
+/// CoSQA dev split (see BENCHMARKS.md), never on the test split.
+pub const SHORT_QUERY_FUSION: search::Fusion = search::Fusion::ZScore { text_weight: 0.3 };
+/// How it fuses them for an issue text; chosen on the SWE-bench dev
+/// instances (sympy 1.0 and 1.1).
+pub const LONG_QUERY_FUSION: search::Fusion = search::Fusion::Linear { text_weight: 0.1 };
 
 /// Chunks of one file in search results: the rest of a file's matches would
 /// push other files out of a short list.

@@ -27,8 +27,9 @@ pub struct SearchQuery {
     pub path_glob: Option<String>,
     /// Only this language (`rust`, `python`, `text`).
     pub lang: Option<String>,
-    /// How hybrid mode merges the two lists.
-    pub fusion: Fusion,
+    /// How hybrid mode merges the two lists; `None`: by the query's kind
+    /// ([`super::SHORT_QUERY_FUSION`], [`super::LONG_QUERY_FUSION`]).
+    pub fusion: Option<Fusion>,
 }
 
 /// How hybrid search merges the vector and BM25 lists.
@@ -40,20 +41,27 @@ pub enum Fusion {
     /// Keeps the vector list's fine-grained scores, which rank-only fusion
     /// throws away when one retriever is much stronger than the other.
     Linear { text_weight: f32 },
+    /// Each list's scores standardised (mean 0, standard deviation 1 over
+    /// the list), then `(1 - text_weight)` × vector + `text_weight` × BM25.
+    /// The legs count by how far a candidate stands out of their own list,
+    /// not by their raw scales, so whichever leg separates its top hits
+    /// more has the say (BM25 when a doc comment uses the code's own words,
+    /// the vectors for a web-style question).
+    ZScore { text_weight: f32 },
 }
 
 impl std::str::FromStr for Fusion {
     type Err = String;
-    /// `rrf:W` or `linear:W`.
+    /// `rrf:W`, `linear:W` or `z:W`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, w) = s
-            .split_once(':')
-            .ok_or_else(|| format!("{s}: expected rrf:W or linear:W"))?;
+        let expected = || format!("{s}: expected rrf:W, linear:W or z:W");
+        let (kind, w) = s.split_once(':').ok_or_else(expected)?;
         let w: f32 = w.parse().map_err(|_| format!("{s}: bad weight"))?;
         match kind {
             "rrf" => Ok(Fusion::Rrf { vector_weight: w }),
             "linear" => Ok(Fusion::Linear { text_weight: w }),
-            _ => Err(format!("{s}: expected rrf:W or linear:W")),
+            "z" => Ok(Fusion::ZScore { text_weight: w }),
+            _ => Err(expected()),
         }
     }
 }
@@ -66,7 +74,7 @@ impl SearchQuery {
             mode: SearchMode::Hybrid,
             path_glob: None,
             lang: None,
-            fusion: super::DEFAULT_FUSION,
+            fusion: None,
         }
     }
 }
@@ -201,6 +209,54 @@ pub fn fuse_linear(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> 
         .into_values()
         .map(|(v, t, h)| (h.clone(), v + text_weight * t))
         .collect();
+    fused.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| a.0.row.id.cmp(&b.0.row.id))
+    });
+    fused.truncate(k);
+    fused
+}
+
+/// Z-score fusion (see [`Fusion::ZScore`]). A candidate missing from a list
+/// takes that list's lowest standardised score (it was at best that good);
+/// the fused scores are shifted so the lowest is 0, since later steps scale
+/// scores (documentation × 0.7) and divide by the best one.
+pub fn fuse_zscore(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> Vec<(Hit, f32)> {
+    /// Standardised scores by row id, and the lowest of them.
+    fn standardise(hits: &[Hit]) -> (HashMap<&str, f32>, f32) {
+        let n = hits.len() as f32;
+        if hits.is_empty() {
+            return (HashMap::new(), 0.0);
+        }
+        let mean = hits.iter().map(|h| h.score).sum::<f32>() / n;
+        let var = hits.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>() / n;
+        // One hit, or all equal: no hit stands out.
+        let sd = if var > f32::EPSILON { var.sqrt() } else { 1.0 };
+        let z: HashMap<&str, f32> = hits
+            .iter()
+            .map(|h| (h.row.id.as_str(), (h.score - mean) / sd))
+            .collect();
+        let floor = z.values().copied().fold(f32::INFINITY, f32::min);
+        (z, floor)
+    }
+    let (zv, floor_v) = standardise(vector);
+    let (zt, floor_t) = standardise(text);
+    let mut hits: HashMap<&str, &Hit> = HashMap::new();
+    for h in vector.iter().chain(text) {
+        hits.entry(h.row.id.as_str()).or_insert(h);
+    }
+    let mut fused: Vec<(Hit, f32)> = hits
+        .into_iter()
+        .map(|(id, h)| {
+            let v = zv.get(id).copied().unwrap_or(floor_v);
+            let t = zt.get(id).copied().unwrap_or(floor_t);
+            (h.clone(), (1.0 - text_weight) * v + text_weight * t)
+        })
+        .collect();
+    let lowest = fused.iter().map(|(_, s)| *s).fold(f32::INFINITY, f32::min);
+    for (_, s) in &mut fused {
+        *s -= lowest;
+    }
     fused.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| a.0.row.id.cmp(&b.0.row.id))
@@ -492,6 +548,51 @@ mod tests {
 
     fn order(ranked: &[(Hit, f32)]) -> Vec<String> {
         ranked.iter().map(|(h, _)| h.row.id.clone()).collect()
+    }
+
+    fn scored(path: &str, score: f32) -> Hit {
+        Hit {
+            score,
+            ..hit(path, 1, "f")
+        }
+    }
+
+    #[test]
+    fn zscore_fusion_lets_an_outlier_of_either_list_lead() {
+        // The vectors rank a.py first by a step no larger than the others;
+        // BM25's c.py stands far out of its list.
+        let mut vector = vec![scored("a.py", 0.60), scored("c.py", 0.58)];
+        let mut text = vec![
+            scored("c.py", 12.0),
+            scored("a.py", 2.0),
+            scored("e.py", 1.9),
+        ];
+        for i in 0..8 {
+            vector.push(scored(&format!("d{i}.py"), 0.56 - 0.02 * i as f32));
+        }
+        for i in 0..7 {
+            text.push(scored(&format!("d{i}.py"), 1.8 - 0.1 * i as f32));
+        }
+        let fused = fuse_zscore(&vector, &text, 0.3, 20);
+        assert_eq!(order(&fused)[0], "c.py:1");
+        // With BM25 given no say, the vectors' order stands.
+        assert_eq!(order(&fuse_zscore(&vector, &text, 0.0, 20))[0], "a.py:1");
+        // Every candidate once, the lowest at 0, none negative (documents
+        // are scaled down later, which must lower them).
+        assert_eq!(fused.len(), 11);
+        assert!(fused.iter().all(|(_, s)| *s >= 0.0));
+        assert_eq!(fused.last().unwrap().1, 0.0);
+        // Only in BM25 (e.py) takes the vector list's floor: below a.py,
+        // which both lists have, though their BM25 scores are close.
+        let pos = |id: &str| order(&fused).iter().position(|x| x == id).unwrap();
+        assert!(pos("a.py:1") < pos("e.py:1"));
+        // A leg with one hit (no spread) adds nothing odd.
+        let one = fuse_zscore(&vector[..1], &text[..1], 0.3, 10);
+        assert!(one.iter().all(|(_, s)| s.is_finite()));
+        assert_eq!(
+            "z:0.3".parse::<Fusion>(),
+            Ok(Fusion::ZScore { text_weight: 0.3 })
+        );
     }
 
     #[test]

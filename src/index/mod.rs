@@ -8,6 +8,9 @@
 //! - `embeddings.sqlite`: the embedding cache (its own file: it survives damage to the rest);
 //! - `writer.lock`: held by the one process allowed to write.
 //!
+//! A shared index (`--store`) keeps the first three in a store instead, and
+//! its readers search it with their own changes on top: see [`shared`].
+//!
 //! Consistency: files are processed in batches; a batch's rows replace the
 //! old ones in one LanceDB commit (so a failed write, such as a full disk,
 //! leaves the old rows), before its files are recorded in `state.sqlite`. A
@@ -395,7 +398,20 @@ impl Index {
         let state = State::open(&dir.join("state.sqlite")).map_err(damaged)?;
         let identity = state.embedder()?.unwrap_or_else(Identity::local);
         let store = Store::open_with_dim(&dir.join("lance"), identity.dim).map_err(damaged)?;
-        Ok(Self {
+        Ok(Self::reader(root, dir, state, store, identity, None))
+    }
+
+    /// A read-only index of these parts (no lock, no embedder until a
+    /// search needs one).
+    fn reader(
+        root: PathBuf,
+        dir: PathBuf,
+        state: State,
+        store: Store,
+        identity: Identity,
+        shared: Option<SharedStore>,
+    ) -> Self {
+        Self {
             root,
             dir,
             state,
@@ -405,10 +421,10 @@ impl Index {
             options: IndexOptions::default(),
             _lock: None,
             recovered: None,
-            shared: None,
+            shared,
             overlay: None,
             overlay_note: None,
-        })
+        }
     }
 
     /// A reader of the shared index in `uri`: the store's state, fetched,
@@ -430,20 +446,14 @@ impl Index {
         let state = State::open(&state_path).map_err(damaged)?;
         let identity = state.embedder()?.unwrap_or_else(Identity::local);
         let store = Store::open_at(&shared.table, identity.dim, false).map_err(damaged)?;
-        Ok(Self {
+        Ok(Self::reader(
             root,
             dir,
             state,
             store,
-            embedder: None,
             identity,
-            options: IndexOptions::default(),
-            _lock: None,
-            recovered: None,
-            shared: Some(shared),
-            overlay: None,
-            overlay_note: None,
-        })
+            Some(shared),
+        ))
     }
 
     /// Deletes the index (keeping nothing) so the next update starts fresh.

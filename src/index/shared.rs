@@ -115,17 +115,21 @@ impl SharedStore {
         })
     }
 
-    /// Deletes everything the index keeps in the store (`--rebuild`).
+    /// Deletes what the index keeps in the store (`--rebuild`), and
+    /// nothing else there.
     pub fn clear(&self) -> Result<()> {
-        self.blobs
-            .clear("")
-            .with_context(|| format!("cannot clear the index store {}", self.uri))
+        for name in [TABLE_DIR, STATE_FILE, super::state::CACHE_FILE] {
+            self.blobs.remove(name).with_context(|| {
+                format!("cannot delete {name} from the index store {}", self.uri)
+            })?;
+        }
+        Ok(())
     }
 
     /// Deletes the chunk table (a damaged one, to be written anew).
     pub fn remove_table(&self) -> Result<()> {
         self.blobs
-            .clear(TABLE_DIR)
+            .remove(TABLE_DIR)
             .with_context(|| format!("cannot remove the chunk table in {}", self.uri))
     }
 }
@@ -227,26 +231,24 @@ impl Blobs {
         }
     }
 
-    /// Deletes everything under `under` ("": the whole store).
-    fn clear(&self, under: &str) -> Result<()> {
+    /// Deletes the object or folder `name` (nothing else: a folder store
+    /// may hold other files), if it is there.
+    fn remove(&self, name: &str) -> Result<()> {
         match self {
             Blobs::Dir(dir) => {
-                let dir = dir.join(under);
-                if !dir.exists() {
-                    return Ok(());
+                let path = dir.join(name);
+                let removed = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                match removed {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+                    _ => Ok(()),
                 }
-                for entry in std::fs::read_dir(dir)? {
-                    let path = entry?.path();
-                    if path.is_dir() {
-                        std::fs::remove_dir_all(&path)?;
-                    } else {
-                        std::fs::remove_file(&path)?;
-                    }
-                }
-                Ok(())
             }
             #[cfg(feature = "s3")]
-            Blobs::S3(s3) => s3.clear(under),
+            Blobs::S3(s3) => s3.remove(name),
         }
     }
 }
@@ -327,15 +329,15 @@ mod s3 {
             })
         }
 
-        pub fn clear(&self, under: &str) -> Result<()> {
+        /// The object `name`, or every object under `name/`.
+        pub fn remove(&self, name: &str) -> Result<()> {
             self.rt.block_on(async {
-                let prefix = match (self.prefix.as_str(), under) {
-                    ("", "") => None,
-                    ("", u) => Some(Path::from(u)),
-                    (p, "") => Some(Path::from(p)),
-                    (p, u) => Some(Path::from(format!("{p}/{u}"))),
-                };
-                let objects: Vec<_> = self.store.list(prefix.as_ref()).try_collect().await?;
+                let path = self.path(name);
+                match self.store.delete(&path).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                let objects: Vec<_> = self.store.list(Some(&path)).try_collect().await?;
                 for object in objects {
                     self.store.delete(&object.location).await?;
                 }
@@ -486,8 +488,13 @@ mod tests {
         assert!(store.fetch(STATE_FILE, &dest).unwrap());
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "two");
         assert!(!store.fetch("missing", &dest).unwrap());
+        // A rebuild deletes the index's objects and nothing else there.
+        std::fs::create_dir_all(store_dir.join(TABLE_DIR).join("x")).unwrap();
+        std::fs::write(store_dir.join("someone-elses.txt"), "keep").unwrap();
         store.clear().unwrap();
         assert!(!store.fetch(STATE_FILE, &dest).unwrap());
+        assert!(!store_dir.join(TABLE_DIR).exists());
+        assert!(store_dir.join("someone-elses.txt").exists());
         #[cfg(not(feature = "s3"))]
         {
             let err = SharedStore::open(&root, "s3://bucket/x", false)

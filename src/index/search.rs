@@ -217,13 +217,30 @@ pub fn fuse_linear(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> 
     fused
 }
 
+/// Cosine similarities closer than this say nothing: an embedder that
+/// cannot tell the candidates apart (all within a few hundredths, as a chat
+/// model's hidden states are) must not outvote BM25 by its standardised
+/// noise. MiniLM's lists spread wider (standard deviation 0.03 at the 5th
+/// percentile on CoSQA and the doc-comment pairs), so this rarely binds.
+const MIN_COSINE_SD: f32 = 0.02;
+
 /// Z-score fusion (see [`Fusion::ZScore`]). A candidate missing from a list
-/// takes that list's lowest standardised score (it was at best that good);
-/// the fused scores are shifted so the lowest is 0, since later steps scale
+/// takes that list's lowest standardised score (it was at best that good),
+/// or missing from a BM25 list that holds every match, BM25's 0 standardised
+/// (so a lone match still counts); the fused scores are shifted so the lowest is 0, since later steps scale
 /// scores (documentation × 0.7) and divide by the best one.
 pub fn fuse_zscore(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> Vec<(Hit, f32)> {
-    /// Standardised scores by row id, and the lowest of them.
-    fn standardise(hits: &[Hit]) -> (HashMap<&str, f32>, f32) {
+    /// Standardised scores by row id, and what a candidate missing from the
+    /// list gets: the lowest of them, or, when `floor` is given and the list
+    /// was not cut off at `k` (every match is in it), the standardised
+    /// `floor` (BM25 0 for no match). A spread under `min_sd` counts as
+    /// `min_sd`: differences that small are noise.
+    fn standardise(
+        hits: &[Hit],
+        min_sd: f32,
+        floor: Option<f32>,
+        k: usize,
+    ) -> (HashMap<&str, f32>, f32) {
         let n = hits.len() as f32;
         if hits.is_empty() {
             return (HashMap::new(), 0.0);
@@ -231,16 +248,23 @@ pub fn fuse_zscore(vector: &[Hit], text: &[Hit], text_weight: f32, k: usize) -> 
         let mean = hits.iter().map(|h| h.score).sum::<f32>() / n;
         let var = hits.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>() / n;
         // One hit, or all equal: no hit stands out.
-        let sd = if var > f32::EPSILON { var.sqrt() } else { 1.0 };
+        let sd = if var > f32::EPSILON {
+            var.sqrt().max(min_sd)
+        } else {
+            1.0
+        };
         let z: HashMap<&str, f32> = hits
             .iter()
             .map(|h| (h.row.id.as_str(), (h.score - mean) / sd))
             .collect();
-        let floor = z.values().copied().fold(f32::INFINITY, f32::min);
-        (z, floor)
+        let missing = match floor {
+            Some(raw) if hits.len() < k => (raw - mean) / sd,
+            _ => z.values().copied().fold(f32::INFINITY, f32::min),
+        };
+        (z, missing)
     }
-    let (zv, floor_v) = standardise(vector);
-    let (zt, floor_t) = standardise(text);
+    let (zv, floor_v) = standardise(vector, MIN_COSINE_SD, None, k);
+    let (zt, floor_t) = standardise(text, 0.0, Some(0.0), k);
     let mut hits: HashMap<&str, &Hit> = HashMap::new();
     for h in vector.iter().chain(text) {
         hits.entry(h.row.id.as_str()).or_insert(h);
@@ -586,6 +610,15 @@ mod tests {
         // which both lists have, though their BM25 scores are close.
         let pos = |id: &str| order(&fused).iter().position(|x| x == id).unwrap();
         assert!(pos("a.py:1") < pos("e.py:1"));
+        // A lone BM25 match (the list holds every match) still counts, and
+        // cosines a few thousandths apart do not outvote it.
+        let flat = [
+            scored("a.py", 0.51),
+            scored("b.py", 0.50),
+            scored("c.py", 0.49),
+        ];
+        let lone = [scored("b.py", 3.0)];
+        assert_eq!(order(&fuse_zscore(&flat, &lone, 0.3, 40))[0], "b.py:1");
         // A leg with one hit (no spread) adds nothing odd.
         let one = fuse_zscore(&vector[..1], &text[..1], 0.3, 10);
         assert!(one.iter().all(|(_, s)| s.is_finite()));

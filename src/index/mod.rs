@@ -258,14 +258,7 @@ impl Index {
         let root = root
             .canonicalize()
             .with_context(|| format!("cannot open {}", root.display()))?;
-        let shared = match &options.store {
-            Some(uri) => Some(SharedStore::open(&root, uri, true)?),
-            None => None,
-        };
-        let dir = match &shared {
-            Some(s) => s.local.clone(),
-            None => index_dir(&root),
-        };
+        let (dir, shared) = writer_location(&root, &options)?;
         Self::open_writer_in(root, dir, options, shared)
     }
 
@@ -459,25 +452,22 @@ impl Index {
     /// Deletes the index (keeping nothing) so the next update starts fresh.
     pub fn rebuild(root: &Path, options: IndexOptions) -> Result<Self> {
         let root = root.canonicalize()?;
-        if let Some(uri) = &options.store {
-            let shared = SharedStore::open(&root, uri, true)?;
-            let lock = lock_writer(&shared.local)?;
-            shared.clear()?;
-            state::remove_db(&shared.local.join("state.sqlite"));
-            state::remove_db(&shared.local.join(state::CACHE_FILE));
-            drop(lock);
-            return Self::open_writer(&root, options);
-        }
-        let dir = index_dir(&root);
+        let (dir, shared) = writer_location(&root, &options)?;
         if dir.exists() {
             // Take the lock first so a running writer is not pulled from under.
             let lock = lock_writer(&dir)?;
             state::remove_db(&dir.join("state.sqlite"));
             state::remove_db(&dir.join(state::CACHE_FILE));
-            let _ = std::fs::remove_dir_all(dir.join("lance"));
+            match &shared {
+                // The store's copies too, or the writer would fetch them back.
+                Some(s) => s.clear()?,
+                None => {
+                    let _ = remove_table(&dir, None);
+                }
+            }
             drop(lock);
         }
-        Self::open_writer(&root, options)
+        Self::open_writer_in(root, dir, options, shared)
     }
 
     pub fn root(&self) -> &Path {
@@ -1034,14 +1024,12 @@ impl Index {
     }
 
     /// Publishes a shared index's state (and with `cache`, its embedding
-    /// cache) to its store; nothing for a local index or a reader.
+    /// cache) to its store; nothing for a local index. Only writers update,
+    /// so only writers publish.
     fn publish(&self, cache: bool) -> Result<()> {
         let Some(shared) = &self.shared else {
             return Ok(());
         };
-        if self._lock.is_none() {
-            return Ok(());
-        }
         let state_out = self.dir.join("outgoing-state.sqlite");
         let cache_out = self.dir.join("outgoing-cache.sqlite");
         self.state
@@ -1383,6 +1371,18 @@ fn connect_recorded(recorded: &Identity) -> Result<Embedder> {
         );
     }
     Ok(embedder)
+}
+
+/// Where a writer keeps its files (the repository's index folder, or a
+/// shared store's working copies), and the store when there is one.
+fn writer_location(root: &Path, options: &IndexOptions) -> Result<(PathBuf, Option<SharedStore>)> {
+    match &options.store {
+        Some(uri) => {
+            let shared = SharedStore::open(root, uri, true)?;
+            Ok((shared.local.clone(), Some(shared)))
+        }
+        None => Ok((index_dir(root), None)),
+    }
 }
 
 /// Where the chunk table of the index kept in `dir` lives.

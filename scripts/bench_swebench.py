@@ -10,7 +10,8 @@ repository and re-syncs every version on each run, re-indexing half of sympy eac
 keeps its own work dir and index, so a second run costs only the searches:
 
 - first run: each sdist is copied into WORK/<name>-<version>/ and indexed with `BIN index`; before that,
-  the previous version's embedding cache is copied in, so only chunks new in this version are embedded;
+  the embedding cache of the nearest version already indexed is copied in, so only chunks new in this
+  version are embedded;
 - every run: `BIN index` again (a no-op check when nothing changed), then per instance and mode
   `BIN search --json -k 50 --mode M -- ISSUE_TEXT` in the work dir, files ranked by first appearance.
 
@@ -36,9 +37,9 @@ WORK = os.path.join(prepare.CACHE, "bench-work")
 CACHE_FILE = os.path.join(".agent", "index", "embeddings.sqlite")
 
 
-def seed_cache(prev_work, work):
-    """Copy the previous version's embedding cache into WORK so unchanged chunks are not embedded again."""
-    src, dst = os.path.join(prev_work, CACHE_FILE), os.path.join(work, CACHE_FILE)
+def seed_cache(near_work, work):
+    """Copy NEAR_WORK's embedding cache into WORK so unchanged chunks are not embedded again."""
+    src, dst = os.path.join(near_work, CACHE_FILE), os.path.join(work, CACHE_FILE)
     if not os.path.exists(src) or os.path.exists(dst):
         return
     os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -46,16 +47,19 @@ def seed_cache(prev_work, work):
         a.backup(b)  # consistent even if a WAL was left behind
 
 
-def earlier_work_dir(spec):
-    """The work dir of the newest earlier version of SPEC's project that was indexed, if any."""
+def nearest_work_dir(spec):
+    """The work dir of the indexed version of SPEC's project nearest to SPEC (earlier on a tie), if any.
+    The embedding cache is keyed by chunk content, so any version's cache serves; the nearest shares most."""
     name, _ = spec.split("==")
+    want = run.vkey(spec)
+    dist = lambda v: (sum(abs(a - b) * 1000 ** -i for i, (a, b) in enumerate(zip(v, want))), v > want)
     best = None
     for d in os.listdir(WORK) if os.path.isdir(WORK) else []:
         m = d.rsplit("-", 1)
         if len(m) == 2 and prepare.norm(m[0]) == prepare.norm(name) and os.path.exists(
                 os.path.join(WORK, d, CACHE_FILE)):
             v = run.vkey(f"x=={m[1]}")
-            if v < run.vkey(spec) and (best is None or v > best[0]):
+            if v != want and (best is None or dist(v) < dist(best[0])):
                 best = (v, os.path.join(WORK, d))
     return best[1] if best else None
 
@@ -71,15 +75,15 @@ def is_indexed(spec):
     return bool(row) and row[0] == "yes"
 
 
-def ensure_index(binp, spec, prev_work):
+def ensure_index(binp, spec):
     src = prepare.unpack(spec)
     work = os.path.join(WORK, os.path.basename(src))
-    prev_work = prev_work or earlier_work_dir(spec)
     fresh = not os.path.isdir(os.path.join(work, ".agent"))
     if fresh:
         run.sync_tree(src, work)
-        if prev_work:
-            seed_cache(prev_work, work)
+        near = nearest_work_dir(spec)
+        if near:
+            seed_cache(near, work)
     t = time.monotonic()
     r = subprocess.run([binp, "index", work, "--json"], cwd=work, capture_output=True, text=True)
     secs = time.monotonic() - t
@@ -163,14 +167,12 @@ def main():
     for i in insts:
         by_sdist[i["sdist"]].append(i)
     t_all = time.monotonic()
-    index_runs, rows, prev = [], [], {}
+    index_runs, rows = [], []
     for spec in sorted(by_sdist, key=lambda s: (s.split("==")[0], run.vkey(s))):
-        name = spec.split("==")[0]
         if a.indexed_only and not is_indexed(spec):
             print(f"skip  {spec:20s} (not indexed yet)", file=sys.stderr)
             continue
-        work, ir = ensure_index(binp, spec, prev.get(name))
-        prev[name] = work
+        work, ir = ensure_index(binp, spec)
         index_runs.append(ir)
         if a.index_only:
             continue

@@ -489,6 +489,14 @@ impl Index {
         Ok(self.embedder.as_mut().expect("just set"))
     }
 
+    /// Where the embedder lives: here, or in a shared reader's overlay.
+    fn embedder_slot(&mut self) -> &mut Option<Embedder> {
+        match &mut self.overlay {
+            Some(overlay) => overlay.index.embedder_slot(),
+            None => &mut self.embedder,
+        }
+    }
+
     /// Brings the index up to date with the files on disk, touching only
     /// what changed: first every changed file's rows (searchable by BM25 at
     /// once), then their vectors ([`Index::fill_vectors`], recently changed
@@ -858,32 +866,27 @@ impl Index {
         if self.shared.is_some() && self._lock.is_none() {
             self.refresh_overlay();
         }
-        let started = Instant::now();
-        let vector = if query.mode != SearchMode::Bm25 {
-            let v = match &plan.long {
-                Some(l) if l.passages.len() > 1 => {
-                    let vectors = self.embedder()?.embed(&l.passages)?;
-                    mean_direction(&vectors)
-                }
-                _ => self.embedder()?.embed_one(&query.text)?,
-            };
-            tracing::debug!("search: embedded in {:?}", started.elapsed());
-            Some(v)
-        } else {
-            None
-        };
-        let (mut vector_hits, mut text_hits) = self.leg_hits(query, &plan, vector.as_deref())?;
-        if let Some(overlay) = &self.overlay {
-            // This machine's version of a file wins over the shared one.
-            // The legs merge before fusion, which weighs each by its spread.
-            let mine = |h: &store::Hit| !overlay.changes.shadows(&h.row.path);
-            let (v, t) = overlay.index.leg_hits(query, &plan, vector.as_deref())?;
-            for (leg, local) in [(&mut vector_hits, v), (&mut text_hits, t)] {
-                leg.retain(mine);
-                leg.extend(local);
-                leg.sort_by(|a, b| b.score.total_cmp(&a.score));
-                leg.truncate(plan.depth);
+        let mut embedder = match query.mode {
+            SearchMode::Bm25 => None,
+            _ => {
+                self.embedder()?;
+                self.embedder_slot().take()
             }
+        };
+        let legs = self.legs(query, &plan, embedder.as_mut());
+        *self.embedder_slot() = embedder;
+        let Legs {
+            vector: vector_hits,
+            text: text_hits,
+            definitions,
+        } = legs?;
+        if vector_hits.is_empty()
+            && text_hits.is_empty()
+            && self.store.count_rows()? == 0
+            && self.state.total_chunks()? > 0
+        {
+            // Not "no results": the table is gone (deleted, or lost).
+            bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
         }
         let ranked = fuse(query, &plan, vector_hits, text_hits);
         let ranked = search::code_first(ranked, &query.text, |h| h.row.path.as_str());
@@ -901,8 +904,16 @@ impl Index {
                         .chain(local.map(String::as_str)),
                 );
             }
+            signals.defined = search::definition_weights(&definitions);
             signals.names = l.code_terms.into_iter().collect();
             signals.accumulate = true;
+            signals.title_words = l
+                .title
+                .iter()
+                .flat_map(|t| t.split(|c: char| !c.is_alphanumeric()))
+                .filter(|w| w.len() >= 3)
+                .map(search::fold_word)
+                .collect();
         }
         let ranked = search::rank_by_file(ranked, &signals, CHUNKS_PER_FILE);
         Ok(ranked
@@ -920,56 +931,94 @@ impl Index {
             .collect())
     }
 
-    /// This table's two legs (vector, BM25), for a query whose vector (when
-    /// the mode uses one) is already made; the `--path` glob applied.
-    fn leg_hits(
+    /// The legs of a search over this index's tables (a shared index's
+    /// reader has two: the shared table, minus the files changed here, and
+    /// the local overlay with them). The legs that need no query vector
+    /// (BM25, the definitions) run on a second thread while the query is
+    /// embedded and the vector leg runs: an issue text takes tens of
+    /// milliseconds in each.
+    fn legs(
         &self,
         query: &SearchQuery,
         plan: &SearchPlan,
-        vector: Option<&[f32]>,
-    ) -> Result<(Vec<store::Hit>, Vec<store::Hit>)> {
-        let filter = plan.lang_filter.as_deref();
-        let depth = plan.depth;
-        let started = Instant::now();
-        let vector_hits = match vector {
-            Some(v) => self
-                .store
-                .vector_search(v, depth, filter)
-                .context(UNREADABLE)?,
-            None => Vec::new(),
-        };
-        tracing::debug!("search: vector leg in {:?}", started.elapsed());
-        let text_started = Instant::now();
-        let text_hits = if query.mode != SearchMode::Vector {
-            let groups = match &plan.long {
-                Some(l) => vec![
-                    (
-                        search::searchable_query(&l.code_terms.join(" ")),
-                        LONG_QUERY_NAME_WEIGHT,
-                    ),
-                    (l.prose_terms.join(" "), 1.0),
-                ],
-                None => vec![(search::searchable_query(&query.text), 1.0)],
-            };
-            self.store
-                .weighted_text_search(&groups, depth, filter)
-                .context(UNREADABLE)?
-        } else {
-            Vec::new()
-        };
-        tracing::debug!("search: BM25 leg in {:?}", text_started.elapsed());
-        let keep = |h: &store::Hit| plan.glob.as_ref().is_none_or(|g| g.is_match(&h.row.path));
-        let vector_hits: Vec<_> = vector_hits.into_iter().filter(keep).collect();
-        let text_hits: Vec<_> = text_hits.into_iter().filter(keep).collect();
-        if vector_hits.is_empty()
-            && text_hits.is_empty()
-            && self.store.count_rows()? == 0
-            && self.state.total_chunks()? > 0
-        {
-            // Not "no results": the table is gone (deleted, or lost).
-            bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
+        embedder: Option<&mut Embedder>,
+    ) -> Result<Legs> {
+        let mut tables: Vec<(&Store, Option<&LocalChanges>)> = vec![(&self.store, None)];
+        if let Some(overlay) = &self.overlay {
+            tables[0].1 = Some(&overlay.changes);
+            tables.push((&overlay.index.store, None));
         }
-        Ok((vector_hits, text_hits))
+        // This machine's version of a file wins over the shared one.
+        let mine = |changes: Option<&LocalChanges>, hits: Vec<store::Hit>| {
+            let keep = |h: &store::Hit| {
+                changes.is_none_or(|c| !c.shadows(&h.row.path))
+                    && plan.glob.as_ref().is_none_or(|g| g.is_match(&h.row.path))
+            };
+            hits.into_iter().filter(keep).collect::<Vec<_>>()
+        };
+        let filter = plan.lang_filter.as_deref();
+        let (vector, words) = std::thread::scope(|s| {
+            let words = s.spawn(|| -> Result<_> {
+                let started = Instant::now();
+                let (mut text, mut definitions) = (Vec::new(), HashMap::new());
+                for (store, changes) in &tables {
+                    if query.mode != SearchMode::Vector {
+                        let hits = text_leg(store, query, plan).context(UNREADABLE)?;
+                        text.extend(mine(*changes, hits));
+                    }
+                    tracing::debug!("search: BM25 leg in {:?}", started.elapsed());
+                    if let (Some(l), SearchMode::Hybrid) = (&plan.long, query.mode) {
+                        let symbols = store.symbols(filter).context(UNREADABLE)?;
+                        for name in l.lookup_names() {
+                            let files = symbols.files_defining(&name).into_iter().filter(|p| {
+                                changes.is_none_or(|c| !c.shadows(p))
+                                    && plan.glob.as_ref().is_none_or(|g| g.is_match(p))
+                            });
+                            let entry: &mut HashSet<String> = definitions.entry(name).or_default();
+                            entry.extend(files.map(str::to_string));
+                        }
+                    }
+                }
+                tracing::debug!("search: BM25 leg and symbols in {:?}", started.elapsed());
+                Ok((text, definitions))
+            });
+            let vector = || -> Result<Vec<store::Hit>> {
+                let Some(embedder) = embedder else {
+                    return Ok(Vec::new());
+                };
+                let started = Instant::now();
+                let v = query_vector(embedder, query, plan)?;
+                tracing::debug!("search: embedded in {:?}", started.elapsed());
+                let started = Instant::now();
+                let mut hits = Vec::new();
+                for (store, changes) in &tables {
+                    let leg = store
+                        .vector_search(&v, plan.depth, filter)
+                        .context(UNREADABLE)?;
+                    hits.extend(mine(*changes, leg));
+                }
+                tracing::debug!("search: vector leg in {:?}", started.elapsed());
+                Ok(hits)
+            };
+            let vector = vector();
+            (vector, words.join())
+        });
+        let (mut text, definitions) = match words {
+            Ok(words) => words?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let mut vector = vector?;
+        // The tables' lists merge before fusion, which weighs each leg by
+        // its spread.
+        for leg in [&mut vector, &mut text] {
+            leg.sort_by(|a, b| b.score.total_cmp(&a.score));
+            leg.truncate(plan.depth);
+        }
+        Ok(Legs {
+            vector,
+            text,
+            definitions,
+        })
     }
 
     /// Brings a shared index's overlay up to this machine's files: finds
@@ -1137,6 +1186,14 @@ fn check(store: &Store, state: &State, thorough: bool) -> Option<Damage> {
     }
 }
 
+/// What the tables give a search: the two legs, and for each name a long
+/// query mentions, the files that define it.
+struct Legs {
+    vector: Vec<store::Hit>,
+    text: Vec<store::Hit>,
+    definitions: HashMap<String, HashSet<String>>,
+}
+
 /// What a query asks of each table it is run on.
 struct SearchPlan {
     glob: Option<globset::GlobMatcher>,
@@ -1244,6 +1301,58 @@ const CHUNKS_PER_FILE: usize = 3;
 const LONG_QUERY_DEPTH: usize = 200;
 /// BM25 weight of the names in an issue text against its prose words.
 const LONG_QUERY_NAME_WEIGHT: f32 = 2.0;
+/// BM25 weight of an issue's title, on top of its words' own clauses: the
+/// title is the report in one line.
+const LONG_QUERY_TITLE_WEIGHT: f32 = 1.0;
+/// The title's weight in an issue's query vector, against each passage's 1:
+/// a passage of a long report is often a traceback or an environment dump.
+/// SWE-bench dev (sympy 1.0, 1.1): Acc@1 0.48 -> 0.52, Acc@5 0.72 -> 0.76.
+const TITLE_PASSAGE_WEIGHT: f32 = 3.0;
+
+/// A table's BM25 leg: for an issue text, its names weigh more than its
+/// prose.
+fn text_leg(store: &Store, query: &SearchQuery, plan: &SearchPlan) -> Result<Vec<store::Hit>> {
+    let groups = match &plan.long {
+        Some(l) => vec![
+            (
+                search::searchable_query(&l.code_terms.join(" ")),
+                LONG_QUERY_NAME_WEIGHT,
+            ),
+            (l.prose_terms.join(" "), 1.0),
+            (
+                l.title
+                    .as_deref()
+                    .map(search::searchable_query)
+                    .unwrap_or_default(),
+                LONG_QUERY_TITLE_WEIGHT,
+            ),
+        ],
+        None => vec![(search::searchable_query(&query.text), 1.0)],
+    };
+    store.weighted_text_search(&groups, plan.depth, plan.lang_filter.as_deref())
+}
+
+/// The query's vector: an issue text's passages embedded and averaged, a
+/// one-line query as it is.
+fn query_vector(
+    embedder: &mut Embedder,
+    query: &SearchQuery,
+    plan: &SearchPlan,
+) -> Result<Vec<f32>> {
+    Ok(match &plan.long {
+        Some(l) if l.passages.len() > 1 => {
+            let mut texts = l.passages.clone();
+            texts.extend(l.title.clone());
+            let mut vectors = embedder.embed(&texts)?;
+            if l.title.is_some() {
+                let title = vectors.last_mut().expect("one vector per text");
+                title.iter_mut().for_each(|x| *x *= TITLE_PASSAGE_WEIGHT);
+            }
+            mean_direction(&vectors)
+        }
+        _ => embedder.embed_one(&query.text)?,
+    })
+}
 
 /// The normalised mean of unit vectors: one query vector for several
 /// passages, pointing where they agree.

@@ -34,6 +34,20 @@ pub struct LongQuery {
     /// Paths the text names, with `/` separators and no leading `./` or
     /// absolute prefix; dotted module paths become `a/b/c` (no extension).
     pub named_paths: Vec<String>,
+    /// The first line when it reads as a title (an issue's summary).
+    pub title: Option<String>,
+}
+
+impl LongQuery {
+    /// The names whose definitions the file ranking looks up: the names in
+    /// code form, but for one- and two-letter ones (`x`, `df`).
+    pub fn lookup_names(&self) -> HashSet<String> {
+        self.code_terms
+            .iter()
+            .filter(|n| n.len() > 2)
+            .cloned()
+            .collect()
+    }
 }
 
 /// Whether `text` is long enough to be taken apart.
@@ -44,9 +58,10 @@ pub fn is_long(text: &str) -> bool {
 
 /// Takes a long query apart (see the module docs).
 pub fn analyze(text: &str) -> LongQuery {
-    let text = &without_console_noise(text);
+    let text = &without_console_noise(&without_template(text));
     let mut q = LongQuery {
         passages: passages(text),
+        title: title(text),
         ..LongQuery::default()
     };
     let mut seen_code = HashSet::new();
@@ -92,6 +107,71 @@ pub fn analyze(text: &str) -> LongQuery {
     }
     q.prose_terms.retain(|w| !seen_code.contains(w.as_str()));
     q
+}
+
+/// The text's first line, when it is short enough to be a title, without
+/// a tracker's tag (`[Bug]: `, `BUG: `).
+fn title(text: &str) -> Option<String> {
+    let mut first = text.lines().find(|l| !l.trim().is_empty())?.trim();
+    if let Some((tag, rest)) = first.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        if !tag.contains(' ') {
+            first = rest.trim_start_matches(':').trim();
+        }
+    }
+    if let Some((tag, rest)) = first.split_once(": ") {
+        if tag.len() <= 5 && tag.chars().all(|c| c.is_ascii_uppercase()) {
+            first = rest.trim();
+        }
+    }
+    let words = first.split_whitespace().count();
+    (2..=20).contains(&words).then(|| first.to_string())
+}
+
+/// The text without what issue templates add: their short section headings
+/// (`### Bug summary`, `#### Steps/Code to Reproduce`), the same words in
+/// every issue, and their environment sections (`### Matplotlib Version`,
+/// `#### Versions`, `### Operating system`), whose package lists and
+/// version numbers match the project's own version-reporting code.
+fn without_template(text: &str) -> String {
+    const ENVIRONMENT: &[&str] = &[
+        "version",
+        "operating system",
+        "backend",
+        "installation",
+        "environment",
+        "system info",
+        "platform",
+    ];
+    let mut out = String::with_capacity(text.len());
+    let (mut in_fence, mut skipping) = (false, false);
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("```") {
+            in_fence = !in_fence;
+        }
+        let heading = if in_fence || t.starts_with("```") {
+            None
+        } else if let Some(h) = t.strip_prefix('#') {
+            let h = h.trim_start_matches('#');
+            h.starts_with(' ').then(|| h.trim())
+        } else {
+            t.strip_prefix("**")
+                .and_then(|h| h.trim_end_matches(':').strip_suffix("**"))
+                .filter(|h| !h.contains("**"))
+        };
+        if let Some(h) = heading {
+            let lower = h.to_lowercase();
+            skipping = ENVIRONMENT.iter().any(|w| lower.contains(w));
+            if skipping || h.split_whitespace().count() <= 4 {
+                continue;
+            }
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Appends `item` unless it was seen before (text order, no repeats).
@@ -444,6 +524,40 @@ AttributeError: 'Foo' object has no attribute '_hashable_content'
         assert!(q.named_paths.contains(&"matplotlib/axes/_base".to_string()));
         assert!(!q.named_paths.iter().any(|p| p.contains("sentence")));
         assert!(q.code_terms.contains(&"check_array".to_string()));
+    }
+
+    #[test]
+    fn issue_template_headings_and_environment_are_dropped() {
+        let text = "[Bug]: Colorbar extend triangles are drawn wrong\n\n### Bug summary\n\nThe colorbar draws its edges wrong.\n\n### Code for reproduction\n\n```python\n# make a figure\nfig, ax = plt.subplots()\n```\n\n### Matplotlib Version\n\n3.5.1\n\n### Operating system\n\nWindows 10\n\n#### Versions\n```\nnumpy: 1.21\nscipy: 1.7\n```\n\n## A longer heading that says something real\nmore text";
+        let clean = without_template(text);
+        assert!(clean.contains("The colorbar draws its edges wrong."));
+        assert!(clean.contains("# make a figure"), "a comment in code stays");
+        assert!(clean.contains("A longer heading that says something real"));
+        assert!(clean.contains("more text"));
+        for gone in [
+            "Bug summary",
+            "Code for reproduction",
+            "3.5.1",
+            "Windows",
+            "numpy",
+            "scipy",
+        ] {
+            assert!(!clean.contains(gone), "{gone} in {clean}");
+        }
+        let q = analyze(text);
+        assert_eq!(
+            q.title.as_deref(),
+            Some("Colorbar extend triangles are drawn wrong")
+        );
+        assert!(!q
+            .prose_terms
+            .iter()
+            .any(|w| w == "windows" || w == "summary"));
+        assert_eq!(
+            title("BUG: loss of precision in LinearRegression"),
+            Some("loss of precision in LinearRegression".into())
+        );
+        assert_eq!(title("Error"), None, "one word is no title");
     }
 
     #[test]

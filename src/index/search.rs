@@ -302,6 +302,53 @@ pub struct FileSignals {
     /// functions split into several chunks would otherwise win too often
     /// (docstring pairs: MRR@10 0.557 → 0.502 with the share).
     pub accumulate: bool,
+    /// Files that define names the query mentions, each weighted by how
+    /// specific its names are ([`definition_weights`]).
+    pub defined: HashMap<String, f32>,
+    /// The title's words, lower case, singular (for matching path parts).
+    pub title_words: HashSet<String>,
+}
+
+/// A word folded for matching a path part: lower case, a plural `s` dropped.
+pub fn fold_word(w: &str) -> String {
+    let w = w.to_lowercase();
+    match w.strip_suffix('s') {
+        Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+        _ => w,
+    }
+}
+
+/// How many of `words` name a part of `path` (a folder or the file's stem,
+/// also split at `_`).
+pub fn path_words_matched(path: &str, words: &HashSet<String>) -> usize {
+    if words.is_empty() {
+        return 0;
+    }
+    let mut parts: HashSet<String> = HashSet::new();
+    for part in path.split('/') {
+        let stem = part.split('.').next().unwrap_or(part);
+        parts.insert(fold_word(stem));
+        for piece in stem.split('_').filter(|p| p.len() >= 3) {
+            parts.insert(fold_word(piece));
+        }
+    }
+    words.iter().filter(|w| parts.contains(*w)).count()
+}
+
+/// How much defining the query's names says about each file: the sum over
+/// the names a file defines of 1 / the number of files defining that name.
+/// `nthroot_mod`, defined once, points at its file; `__eq__`, defined in
+/// fifty, says little about any.
+pub fn definition_weights(
+    files_by_name: &HashMap<String, HashSet<String>>,
+) -> HashMap<String, f32> {
+    let mut weights: HashMap<String, f32> = HashMap::new();
+    for files in files_by_name.values() {
+        for f in files {
+            *weights.entry(f.clone()).or_default() += 1.0 / files.len() as f32;
+        }
+    }
+    weights
 }
 
 /// Share of a file's other matching chunks added to its best one (for long
@@ -314,6 +361,15 @@ const REST_CHUNKS: usize = 4;
 const NAMED_FILE_BONUS: f32 = 0.3;
 /// Bonus for a chunk that defines a name the query mentions.
 const NAMED_SYMBOL_BONUS: f32 = 0.1;
+/// Bonus for a file by how specific the names it defines are (see
+/// [`definition_weights`], capped at 1): SWE-bench sympy and matplotlib
+/// (62 instances) Acc@1 0.63 -> 0.68, Acc@5 unchanged.
+const DEFINED_NAMES_BONUS: f32 = 0.2;
+/// Bonus for each word of an issue's title that names a folder or the file
+/// (`pretty printing` -> `printing/pretty/pretty.py`), up to
+/// [`TITLE_PATH_WORDS`] of them.
+const TITLE_PATH_BONUS: f32 = 0.1;
+const TITLE_PATH_WORDS: usize = 2;
 
 /// Ranks files, not chunks: what the agent needs first is the file. A file
 /// scores its best chunk (plus, for long queries, [`REST_SHARE`] of its next
@@ -370,7 +426,15 @@ pub fn rank_by_file(
                 0.0
             };
             let share = if signals.accumulate { REST_SHARE } else { 0.0 };
-            (chunks[0].weight + share * rest + named, path, chunks)
+            let defined =
+                DEFINED_NAMES_BONUS * signals.defined.get(&path).map_or(0.0, |w| w.min(1.0));
+            let titled = TITLE_PATH_BONUS
+                * path_words_matched(&path, &signals.title_words).min(TITLE_PATH_WORDS) as f32;
+            (
+                chunks[0].weight + share * rest + named + defined + titled,
+                path,
+                chunks,
+            )
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -665,6 +729,7 @@ mod tests {
             named_files: HashSet::from(["c.py".to_string()]),
             names: HashSet::new(),
             accumulate: true,
+            ..FileSignals::default()
         };
         assert_eq!(
             order(&rank_by_file(ranked.clone(), &named, 1)),
@@ -674,6 +739,7 @@ mod tests {
             named_files: HashSet::new(),
             names: HashSet::from(["k".to_string()]),
             accumulate: true,
+            ..FileSignals::default()
         };
         assert_eq!(
             order(&rank_by_file(ranked, &names, 1)),
@@ -716,6 +782,66 @@ mod tests {
         );
         assert_eq!(named(&["sympy/printing"]), ["sympy/printing/__init__.py"]);
         assert!(named(&["numpy/linalg"]).is_empty());
+    }
+
+    #[test]
+    fn specific_definitions_weigh_more_than_common_ones() {
+        let by_name: HashMap<String, HashSet<String>> = [
+            ("nthroot_mod", vec!["residue_ntheory.py"]),
+            (
+                "__eq__",
+                vec!["expr.py", "numbers.py", "basic.py", "residue_ntheory.py"],
+            ),
+        ]
+        .into_iter()
+        .map(|(n, files)| (n.to_string(), files.into_iter().map(String::from).collect()))
+        .collect();
+        let w = definition_weights(&by_name);
+        assert_eq!(w["residue_ntheory.py"], 1.25);
+        assert_eq!(w["expr.py"], 0.25);
+        // In the file ranking, the file defining the specific name moves up.
+        let ranked = vec![
+            (hit("expr.py", 1, "Expr.__eq__"), 0.80),
+            (hit("residue_ntheory.py", 1, "nthroot_mod"), 0.70),
+        ];
+        let signals = FileSignals {
+            defined: w,
+            accumulate: true,
+            ..FileSignals::default()
+        };
+        assert_eq!(
+            order(&rank_by_file(ranked, &signals, 1)),
+            ["residue_ntheory.py:1", "expr.py:1"]
+        );
+    }
+
+    #[test]
+    fn title_words_match_path_parts() {
+        let words: HashSet<String> = "vectors break pretty printing"
+            .split(' ')
+            .map(fold_word)
+            .collect();
+        assert_eq!(
+            path_words_matched("sympy/printing/pretty/pretty.py", &words),
+            2
+        );
+        assert_eq!(path_words_matched("sympy/vector/vector.py", &words), 1);
+        assert_eq!(path_words_matched("sympy/core/numbers.py", &words), 0);
+        assert_eq!(
+            path_words_matched("lib/matplotlib/offsetbox.py", &["offsetbox".into()].into()),
+            1
+        );
+        // Parts of a snake_case file name count too.
+        assert_eq!(
+            path_words_matched(
+                "sklearn/compose/_column_transformer.py",
+                &["transformer".into()].into()
+            ),
+            1
+        );
+        assert_eq!(fold_word("Classes"), "classe");
+        assert_eq!(fold_word("axis"), "axi");
+        assert_eq!(fold_word("class"), "class");
     }
 
     #[test]

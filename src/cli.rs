@@ -449,7 +449,9 @@ pub struct StoreArgs {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// What to look for: a description or identifiers.
+    /// What to look for: a description, identifiers, or a whole issue text
+    /// (`"$(cat issue.md)"`), which is taken apart: its title, the names
+    /// and paths it mentions and its prose each count for what they say.
     #[arg(required = true, value_name = "QUERY")]
     pub query: Vec<String>,
     /// Number of results.

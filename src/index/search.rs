@@ -9,7 +9,8 @@ use super::store::Hit;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// Vector and BM25 results fused by reciprocal rank.
+    /// Vector and BM25 results fused (each list weighed by how far a hit
+    /// stands out of it), ranked by file.
     #[default]
     Hybrid,
     /// Embedding similarity only.

@@ -948,13 +948,16 @@ impl Index {
             tables[0].1 = Some(&overlay.changes);
             tables.push((&overlay.index.store, None));
         }
-        // This machine's version of a file wins over the shared one.
+        // A path a table answers for: this machine's version of a file wins
+        // over the shared one, and `--path` filters.
+        let keep = |changes: Option<&LocalChanges>, path: &str| {
+            changes.is_none_or(|c| !c.shadows(path))
+                && plan.glob.as_ref().is_none_or(|g| g.is_match(path))
+        };
         let mine = |changes: Option<&LocalChanges>, hits: Vec<store::Hit>| {
-            let keep = |h: &store::Hit| {
-                changes.is_none_or(|c| !c.shadows(&h.row.path))
-                    && plan.glob.as_ref().is_none_or(|g| g.is_match(&h.row.path))
-            };
-            hits.into_iter().filter(keep).collect::<Vec<_>>()
+            hits.into_iter()
+                .filter(|h| keep(changes, &h.row.path))
+                .collect::<Vec<_>>()
         };
         let filter = plan.lang_filter.as_deref();
         let (vector, words) = std::thread::scope(|s| {
@@ -970,10 +973,10 @@ impl Index {
                     if let (Some(l), SearchMode::Hybrid) = (&plan.long, query.mode) {
                         let symbols = store.symbols(filter).context(UNREADABLE)?;
                         for name in l.lookup_names() {
-                            let files = symbols.files_defining(&name).into_iter().filter(|p| {
-                                changes.is_none_or(|c| !c.shadows(p))
-                                    && plan.glob.as_ref().is_none_or(|g| g.is_match(p))
-                            });
+                            let files = symbols
+                                .files_defining(&name)
+                                .into_iter()
+                                .filter(|p| keep(*changes, p));
                             let entry: &mut HashSet<String> = definitions.entry(name).or_default();
                             entry.extend(files.map(str::to_string));
                         }

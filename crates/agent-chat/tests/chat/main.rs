@@ -1,0 +1,9 @@
+//! The crate end to end, one test binary: real templates rendered against
+//! jinja2's output (`templates`), native turns parsed (`parse`), the lazy
+//! call grammars checked without a model (`grammar`), and prompts that stay
+//! prefixes of each other as a conversation grows (`incremental`).
+
+mod grammar;
+mod incremental;
+mod parse;
+mod templates;

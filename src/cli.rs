@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::llm::offload::GpuLayers;
+use agent_engine::offload::GpuLayers;
 
 const AFTER_HELP: &str = "\
 Quick start:
@@ -81,11 +81,19 @@ or in .agent/config.toml
   command = \"python3\"
   args = [\"docs_server.py\"]
 
+A server is a program the agent starts outside the command sandbox, and these files come with
+the repository, so a server starts only once you have approved its exact definition (command,
+arguments, environment) for this workspace: `agent mcp trust NAME`, or a yes when `agent ask` or
+`agent chat` asks on a terminal. A changed definition needs approval again. Approvals are kept in
+~/.config/agent/trusted-mcp.json.
+
 Their tools reach the agent as mcp__SERVER__TOOL; calls ask first in confirm mode unless the
 server marks the tool read-only, and deny rules of .agent/policy.toml apply to them.
 
 Examples:
-  agent mcp list
+  agent mcp list                 # every declared server: running, untrusted or failed
+  agent mcp trust docs           # approve the server `docs` as declared now
+  agent mcp trust --revoke docs
   agent mcp list --json")]
     Mcp(McpArgs),
 }
@@ -98,11 +106,20 @@ pub struct McpArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
-    /// Start each server, list its state and tools, stop it again.
+    /// Start each trusted server, list every server's state and tools, stop them again.
     List {
         /// Print JSON instead of a list.
         #[arg(long)]
         json: bool,
+    },
+    /// Approve servers as declared now, so the agent may start them in this workspace.
+    Trust {
+        /// Server names, as in `agent mcp list`.
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Withdraw the approval instead.
+        #[arg(long)]
+        revoke: bool,
     },
 }
 
@@ -159,8 +176,8 @@ Examples:
 #[derive(Debug, Clone, Args)]
 pub struct AgentArgs {
     /// Which actions ask for confirmation first.
-    #[arg(long, value_enum, default_value_t = crate::policy::Mode::Confirm)]
-    pub mode: crate::policy::Mode,
+    #[arg(long, value_enum, default_value_t = agent_policy::Mode::Confirm)]
+    pub mode: agent_policy::Mode,
     /// Most model calls per request (the last one may only be the answer).
     #[arg(long, default_value_t = 12, value_name = "N")]
     pub max_steps: usize,
@@ -465,8 +482,8 @@ pub struct SearchArgs {
     #[arg(long, value_name = "L")]
     pub lang: Option<String>,
     /// Retrieval mode.
-    #[arg(long, value_enum, default_value_t = crate::index::SearchMode::Hybrid)]
-    pub mode: crate::index::SearchMode,
+    #[arg(long, value_enum, default_value_t = agent_index::SearchMode::Hybrid)]
+    pub mode: agent_index::SearchMode,
     /// Repository whose index to search (default: the enclosing one).
     #[arg(long, value_name = "PATH")]
     pub root: Option<PathBuf>,

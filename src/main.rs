@@ -1,20 +1,24 @@
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use agent::cli::{Cli, Command};
-use agent::cmd::{self, exit};
+mod cli;
+mod cmd;
+
+use cli::{Cli, Command};
+use cmd::exit;
 
 fn main() {
+    keep_environment_private();
     quiet_on_closed_output();
-    agent::alloc::route_tree_sitter();
+    agent_lang::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     if let Some(store) = cli.command.index_store() {
         // Every index reader in the process (search, the agent's tools, its
         // prefetch, doctor) opens the shared index; set before any thread.
-        std::env::set_var(agent::index::shared::STORE_ENV, store);
+        std::env::set_var(agent_index::shared::STORE_ENV, store);
     }
-    let cancel = agent::cancel::install_ctrl_c();
+    let cancel = agent_base::cancel::install_ctrl_c();
     let result = match &cli.command {
         Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),
         Command::Chat(args) => cmd::chat::run(args, &cancel, cli.verbose > 0),
@@ -41,6 +45,18 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// The agent's environment holds the user's secrets, and its commands run
+/// as the same user: not dumpable, its `/proc` entry (environ, memory) is
+/// closed to them even where no PID namespace hides it. Children get the
+/// default back when they exec.
+fn keep_environment_private() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
 }
 
 /// `agent search | head`: a closed pipe ends the process quietly, killed by

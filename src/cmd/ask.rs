@@ -8,11 +8,11 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::exit;
-use crate::agent::ui::{JsonLinesUi, QuietUi, TerminalUi, Ui};
-use crate::cancel::CancelToken;
 use crate::cli::{AskArgs, OutputFormat};
-use crate::llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
-use crate::policy::Mode;
+use agent_base::cancel::CancelToken;
+use agent_core::ui::{JsonLinesUi, QuietUi, TerminalUi, Ui};
+use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
+use agent_policy::Mode;
 
 const SYSTEM_PROMPT: &str = "You are agent, a careful coding assistant running entirely on the user's machine. \
 Answer concisely and accurately. When files are attached, base your answer on them and say when they do not contain the answer.";
@@ -79,7 +79,7 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let schema = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid JSON", path.display()))?;
-            Some(Grammar::from_json_schema(&schema)?)
+            Some(agent_engine::json_schema_grammar(&schema)?)
         }
         (None, None) => None,
     };
@@ -170,11 +170,11 @@ fn retrieved_context(question: &str, k: usize) -> String {
         return String::new();
     }
     let Ok(mut index) =
-        crate::paths::repo_root(None).and_then(|root| crate::index::Index::open_reader(&root))
+        agent_base::paths::repo_root(None).and_then(|root| agent_index::Index::open_reader(&root))
     else {
         return String::new();
     };
-    let results = match index.search(&crate::index::SearchQuery::new(question, k)) {
+    let results = match index.search(&agent_index::SearchQuery::new(question, k)) {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("index search failed, answering without it: {e:#}");

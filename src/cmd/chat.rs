@@ -3,17 +3,19 @@
 
 use std::io::{BufRead, Write};
 
+use agent_base::term::escape_controls;
 use anyhow::{bail, Result};
 use console::style;
 
 use super::exit;
-use crate::agent::ui::{TerminalUi, Ui};
-use crate::agent::{Agent, AgentConfig, Finish, IndexSearch, Outcome, ToolAccess};
-use crate::cancel::CancelToken;
+use super::search::IndexSearch;
 use crate::cli::{AgentArgs, ChatArgs, ModelArgs};
-use crate::llm::Sampling;
-use crate::policy::Mode;
-use crate::tools::{Approver, SemanticSearch};
+use agent_base::cancel::CancelToken;
+use agent_core::ui::{TerminalUi, Ui};
+use agent_core::{Agent, AgentConfig, Finish, Outcome, ToolAccess};
+use agent_llm::Sampling;
+use agent_policy::Mode;
+use agent_tools::{Approver, SemanticSearch};
 
 /// Exit code for "no answer within --max-steps".
 pub const NO_ANSWER: i32 = 3;
@@ -32,7 +34,7 @@ pub fn open_agent(
     sampling: Sampling,
     resume: Option<String>,
 ) -> Result<Session> {
-    let root = crate::paths::repo_root(None)?;
+    let root = agent_base::paths::repo_root(None)?;
     let provider = super::provider(model)?;
     let config = AgentConfig {
         mode: args.mode,
@@ -47,23 +49,14 @@ pub fn open_agent(
     };
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);
     let mut agent = Agent::new(provider, config, search)?;
-    // The team's own tools; a server that fails is reported and left out.
-    let servers = crate::mcp::config::load(&root)?;
-    if !servers.is_empty() {
-        let hub = crate::mcp::Hub::start(servers, &root, agent.policy());
-        for s in hub.status().iter().filter(|s| s.state != "running") {
-            eprintln!(
-                "{} MCP server {}: {} (going on without it; `agent mcp list` shows all)",
-                console::style("!").yellow(),
-                s.name,
-                s.state
-            );
-        }
+    // The team's own tools: trusted servers only; one that fails is
+    // reported and left out.
+    if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode)? {
         agent.add_tools(hub.tools());
     }
     let approver: Box<dyn Approver> = match args.mode {
-        Mode::Yolo => Box::new(crate::agent::ui::TerminalApprover::yolo()),
-        Mode::Confirm | Mode::Human => Box::new(crate::agent::ui::TerminalApprover::new()),
+        Mode::Yolo => Box::new(agent_core::ui::TerminalApprover::yolo()),
+        Mode::Confirm | Mode::Human => Box::new(agent_core::ui::TerminalApprover::new()),
     };
     Ok(Session { agent, approver })
 }
@@ -75,8 +68,8 @@ pub fn print_outcome(outcome: &Outcome) {
         Finish::Answered if outcome.answer.is_empty() => eprintln!("(empty answer)"),
         Finish::Answered => {}
         // The streamed text was no answer; this is what the search found.
-        Finish::Evidence => println!("\n{}", outcome.answer),
-        Finish::NoAnswer | Finish::StepBudget => eprintln!("{}", outcome.answer),
+        Finish::Evidence => println!("\n{}", escape_controls(&outcome.answer)),
+        Finish::NoAnswer | Finish::StepBudget => eprintln!("{}", escape_controls(&outcome.answer)),
         Finish::Cancelled => eprintln!("(stopped)"),
     }
     if let Some(line) = changes_line(outcome) {
@@ -154,8 +147,8 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
     let resume = match args.resume.as_deref() {
         None => None,
         Some(wanted) => {
-            let root = crate::paths::repo_root(None)?;
-            let store = crate::agent::session::SessionStore::open(&root.join(".agent"))?;
+            let root = agent_base::paths::repo_root(None)?;
+            let store = agent_core::session::SessionStore::open(&root.join(".agent"))?;
             let found = if wanted.is_empty() {
                 store.latest()?
             } else {
@@ -261,7 +254,7 @@ fn print_history(exchanges: &[(String, String)], last: usize) {
         eprintln!(
             "{} {}",
             style("›").dim(),
-            crate::tools::grep::cut(request, RESUME_CHARS)
+            escape_controls(&agent_tools::grep::cut(request, RESUME_CHARS))
         );
         let answer = if answer.is_empty() {
             "(no answer)"
@@ -270,7 +263,11 @@ fn print_history(exchanges: &[(String, String)], last: usize) {
         };
         eprintln!(
             "{}",
-            style(crate::tools::grep::cut(answer, RESUME_CHARS)).dim()
+            style(escape_controls(&agent_tools::grep::cut(
+                answer,
+                RESUME_CHARS
+            )))
+            .dim()
         );
     }
 }
@@ -332,7 +329,7 @@ fn slash_command(
         "undo" => {
             let out = agent.undo(cancel);
             if let Some(diff) = &out.diff {
-                eprint!("{}", crate::tools::diff::colored(diff));
+                eprint!("{}", agent_tools::diff::colored(diff));
             }
             if out.ok {
                 eprintln!("{}", out.content);
@@ -380,7 +377,7 @@ impl IndexWatcher {
     fn start(root: &std::path::Path) -> Option<Self> {
         // A shared index is kept by its own writer; this machine's changes
         // reach searches through its overlay, refreshed at each search.
-        if !root.join(".agent/index").is_dir() || crate::index::shared::configured().is_some() {
+        if !root.join(".agent/index").is_dir() || agent_index::shared::configured().is_some() {
             return None;
         }
         let stop = CancelToken::new();
@@ -388,8 +385,8 @@ impl IndexWatcher {
         let root = root.to_path_buf();
         let thread = std::thread::spawn(move || {
             // Before the index starts its threads, so they inherit it.
-            crate::index::watch::lower_priority(crate::index::watch::Scope::Thread);
-            let mut index = match crate::index::Index::open_writer(&root, Default::default()) {
+            agent_index::watch::lower_priority(agent_index::watch::Scope::Thread);
+            let mut index = match agent_index::Index::open_writer(&root, Default::default()) {
                 Ok(index) => index,
                 Err(e) => {
                     // Usually another writer: it keeps the index live already.
@@ -397,9 +394,9 @@ impl IndexWatcher {
                     return;
                 }
             };
-            let result = crate::index::watch::watch(
+            let result = agent_index::watch::watch(
                 &mut index,
-                crate::index::watch::DEFAULT_DEBOUNCE,
+                agent_index::watch::DEFAULT_DEBOUNCE,
                 &thread_stop,
                 &mut |r| {
                     if let Err(e) = r {

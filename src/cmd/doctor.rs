@@ -9,11 +9,13 @@ use serde::Serialize;
 
 use super::exit;
 use crate::cli::DoctorArgs;
-use crate::llm::engine::{self, EngineConfig, LlamaEngine};
-use crate::llm::offload::{self, Device, GpuLayers, Placement};
-use crate::llm::{gguf, CompletionRequest, Flow, LlmError, Message, Provider};
-use crate::models::{self, FileState};
-use crate::paths;
+use agent_base::models::{self, FileState};
+use agent_base::paths;
+use agent_engine::engine::{self, EngineConfig, LlamaEngine};
+use agent_engine::gguf;
+use agent_engine::offload::{self, Device, GpuLayers};
+use agent_llm::Placement;
+use agent_llm::{CompletionRequest, Flow, LlmError, Message, Provider};
 
 #[derive(Debug, Serialize)]
 struct Check {
@@ -63,7 +65,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     checks.push(index_check());
     checks.push(instructions_check());
     checks.push(checkers_check());
-    let sandbox = crate::tools::sandbox::describe();
+    let sandbox = agent_sandbox::describe();
     checks.push(Check {
         name: "sandbox",
         ok: sandbox.is_ok(),
@@ -179,7 +181,7 @@ fn offload_check(config: &EngineConfig) -> (Vec<Device>, OffloadReport) {
                     check.fix = Some("scripts/install --features vulkan (or cuda; metal is on by default on macOS): see the README, GPU".into());
                 }
             }
-            let placement = Placement::of(&plan);
+            let placement = Placement::from(&plan);
             check.detail = format!("the model gets: {}", plan.summary());
             Some(placement)
         }
@@ -274,7 +276,7 @@ fn chat_model_check(config: &EngineConfig) -> Check {
 
 /// Which AGENTS.md files go into the system prompt.
 fn instructions_check() -> Check {
-    use crate::agent::instructions::{personal_file, Instructions, FILE_NAME};
+    use agent_core::instructions::{personal_file, Instructions, FILE_NAME};
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
     let found = Instructions::load(&root, personal_file().as_deref());
     let names: Vec<String> = found
@@ -304,7 +306,7 @@ fn instructions_check() -> Check {
 /// The language checkers run after edits that this workspace can use.
 fn checkers_check() -> Check {
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
-    let (found, missing): (Vec<_>, Vec<_>) = crate::tools::diagnose::programs(&root)
+    let (found, missing): (Vec<_>, Vec<_>) = agent_tools::diagnose::programs(&root)
         .into_iter()
         .partition(|(_, program)| program.is_some());
     let names = |list: &[(&str, Option<std::path::PathBuf>)]| {
@@ -329,7 +331,7 @@ fn checkers_check() -> Check {
 /// The workspace's code index, if any: optional for `ask`, so only a warning.
 fn index_check() -> Check {
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
-    let (ok, detail, fix) = match crate::index::Index::open_reader(&root).and_then(|i| i.status()) {
+    let (ok, detail, fix) = match agent_index::Index::open_reader(&root).and_then(|i| i.status()) {
         Ok(s) => (
             true,
             format!(
@@ -398,7 +400,7 @@ fn onnx_runtime_check(lib: &Path) -> Check {
             check.detail = format!(
                 "{} loads, version {v}; embeddings run on {}",
                 lib.display(),
-                crate::index::embed::execution_provider(lib)
+                agent_index::embed::execution_provider(lib)
             );
             if check.ok {
                 check.fix = None;

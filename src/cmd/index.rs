@@ -5,17 +5,17 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::exit;
-use crate::cancel::CancelToken;
 use crate::cli::IndexArgs;
-use crate::index::{watch, Index, IndexOptions, Progress, UpdateStats};
-use crate::paths;
-use crate::repomap::{default_cache_path, RepoMap};
-use crate::walk::WalkOptions;
+use agent_base::cancel::CancelToken;
+use agent_base::paths;
+use agent_index::{watch, Index, IndexOptions, Progress, UpdateStats};
+use agent_lang::walk::WalkOptions;
+use agent_repomap::{default_cache_path, RepoMap};
 
 pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     // This process only indexes (no searches to keep fast), so all of it
     // runs with the allocator holding no more than it uses.
-    let _frugal = crate::alloc::Frugal::new();
+    let _frugal = agent_base::alloc::Frugal::new();
     let root = paths::repo_root(args.path.as_deref())?;
     if args.status {
         let status = Index::open_reader(&root)?.status()?;
@@ -55,7 +55,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                 Some(v) => println!("  vector index {} over {} chunks", v.kind, v.indexed_rows),
                 None => println!(
                     "  vector index none: exact search (built from {} chunks)",
-                    crate::index::store::ANN_MIN_ROWS
+                    agent_index::store::ANN_MIN_ROWS
                 ),
             }
             println!(
@@ -93,12 +93,12 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         },
         threads: args.threads.map_or(defaults.threads, usize::from),
         embedder: match &args.embed_server {
-            Some(url) => crate::index::embed::Choice::Server {
+            Some(url) => agent_index::embed::Choice::Server {
                 url: url.clone(),
                 model: args.embed_model.clone(),
                 api_key: std::env::var("AGENT_EMBED_API_KEY").ok(),
             },
-            None => crate::index::embed::Choice::AsRecorded,
+            None => agent_index::embed::Choice::AsRecorded,
         },
         store: args.store.clone(),
         ..defaults
@@ -252,7 +252,7 @@ fn report(stats: &UpdateStats, json: bool) {
         println!("{}", serde_json::to_string(stats).expect("stats serialize"));
         return;
     }
-    if let Some(note) = &stats.recovered {
+    for note in &stats.recovered {
         eprintln!("note: {note}");
     }
     println!(
@@ -269,7 +269,7 @@ fn report(stats: &UpdateStats, json: bool) {
     if stats.vector_index_built {
         println!(
             "built the vector index: from {} chunks on, searches probe it instead of comparing every vector",
-            crate::index::store::ANN_MIN_ROWS
+            agent_index::store::ANN_MIN_ROWS
         );
     }
     for s in stats

@@ -4,8 +4,8 @@ use anyhow::Result;
 
 use super::exit;
 use crate::cli::MapArgs;
-use crate::paths;
-use crate::repomap::{
+use agent_base::paths;
+use agent_repomap::{
     budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
     DEFAULT_BUDGET_FRACTION,
 };
@@ -42,7 +42,9 @@ pub fn run(args: &MapArgs) -> Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", out.text);
+        // Names and signatures come from the repository: no control
+        // character of theirs reaches the terminal.
+        print!("{}", agent_base::term::escape_controls(&out.text));
         eprintln!(
             "({} tokens of {}; {} of {} definitions in {} files)",
             out.tokens, options.token_budget, out.defs_shown, out.defs_total, out.files_shown

@@ -1,25 +1,40 @@
-//! `agent mcp list`: the workspace's MCP servers, started once to show their
-//! state and tools.
+//! `agent mcp list` and `agent mcp trust`, and how the agent's sessions
+//! start the workspace's MCP servers: trusted ones only, after asking on a
+//! terminal where it may.
 
-use anyhow::Result;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
 use console::style;
 
 use crate::cli::{McpArgs, McpCommand};
-use crate::mcp::{config, Hub};
-use crate::policy::{Mode, Policy};
+use agent_mcp::config::{self, ServerConfig};
+use agent_mcp::trust::TrustStore;
+use agent_mcp::{Hub, ServerState};
+use agent_policy::{Mode, Policy};
 
 pub fn run(args: &McpArgs) -> Result<i32> {
-    let McpCommand::List { json } = &args.command;
-    let root = crate::paths::repo_root(None)?;
-    let servers = config::load(&root)?;
+    let root = agent_base::paths::repo_root(None)?;
+    match &args.command {
+        McpCommand::List { json } => list(&root, *json),
+        McpCommand::Trust { names, revoke } => trust(&root, names, *revoke),
+    }
+}
+
+fn list(root: &Path, json: bool) -> Result<i32> {
+    let servers = config::load(root)?;
     let policy = Policy::load(&root.join(".agent"), Mode::Confirm)?;
     let status = if servers.is_empty() {
         Vec::new()
     } else {
-        Hub::start(servers, &root, &policy).status()
+        let store = TrustStore::open_default()?;
+        let (trusted, untrusted) = servers.into_iter().partition(|s| store.is_trusted(root, s));
+        Hub::start(trusted, untrusted, root, &policy).status()
     };
-    let failed = status.iter().any(|s| s.state != "running");
-    if *json {
+    let failed = status.iter().any(|s| s.state != ServerState::Running);
+    if json {
         println!("{}", serde_json::to_string_pretty(&status)?);
     } else if status.is_empty() {
         println!(
@@ -28,22 +43,123 @@ pub fn run(args: &McpArgs) -> Result<i32> {
         );
     } else {
         for s in &status {
-            let mark = if s.state == "running" {
-                style("ok  ").green()
-            } else {
-                style("FAIL").red()
+            let mark = match s.state {
+                ServerState::Running => style("ok  ").green(),
+                ServerState::Untrusted => style("NEW ").yellow(),
+                _ => style("FAIL").red(),
             };
-            println!("[{mark}] {}  {}  ({})", s.name, s.command, s.state);
+            let why = s
+                .reason
+                .as_deref()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default();
+            println!("[{mark}] {}  {}{why}", s.name, s.command);
             for t in &s.tools {
                 let ro = if t.read_only { " [read-only]" } else { "" };
                 println!(
                     "       mcp__{}__{}{ro}: {}",
                     s.name,
                     t.name,
-                    crate::tools::grep::cut(&t.description, 100)
+                    agent_tools::grep::cut(&t.description, 100)
                 );
             }
         }
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
+    let servers = config::load(root)?;
+    let mut store = TrustStore::open_default()?;
+    for name in names {
+        if revoke {
+            if store.revoke(root, name)? {
+                println!("{name}: no longer trusted in {}", root.display());
+            } else {
+                println!("{name}: was not trusted in {}", root.display());
+            }
+            continue;
+        }
+        let Some(server) = servers.iter().find(|s| &s.name == name) else {
+            let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            bail!(
+                "no MCP server `{name}` in {} (declared: {})",
+                root.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        };
+        store.trust(root, server)?;
+        println!(
+            "{name}: trusted in {} as `{}`",
+            root.display(),
+            server.command_line()
+        );
+    }
+    Ok(0)
+}
+
+/// The workspace's MCP servers for a session, or None when it declares
+/// none. Trusted ones start; in confirm or human mode with a terminal, each
+/// untrusted one is shown and asked about (a yes is remembered); the rest
+/// are reported and left out.
+pub fn start_for_session(root: &Path, policy: &Policy, mode: Mode) -> Result<Option<Arc<Hub>>> {
+    let servers = config::load(root)?;
+    if servers.is_empty() {
+        return Ok(None);
+    }
+    let mut store = TrustStore::open_default()?;
+    let interactive =
+        mode != Mode::Yolo && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let (mut trusted, mut untrusted) = (Vec::new(), Vec::new());
+    for server in servers {
+        if store.is_trusted(root, &server)
+            || (interactive && ask(&server)? && {
+                store.trust(root, &server)?;
+                true
+            })
+        {
+            trusted.push(server);
+        } else {
+            untrusted.push(server);
+        }
+    }
+    let hub = Hub::start(trusted, untrusted, root, policy);
+    for s in hub
+        .status()
+        .iter()
+        .filter(|s| s.state != ServerState::Running)
+    {
+        eprintln!(
+            "{} MCP server {}: {} (going on without it; `agent mcp list` shows all)",
+            style("!").yellow(),
+            s.name,
+            s.reason.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(Some(hub))
+}
+
+/// Asks on the terminal whether to trust and start `server`.
+fn ask(server: &ServerConfig) -> Result<bool> {
+    eprintln!(
+        "{} this workspace declares an MCP server the agent would start outside the sandbox:",
+        style("?").yellow().bold()
+    );
+    eprintln!(
+        "    {}  {}",
+        style(&server.name).bold(),
+        server.command_line()
+    );
+    for (k, v) in &server.env {
+        eprintln!("    env {k}={v}");
+    }
+    eprint!("  trust it in this workspace and start it? [y]es / [n]o: ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }

@@ -13,11 +13,11 @@ pub mod sessions;
 use anyhow::Result;
 
 use crate::cli::ModelArgs;
-use crate::llm::engine::{EngineConfig, LlamaEngine};
-use crate::llm::openai::OpenAiProvider;
-use crate::llm::scripted::ScriptedProvider;
-use crate::llm::Provider;
-use crate::paths;
+use agent_base::paths;
+use agent_engine::engine::{EngineConfig, LlamaEngine};
+use agent_llm::openai::OpenAiProvider;
+use agent_llm::scripted::ScriptedProvider;
+use agent_llm::Provider;
 
 /// Exit codes shared by all subcommands.
 pub mod exit {
@@ -58,4 +58,4 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
     Ok(Box::new(engine?))
 }
 
-pub use crate::agent::ui::spinner;
+pub use agent_core::ui::spinner;

@@ -5,9 +5,9 @@ use serde_json::json;
 
 use super::exit;
 use crate::cli::ModelsArgs;
-use crate::llm::gguf;
-use crate::models::{self, FileState};
-use crate::paths;
+use agent_base::models::{self, FileState};
+use agent_base::paths;
+use agent_engine::gguf;
 
 pub fn run(args: &ModelsArgs) -> Result<i32> {
     let dir = paths::models_dir();

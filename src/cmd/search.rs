@@ -1,11 +1,16 @@
 //! `agent search`: query the code index.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{bail, Result};
 
 use super::exit;
 use crate::cli::SearchArgs;
-use crate::index::{Index, SearchQuery};
-use crate::paths;
+use agent_base::paths;
+use agent_base::term::escape_line;
+use agent_index::{Index, SearchQuery};
+use agent_tools::search::Hit;
+use agent_tools::SemanticSearch;
 
 pub fn run(args: &SearchArgs) -> Result<i32> {
     let text = args.query.join(" ");
@@ -13,10 +18,10 @@ pub fn run(args: &SearchArgs) -> Result<i32> {
         bail!("the query is empty");
     }
     if let Some(lang) = &args.lang {
-        if crate::lang::Lang::from_name(lang).is_none() {
+        if agent_lang::lang::Lang::from_name(lang).is_none() {
             bail!(
                 "unknown language {lang:?}: use one of {}",
-                crate::lang::Lang::names().join(", ")
+                agent_lang::lang::Lang::names().join(", ")
             );
         }
     }
@@ -40,17 +45,23 @@ pub fn run(args: &SearchArgs) -> Result<i32> {
     if results.is_empty() {
         eprintln!("no results");
     }
+    // Text mode escapes the repository's control characters (escape
+    // sequences in a file, a newline in its name); JSON keeps them exact.
     for r in &results {
         println!(
             "{}:{}-{}  {}  {:.3}",
-            r.path,
+            escape_line(&r.path),
             r.start_line,
             r.end_line,
-            if r.symbol.is_empty() { "-" } else { &r.symbol },
+            if r.symbol.is_empty() {
+                "-".into()
+            } else {
+                escape_line(&r.symbol)
+            },
             r.score
         );
         for line in r.text.lines().filter(|l| !l.trim().is_empty()).take(3) {
-            println!("    {}", truncate(line.trim_end(), 100));
+            println!("    {}", truncate(&escape_line(line.trim_end()), 100));
         }
     }
     Ok(exit::OK)
@@ -61,5 +72,50 @@ fn truncate(s: &str, max: usize) -> String {
         s.to_string()
     } else {
         format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}
+
+/// `search_semantic` over the workspace's code index, opened on first use
+/// (loading the embedder costs a second; many requests never search).
+pub struct IndexSearch {
+    root: PathBuf,
+    index: Option<Index>,
+}
+
+impl IndexSearch {
+    /// None when the workspace has no index (of its own, or shared).
+    pub fn for_workspace(root: &Path) -> Option<Self> {
+        let has_index =
+            root.join(".agent/index").is_dir() || agent_index::shared::configured().is_some();
+        has_index.then(|| Self {
+            root: root.to_path_buf(),
+            index: None,
+        })
+    }
+}
+
+impl SemanticSearch for IndexSearch {
+    fn search(&mut self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        if self.index.is_none() {
+            self.index = Some(Index::open_reader(&self.root)?);
+        }
+        let index = self.index.as_mut().expect("just opened");
+        Ok(index
+            .search(&SearchQuery::new(query, k))?
+            .into_iter()
+            .map(|r| Hit {
+                path: r.path,
+                start_line: r.start_line as usize,
+                end_line: r.end_line as usize,
+                symbol: r.symbol,
+                score: r.score,
+                text: r.text,
+            })
+            .collect())
+    }
+
+    fn note(&mut self) -> Option<String> {
+        let notes = self.index.as_ref()?.notes().unwrap_or_default();
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 }

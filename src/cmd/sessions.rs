@@ -3,11 +3,11 @@
 use anyhow::{bail, Result};
 
 use super::exit;
-use crate::agent::session::SessionStore;
 use crate::cli::{SessionsArgs, SessionsCommand};
+use agent_core::session::SessionStore;
 
 pub fn run(args: &SessionsArgs) -> Result<i32> {
-    let root = crate::paths::repo_root(None)?;
+    let root = agent_base::paths::repo_root(None)?;
     let store = SessionStore::open(&root.join(".agent"))?;
     match &args.command {
         SessionsCommand::List { limit, json } => {

@@ -1,0 +1,11 @@
+//! What every crate of the agent may use, and nothing else: cancellation
+//! ([`cancel`]), where files live ([`paths`]), the model manifest
+//! ([`models`]), the process's allocator ([`alloc`]) and how repository text
+//! reaches a terminal ([`term`]). It depends on no
+//! other crate of the workspace.
+
+pub mod alloc;
+pub mod cancel;
+pub mod models;
+pub mod paths;
+pub mod term;

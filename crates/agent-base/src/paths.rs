@@ -1,0 +1,82 @@
+//! Where things live on disk.
+
+use std::path::PathBuf;
+
+/// The models folder: `$AGENT_MODELS_DIR` when set, else `models/` in the
+/// source tree the binary was built from, else the installed copy in
+/// `~/.local/share/agent/models`, else `./models`.
+pub fn models_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENT_MODELS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let built_in = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
+    if built_in.join("manifest.json").is_file() {
+        return built_in;
+    }
+    // Where `scripts/install` copies them, for a binary whose clone is gone.
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+    if let Some(installed) = data.map(|d| d.join("agent/models")) {
+        if installed.join("manifest.json").is_file() {
+            return installed;
+        }
+    }
+    PathBuf::from("models")
+}
+
+/// The default chat model inside the models folder.
+pub const DEFAULT_CHAT_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The ONNX Runtime shared library inside the models folder.
+pub const ONNX_RUNTIME_LIB: &str = "onnxruntime/libonnxruntime.so";
+
+pub fn default_chat_model() -> PathBuf {
+    models_dir().join(DEFAULT_CHAT_MODEL)
+}
+
+/// The user's own configuration folder, outside every workspace:
+/// `$XDG_CONFIG_HOME/agent`, else `~/.config/agent`. What a repository or a
+/// command cannot write: personal instructions, the MCP servers trusted.
+pub fn config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|d| d.join("agent"))
+}
+
+/// Keeps the agent's state folder (`.agent/`) out of the user's `git status`:
+/// a `.gitignore` of `*` inside it, written once (a user's own is kept).
+pub fn ignore_state_dir(state_dir: &std::path::Path) {
+    let ignore = state_dir.join(".gitignore");
+    if !ignore.exists() {
+        let _ = std::fs::write(&ignore, "*\n");
+    }
+}
+
+/// The repository a command acts on: `explicit` when given (it must exist),
+/// else the workspace around the current directory.
+pub fn repo_root(explicit: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    match explicit {
+        Some(path) => path
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", path.display())),
+        None => Ok(workspace_root(
+            &std::env::current_dir().context("no current directory")?,
+        )),
+    }
+}
+
+/// The workspace a command acts on: the nearest ancestor of `start` that
+/// holds an `.agent` folder or a `.git` entry, else `start` itself.
+pub fn workspace_root(start: &std::path::Path) -> PathBuf {
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    start
+        .ancestors()
+        .find(|dir| dir.join(".agent").is_dir() || dir.join(".git").exists())
+        .unwrap_or(&start)
+        .to_path_buf()
+}

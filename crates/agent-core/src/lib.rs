@@ -1,0 +1,879 @@
+//! The agent: intent gate, then a ReAct loop of grammar-constrained tool
+//! calls, under the permission policy, with every step logged.
+//!
+//! One [`Agent`] is one session. [`Agent::handle`] takes a request:
+//! 1. the intent gate ([`intent`]) picks which tools the request gets:
+//!    none (chat, capability questions: one `finish` step), read-only (repo
+//!    questions, uncertain requests) or all (coding tasks);
+//! 2. each step fits the conversation into the context window ([`context`]),
+//!    asks the model for one call under a grammar of the allowed tools
+//!    ([`protocol`]), runs it through the [`agent_tools::Toolbox`] and
+//!    appends the observation;
+//! 3. `finish` ends the request; the last step of the budget may only be
+//!    `finish`, so a grammar-constrained model always answers.
+//!
+//! The system prompt ([`prompt`]) lists every tool and is built once per
+//! session, so the KV cache is reused across steps and requests. Messages go
+//! to SQLite as they happen ([`session`]); events go to JSONL ([`log`]).
+
+pub mod answer;
+pub mod context;
+pub mod instructions;
+pub mod intent;
+pub mod log;
+pub mod prompt;
+pub mod protocol;
+mod run;
+pub mod session;
+pub mod ui;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use agent_base::cancel::CancelToken;
+use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling};
+use agent_policy::{Mode, Policy};
+use agent_tools::checkpoint::Checkpoints;
+use agent_tools::{
+    Access, AlwaysApprove, Approval, Approver, Decision, ReadLedger, SemanticSearch, ToolContext,
+    ToolOutput, ToolSpec, Toolbox, Workspace,
+};
+use context::{Kind, Turn};
+use intent::Intent;
+use log::EventLog;
+use protocol::{ToolCall, FINISH};
+use session::SessionStore;
+use ui::Ui;
+
+/// How a session runs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub workspace: PathBuf,
+    pub mode: Mode,
+    /// Model calls per request, the final `finish` included.
+    pub max_steps: usize,
+    /// Most tokens per model reply.
+    pub max_tokens: usize,
+    pub sampling: Sampling,
+    /// Run after every write; a failure rolls the write back.
+    pub verify: Option<String>,
+    /// Put the repo map in the system prompt.
+    pub repo_map: bool,
+    /// Resume this session instead of starting one.
+    pub resume: Option<String>,
+    /// Code-index matches fetched before the first step (0: none).
+    pub prefetch: usize,
+    /// Run commands in the OS sandbox (`--sandbox off` clears it).
+    pub sandbox: bool,
+    /// The user's own AGENTS.md (see [`instructions::personal_file`]).
+    pub personal_instructions: Option<PathBuf>,
+}
+
+impl AgentConfig {
+    pub fn new(workspace: &Path) -> Self {
+        Self {
+            workspace: workspace.to_path_buf(),
+            mode: Mode::Confirm,
+            max_steps: 12,
+            max_tokens: 512,
+            sampling: Sampling::greedy(),
+            verify: None,
+            repo_map: true,
+            sandbox: true,
+            personal_instructions: instructions::personal_file(),
+            resume: None,
+            prefetch: 4,
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    /// The model called `finish`.
+    Answered,
+    /// No usable answer (it restated the request or our prompts, said
+    /// nothing about the code, or the model kept repeating a call): the
+    /// answer is what the last search found, marked as such.
+    Evidence,
+    /// No usable answer and no search results to show instead.
+    NoAnswer,
+    /// The step budget ran out without an answer.
+    StepBudget,
+    /// Ctrl-C.
+    Cancelled,
+}
+
+/// Which tools a request was given, from its intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolAccess {
+    /// Only `finish`: chat and questions about the agent itself.
+    None,
+    /// Reading and searching: questions about the repository.
+    ReadOnly,
+    /// Everything, writes and commands included: coding tasks.
+    All,
+}
+
+/// The outcome of one request, as `agent ask --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub answer: String,
+    pub finish: Finish,
+    pub intent: Intent,
+    pub tools: ToolAccess,
+    pub steps: usize,
+    pub tool_calls: usize,
+    /// Replies that did not parse (a grammar-constrained model never has any).
+    pub invalid_tool_calls: usize,
+    /// Replies cut off by the token budget (`--max-tokens`) or a loop.
+    pub cut_off_calls: usize,
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub reused_tokens: usize,
+    pub session_id: String,
+    pub trace_id: String,
+    pub changed_files: Vec<String>,
+    /// Writes and commands the user declined.
+    pub declined: usize,
+    pub wall_ms: u64,
+    /// Time spent generating tokens (the rest is prefill, tools and prompts).
+    pub decode_ms: u64,
+    /// Where the in-process model runs (device, layers, context).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<agent_llm::Placement>,
+}
+
+pub struct Agent {
+    provider: Box<dyn Provider>,
+    toolbox: Toolbox,
+    workspace: Workspace,
+    policy: Policy,
+    ledger: ReadLedger,
+    checkpoints: Checkpoints,
+    search: Option<Box<dyn SemanticSearch>>,
+    sessions: SessionStore,
+    log: EventLog,
+    config: AgentConfig,
+    turns: Vec<Turn>,
+    judge: answer::Judge,
+    /// AGENTS.md files: in the system prompt, and per subfolder as tools touch it.
+    instructions: instructions::Instructions,
+    /// Writes and commands declined during the current request.
+    declined: usize,
+}
+
+/// Most lines of search results given as a fallback answer.
+const EVIDENCE_LINES: usize = 30;
+
+/// The fallback answer: what the latest search found, marked as such.
+fn evidence_answer(why: &str, found: &str) -> String {
+    let mut lines: Vec<&str> = found.lines().take(EVIDENCE_LINES).collect();
+    if found.lines().count() > EVIDENCE_LINES {
+        lines.push("…");
+    }
+    format!(
+        "(No answer: {why}. What the search found:)\n{}",
+        lines.join("\n")
+    )
+}
+
+/// What the loop itself says to the model (besides the system prompt and
+/// the answer feedback): the judge must not take these back as answers.
+const STEP_BUDGET_NOTE: &str =
+    "\n(Step budget: your next reply must be the finish call with your best answer.)";
+const ANSWER_DIRECTLY_NOTE: &str = "(Answer directly with the finish tool.)";
+const QUESTION_NOTE: &str = "(This is a question: do not change files. Tools you may use:";
+const REPEAT_NOTE: &str = "You made the same call times in a row; its result will not change. \
+Use what you already have: try a different tool or different arguments, or call finish with your answer. Another copy of this call ends the request.";
+const CUT_OFF_NOTE: &str = "Format error: your reply was cut off at tokens. Keep the thought short and reply with one complete JSON call";
+const FINISH_ARGS_NOTE: &str = "Format error: finish needs {\"answer\": \"<text>\"}.";
+const STOPPED_NOTE: &str = "The previous request was stopped. (stopped before an answer)";
+
+/// Where a request stands when the model gives a final answer.
+struct Step<'a> {
+    request: &'a str,
+    /// Where the request's turns begin: its observations are the evidence.
+    request_turn: usize,
+    access: &'a [Access],
+    /// The last step of the budget: a rejected answer ends the request.
+    last: bool,
+    answer_next: bool,
+    /// The latest search results, shown when the request ends without an answer.
+    found: Option<&'a str>,
+}
+
+/// One model reply in the loop.
+struct Reply {
+    text: String,
+    /// Ended by the token budget or a detected loop, not by the model.
+    cut_off: bool,
+    /// The `answer` of a finish call, as far as it was generated.
+    partial_answer: String,
+}
+
+/// Identical consecutive calls that trigger an intervention.
+const REPEAT_LIMIT: usize = 3;
+
+impl Agent {
+    /// Opens the workspace's state (policy, checkpoints, sessions, logs) and
+    /// starts or resumes a session. `search` backs `search_semantic`.
+    pub fn new(
+        provider: Box<dyn Provider>,
+        config: AgentConfig,
+        search: Option<Box<dyn SemanticSearch>>,
+    ) -> Result<Self> {
+        let workspace = Workspace::new(&config.workspace)?;
+        let state = workspace.state_dir();
+        let mut policy = Policy::load(&state, config.mode)?;
+        policy.sandbox = config.sandbox;
+        let checkpoints = Checkpoints::open(&state)?;
+        let sessions = SessionStore::open(&state)?;
+        let toolbox = Toolbox::standard();
+
+        let (session_id, turns) = match &config.resume {
+            Some(id) => {
+                if sessions.get(id)?.is_none() {
+                    anyhow::bail!(
+                        "no session {id} in {}\n  fix: `agent sessions list` shows the sessions",
+                        state.display()
+                    );
+                }
+                (id.clone(), sessions.turns(id)?)
+            }
+            None => (String::new(), Vec::new()),
+        };
+        let mut log = EventLog::open(&state, &session_id);
+        log.redactor = policy.redactor();
+        let mut ours = prompt::internal_texts(&toolbox.specs());
+        ours.extend(
+            [
+                STEP_BUDGET_NOTE,
+                ANSWER_DIRECTLY_NOTE,
+                QUESTION_NOTE,
+                REPEAT_NOTE,
+                CUT_OFF_NOTE,
+                FINISH_ARGS_NOTE,
+                STOPPED_NOTE,
+            ]
+            .iter()
+            .chain(answer::FEEDBACK.iter())
+            .map(|s| s.to_string()),
+        );
+        let judge = answer::Judge::new(&ours);
+        let instructions = instructions::Instructions::load(
+            workspace.root(),
+            config.personal_instructions.as_deref(),
+        );
+        Ok(Self {
+            provider,
+            toolbox,
+            workspace,
+            policy,
+            ledger: ReadLedger::default(),
+            checkpoints,
+            search,
+            sessions,
+            log,
+            config,
+            instructions,
+            turns,
+            judge,
+            declined: 0,
+        })
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.log.session_id
+    }
+
+    pub fn workspace(&self) -> &Path {
+        self.workspace.root()
+    }
+
+    pub fn provider_name(&self) -> String {
+        self.provider.name()
+    }
+
+    /// The session's turns so far.
+    pub fn turns(&self) -> &[Turn] {
+        &self.turns
+    }
+
+    /// Starts the session on the first request: the system prompt (with the
+    /// repo map focused on that request) is fixed from here on.
+    fn start_session(&mut self, request: &str) -> Result<()> {
+        if !self.turns.is_empty() {
+            return Ok(());
+        }
+        let id = self
+            .sessions
+            .create(request, &self.provider.name(), self.workspace.root())?;
+        self.log.session_id = id;
+        let map = self
+            .config
+            .repo_map
+            .then(|| self.repo_map(request))
+            .flatten();
+        let specs = self.toolbox.specs();
+        let system = prompt::system_prompt(&prompt::PromptParts {
+            workspace: self.workspace.root(),
+            instructions: &self.instructions.text,
+            repo_map: map.as_deref(),
+            tools: &specs,
+        });
+        self.push(Turn::new(Kind::System, system))
+    }
+
+    /// The session's policy (for what runs beside the agent, like MCP servers).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Adds tools (an MCP server's) before the session's system prompt is built.
+    pub fn add_tools(&mut self, tools: Vec<Box<dyn agent_tools::Tool>>) {
+        self.toolbox.extend(tools);
+    }
+
+    /// The repo map for the system prompt, or None when it cannot be built
+    /// (the loop works without it).
+    fn repo_map(&self, request: &str) -> Option<String> {
+        use agent_repomap::{
+            budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
+        };
+        let root = self.workspace.root();
+        let mut map = RepoMap::open(root, &default_cache_path(root));
+        if let Err(e) = map.refresh() {
+            tracing::warn!("no repo map: {e:#}");
+            return None;
+        }
+        // A smaller share than `agent map` shows: the loop needs room for tool output.
+        let options = MapOptions {
+            token_budget: budget_for_context(self.provider.context_size(), 0.08),
+            focus: focus_from_request(request),
+            recent_files: Vec::new(),
+        };
+        let count = |s: &str| {
+            self.provider
+                .count_tokens(s)
+                .unwrap_or_else(|_| s.len().div_ceil(4))
+        };
+        let out = map.render(&options, &count);
+        (!out.text.trim().is_empty()).then_some(out.text)
+    }
+
+    /// Starts a new conversation: the next request opens a new session
+    /// (the current one stays saved). Undo history is kept.
+    pub fn clear(&mut self) {
+        self.turns.clear();
+        self.log.session_id.clear();
+        self.ledger = ReadLedger::default();
+    }
+
+    /// Undoes the agent's last change, as the user asked (`/undo` in chat).
+    pub fn undo(&mut self, cancel: &CancelToken) -> ToolOutput {
+        self.log.new_trace();
+        let output = self.call_tool("undo", &json!({}), &mut AlwaysApprove, cancel);
+        self.log.audit(
+            "user_undo",
+            json!({"ok": output.ok, "diff": output.diff, "changed": output.changed}),
+        );
+        output
+    }
+
+    /// Tokens the conversation takes now, and the model's window.
+    pub fn context_usage(&self) -> (usize, usize) {
+        let messages: Vec<agent_llm::Message> =
+            self.turns.iter().map(|t| t.message.clone()).collect();
+        let used = self
+            .provider
+            .count_message_tokens(&messages)
+            .unwrap_or_else(|_| messages.iter().map(|m| m.content.len() / 3 + 4).sum());
+        (used, self.provider.context_size())
+    }
+
+    /// The conversation so far as (request, answer) pairs, oldest first; an
+    /// unanswered request has an empty answer.
+    pub fn exchanges(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for turn in &self.turns {
+            match turn.kind {
+                Kind::Request => {
+                    // Without the note the loop appended for the model.
+                    let text = &turn.message.content;
+                    let request = [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE]
+                        .iter()
+                        .filter_map(|note| text.rfind(&format!("\n\n{note}")))
+                        .min()
+                        .map_or(text.as_str(), |end| &text[..end]);
+                    out.push((request.to_string(), String::new()));
+                }
+                Kind::Call => {
+                    if let (Some(last), Ok(call)) =
+                        (out.last_mut(), protocol::parse_call(&turn.message.content))
+                    {
+                        if call.tool == FINISH {
+                            if let Some(a) = call.args.get("answer").and_then(|a| a.as_str()) {
+                                last.1 = a.to_string();
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn push(&mut self, mut turn: Turn) -> Result<()> {
+        // No secret value reaches the model or the session, whatever text
+        // carried it (observations are redacted already, by the toolbox).
+        turn.message.content = self.policy.redact(&turn.message.content);
+        if !self.log.session_id.is_empty() {
+            self.sessions
+                .append(&self.log.session_id, &turn)
+                .context("cannot save the session")?;
+        }
+        self.turns.push(turn);
+        Ok(())
+    }
+
+    /// Runs one request to its end: [`Agent::begin`], then
+    /// [`Agent::step`] until the request is over or the budget is spent,
+    /// then [`Agent::finish`].
+    pub fn handle(
+        &mut self,
+        request: &str,
+        ui: &mut dyn Ui,
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> Result<Outcome> {
+        let mut run = self.begin(request, ui, cancel)?;
+        while run.outcome.steps < run.max_steps {
+            if self.step(&mut run, ui, approver, cancel)? == run::Next::Done {
+                break;
+            }
+        }
+        Ok(self.finish(run))
+    }
+
+    /// What the model has seen of the workspace in this request (the
+    /// system prompt with its repo map, and every observation since the
+    /// request): an answer must be about it. None when the answer need not
+    /// be: chat, and a coding task that changed files (its result is the
+    /// change, so "Done." is fine there; with nothing changed, the answer
+    /// has to say why).
+    fn evidence(&self, request_turn: usize, access: &[Access], changed: bool) -> Option<String> {
+        if !access.contains(&Access::Read) || (access.contains(&Access::Write) && changed) {
+            return None;
+        }
+        let mut text = self
+            .turns
+            .first()
+            .map(|t| t.message.content.clone())
+            .unwrap_or_default();
+        for turn in self.turns[request_turn.min(self.turns.len())..]
+            .iter()
+            .filter(|t| t.kind == Kind::Observation)
+        {
+            text.push('\n');
+            text.push_str(&turn.message.content);
+        }
+        Some(text)
+    }
+
+    /// Settles a final answer: kept (as `kept` makes it) when it is one
+    /// ([`answer::Judge`]); otherwise sent back to the model, or on the last
+    /// step the request ends without one. Returns whether the request is over.
+    fn conclude(
+        &mut self,
+        answer: &str,
+        kept: impl FnOnce() -> String,
+        at: &Step<'_>,
+        outcome: &mut Outcome,
+        ui: &mut dyn Ui,
+    ) -> Result<bool> {
+        let changed = !outcome.changed_files.is_empty();
+        let evidence = self.evidence(at.request_turn, at.access, changed);
+        let Some(fault) = self.judge.check(answer, at.request, evidence.as_deref()) else {
+            outcome.answer = kept();
+            outcome.finish = Finish::Answered;
+            return Ok(true);
+        };
+        self.log.audit(
+            "intervention",
+            json!({"reason": format!("the answer {}", fault.reason()), "last_step": at.last}),
+        );
+        if !at.last {
+            // The terminal streamed it as an answer: say that it was not one.
+            ui.notice(&format!(
+                "(not an answer: it {}; asking again)",
+                fault.reason()
+            ));
+            self.observe(fault.feedback(), at.answer_next)?;
+            return Ok(false);
+        }
+        let why = format!("the model's answer {}", fault.reason());
+        self.end_without_answer(&why, at.found, outcome);
+        Ok(true)
+    }
+
+    /// Ends a request with no answer of the model's: what the latest search
+    /// found, when there is something, marked as such.
+    fn end_without_answer(&mut self, why: &str, found: Option<&str>, outcome: &mut Outcome) {
+        match found {
+            Some(found) => {
+                outcome.answer = evidence_answer(why, found);
+                outcome.finish = Finish::Evidence;
+            }
+            None => {
+                outcome.answer = format!(
+                    "(no answer: {why}, and nothing was searched; `agent index` gives it search results, \
+a larger --model does better)"
+                );
+                outcome.finish = Finish::NoAnswer;
+            }
+        }
+    }
+
+    /// One model reply, or None when cancelled.
+    fn generate(
+        &mut self,
+        step: usize,
+        last_step: bool,
+        allowed: &[ToolSpec],
+        outcome: &mut Outcome,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<Reply>> {
+        let grammar = self.provider.supports_grammar().then(|| {
+            if last_step {
+                protocol::finish_grammar(allowed)
+            } else {
+                protocol::call_grammar(allowed)
+            }
+        });
+        let limit = self
+            .provider
+            .context_size()
+            .saturating_sub(self.config.max_tokens.min(self.provider.context_size() / 4));
+        let provider = &self.provider;
+        let count = |m: &[agent_llm::Message]| {
+            provider
+                .count_message_tokens(m)
+                .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
+        };
+        let (messages, fitted) = context::fit(&self.turns, limit, &count);
+        let request = CompletionRequest {
+            messages,
+            max_tokens: self.config.max_tokens,
+            sampling: self.config.sampling,
+            grammar,
+            ..CompletionRequest::default()
+        };
+        self.log.trace(
+            "llm_request",
+            json!({"step": step + 1, "messages": request.messages.len(), "last_step": last_step,
+                   "grammar": request.grammar.is_some(), "fitted": fitted,
+                   "tools": allowed.iter().map(|t| t.name).collect::<Vec<_>>()}),
+        );
+        ui.step_start(step + 1);
+        let mut streamer = protocol::AnswerStreamer::default();
+        let mut answer = String::new();
+        let mut looped = false;
+        let completion = self.provider.complete(&request, &mut |event| {
+            if cancel.is_cancelled() {
+                return Flow::Stop;
+            }
+            if let Event::Text(piece) = event {
+                let visible = streamer.push(piece);
+                if !visible.is_empty() {
+                    ui.answer_text(&visible);
+                    answer.push_str(&visible);
+                    // A small model's answer can loop until the token budget
+                    // runs out; stop it early and keep what it said once.
+                    if protocol::is_looping(&answer) {
+                        looped = true;
+                        return Flow::Stop;
+                    }
+                }
+            }
+            Flow::Continue
+        })?;
+        ui.step_end();
+        outcome.prompt_tokens += completion.prompt_tokens;
+        outcome.completion_tokens += completion.completion_tokens;
+        outcome.reused_tokens += completion.reused_tokens;
+        outcome.decode_ms += completion.decode_ms.round() as u64;
+        self.log.trace(
+            "llm_response",
+            json!({"step": step + 1, "text": completion.text, "finish": completion.finish,
+                   "prompt_tokens": completion.prompt_tokens, "reused_tokens": completion.reused_tokens,
+                   "completion_tokens": completion.completion_tokens, "ttft_ms": completion.ttft_ms,
+                   "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
+        );
+        if cancel.is_cancelled() {
+            return Ok(None);
+        }
+        Ok(Some(Reply {
+            text: completion.text,
+            cut_off: looped || completion.finish == FinishReason::Length,
+            partial_answer: answer,
+        }))
+    }
+
+    /// Runs one tool with this session's workspace, ledger, checkpoints,
+    /// policy and index.
+    fn call_tool(
+        &mut self,
+        name: &str,
+        args: &serde_json::Value,
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> ToolOutput {
+        let mut ctx = ToolContext {
+            workspace: &self.workspace,
+            ledger: &mut self.ledger,
+            checkpoints: &mut self.checkpoints,
+            policy: &self.policy,
+            approver,
+            search: self
+                .search
+                .as_deref_mut()
+                .map(|s| s as &mut dyn SemanticSearch),
+            cancel,
+        };
+        self.toolbox.call(name, args, &mut ctx)
+    }
+
+    /// Starts a request with the code index's best matches, as if the model
+    /// had searched first: one step saved, and even a small model starts from
+    /// the right files. The synthetic call also shows the call format by
+    /// example. Nothing happens without an index. Returns the call made.
+    fn prefetch(
+        &mut self,
+        request: &str,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<(ToolCall, String)>> {
+        if self.search.is_none() {
+            return Ok(None);
+        }
+        let call = ToolCall {
+            thought: "Search the code index for the request first.".into(),
+            tool: "search_semantic".into(),
+            args: json!({"query": request, "k": self.config.prefetch}),
+        };
+        let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
+        if !output.ok {
+            tracing::info!("no prefetch: {}", output.content);
+            return Ok(None);
+        }
+        ui.tool_call(&call);
+        ui.tool_result(&call, &output);
+        self.log.audit(
+            "prefetch",
+            json!({"tool": call.tool, "args": call.args, "content": truncate(&output.content, 2000)}),
+        );
+        self.push(Turn::new(Kind::Call, serde_json::to_string(&call)?))?;
+        self.observe(&observation_text(&call.tool, &output), false)?;
+        Ok(Some((call, output.content)))
+    }
+
+    /// Runs an allowed tool; in `human` mode reads are confirmed here (the
+    /// tools confirm writes and commands themselves).
+    fn run_tool(
+        &mut self,
+        call: &ToolCall,
+        allowed: &[ToolSpec],
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> ToolOutput {
+        let Some(spec) = allowed.iter().find(|s| s.name == call.tool) else {
+            let names: Vec<&str> = allowed.iter().map(|s| s.name).collect();
+            let exists = self.toolbox.get(&call.tool).is_some();
+            self.log.audit(
+                "policy_deny",
+                json!({"tool": call.tool, "reason": if exists { "not allowed for this request" } else { "unknown tool" }}),
+            );
+            return ToolOutput::error(
+                if exists {
+                    agent_tools::ErrorClass::PolicyDenied
+                } else {
+                    agent_tools::ErrorClass::InvalidArgs
+                },
+                format!(
+                    "`{}` is {} for this request; use one of: {}",
+                    call.tool,
+                    if exists {
+                        "not available"
+                    } else {
+                        "not a tool"
+                    },
+                    names.join(", ")
+                ),
+            );
+        };
+        let mut logged = LoggingApprover {
+            inner: approver,
+            decisions: Vec::new(),
+        };
+        if spec.access == Access::Read && self.policy.needs_approval(Access::Read) {
+            let request = Approval::Read {
+                tool: call.tool.clone(),
+                summary: call.args.to_string(),
+            };
+            if logged.approve(&request) == Decision::Decline {
+                self.log_decisions(&logged.decisions);
+                return ToolOutput::error(
+                    agent_tools::ErrorClass::Declined,
+                    "the user declined this call; ask them or try something else",
+                );
+            }
+        }
+        let output = self.call_tool(&call.tool, &call.args, &mut logged, cancel);
+        let decisions = std::mem::take(&mut logged.decisions);
+        self.declined += decisions
+            .iter()
+            .filter(|(r, d)| *d == Decision::Decline && !matches!(r, Approval::Read { .. }))
+            .count();
+        self.log_decisions(&decisions);
+        if output.error == Some(agent_tools::ErrorClass::PolicyDenied) {
+            self.log.audit(
+                "policy_deny",
+                json!({"tool": call.tool, "reason": output.content}),
+            );
+        }
+        let mut output = output;
+        // A subfolder's AGENTS.md, the first time a tool touches a file under it.
+        if let Some(path) = call.args.get("path").and_then(Value::as_str) {
+            if let Some(rules) = self.instructions.nested_for(path) {
+                output.content = format!("{}\n\n{rules}", output.content);
+            }
+        }
+        self.log.audit(
+            "tool_result",
+            json!({"tool": call.tool, "ok": output.ok, "error": output.error,
+                   "exit_code": output.exit_code, "diff": output.diff, "changed": output.changed,
+                   "content": truncate(&output.content, 2000)}),
+        );
+        output
+    }
+
+    fn log_decisions(&mut self, decisions: &[(Approval, Decision)]) {
+        for (request, decision) in decisions {
+            self.log
+                .audit("confirm", json!({"request": request, "decision": decision}));
+        }
+    }
+
+    /// Runs `--verify` after a write; when it fails, the write is undone and
+    /// the note says why.
+    fn verify(&mut self, ui: &mut dyn Ui, cancel: &CancelToken) -> Result<Option<(String, bool)>> {
+        let Some(command) = self.config.verify.clone() else {
+            return Ok(None);
+        };
+        ui.notice(&format!("verifying: {command}"));
+        // The user gave this command on the command line: no prompt, but
+        // the same policy, timeout, output cap and scrubbed environment.
+        let run = json!({ "command": command });
+        let output = self.call_tool("run_cmd", &run, &mut AlwaysApprove, cancel);
+        self.log.audit(
+            "verify",
+            json!({"command": command, "ok": output.ok, "exit_code": output.exit_code}),
+        );
+        if output.ok {
+            return Ok(Some((format!("\nVerify `{command}` passed."), false)));
+        }
+        let undo = self.call_tool("undo", &json!({}), &mut AlwaysApprove, cancel);
+        self.log.audit(
+            "rollback",
+            json!({"ok": undo.ok, "diff": undo.diff, "changed": undo.changed}),
+        );
+        if !undo.ok {
+            ui.notice("verify failed, and so did the rollback");
+            return Ok(Some((
+                format!(
+                    "\nVerify `{command}` FAILED, and rolling the change back failed too ({}):\n{}",
+                    undo.content, output.content
+                ),
+                false,
+            )));
+        }
+        ui.notice("verify failed; the change was rolled back");
+        Ok(Some((
+            format!(
+                "\nVerify `{command}` FAILED, so this change was rolled back (the file is as before):\n{}",
+                output.content
+            ),
+            true,
+        )))
+    }
+
+    /// Appends an observation; when the next step is the last, says that
+    /// the next reply must be the answer.
+    fn observe(&mut self, text: &str, answer_next: bool) -> Result<()> {
+        let mut text = text.to_string();
+        if answer_next {
+            text.push_str(STEP_BUDGET_NOTE);
+        }
+        self.push(Turn::new(Kind::Observation, text))
+    }
+}
+
+fn request_message(request: &str, allowed: &[ToolSpec]) -> String {
+    let names: Vec<&str> = allowed.iter().map(|s| s.name).collect();
+    if names == [FINISH] {
+        format!("{request}\n\n{ANSWER_DIRECTLY_NOTE}")
+    } else if !allowed.iter().any(|s| s.access == Access::Write) {
+        format!("{request}\n\n{QUESTION_NOTE} {}.)", names.join(", "))
+    } else {
+        request.to_string()
+    }
+}
+
+/// The observation the model sees for a tool result.
+fn observation_text(tool: &str, output: &ToolOutput) -> String {
+    let status = match (output.ok, output.error) {
+        (true, _) => "ok".to_string(),
+        (false, Some(class)) => format!(
+            "error: {}",
+            serde_json::to_value(class)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        ),
+        (false, None) => "error".to_string(),
+    };
+    format!("[{tool} {status}]\n{}", output.content)
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Records every approval decision for the audit log.
+struct LoggingApprover<'a> {
+    inner: &'a mut dyn Approver,
+    decisions: Vec<(Approval, Decision)>,
+}
+
+impl Approver for LoggingApprover<'_> {
+    fn approve(&mut self, request: &Approval) -> Decision {
+        let decision = self.inner.approve(request);
+        self.decisions.push((request.clone(), decision));
+        decision
+    }
+}

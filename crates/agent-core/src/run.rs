@@ -1,0 +1,379 @@
+//! One request in flight. [`Agent::handle`] drives it: [`Agent::begin`]
+//! (session, intent, tool set, prefetch), [`Agent::step`] once per model
+//! reply (generate, parse, run the call, observe), [`Agent::finish`] (what
+//! the outcome says when the loop ends).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde_json::json;
+
+use agent_base::cancel::CancelToken;
+use agent_llm::Role;
+use agent_tools::{Access, Approver, ToolSpec};
+
+use crate::intent::{self, Label};
+use crate::protocol::{self, ToolCall, FINISH};
+use crate::ui::Ui;
+use crate::{
+    observation_text, request_message, truncate, Agent, Finish, Kind, Outcome, Step, ToolAccess,
+    Turn, FINISH_ARGS_NOTE, REPEAT_LIMIT,
+};
+
+/// A request between its steps.
+pub(crate) struct Run {
+    request: String,
+    started: Instant,
+    /// The tools this request may call, and their access classes.
+    allowed: Vec<ToolSpec>,
+    access: &'static [Access],
+    tools: ToolAccess,
+    /// Where this request's turns begin: its observations are the evidence
+    /// an answer must be about.
+    request_turn: usize,
+    /// Identical calls since the last write. The prefetched search counts
+    /// as the model's first call, so copying it again and again (small
+    /// models do) meets the intervention sooner.
+    calls_seen: HashMap<(String, String), usize>,
+    /// The latest search results: the fallback answer if the model gives
+    /// none that counts.
+    found: Option<String>,
+    pub(crate) max_steps: usize,
+    pub(crate) outcome: Outcome,
+}
+
+/// Whether the loop goes on after a step.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    Step,
+    Done,
+}
+
+impl Agent {
+    /// Opens a request: the session, the intent gate, the tools it gets,
+    /// the request turn and the prefetched search.
+    pub(crate) fn begin(
+        &mut self,
+        request: &str,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Run> {
+        let started = Instant::now();
+        self.start_session(request)?;
+        if self
+            .turns
+            .last()
+            .is_some_and(|t| t.message.role == Role::User)
+        {
+            // The previous request ended without a reply (Ctrl-C, step
+            // budget): close it, so user and assistant turns still alternate.
+            let closing = ToolCall {
+                thought: "The previous request was stopped.".into(),
+                tool: FINISH.into(),
+                args: json!({"answer": "(stopped before an answer)"}),
+            };
+            self.push(Turn::new(Kind::Call, serde_json::to_string(&closing)?))?;
+        }
+        self.log.new_trace();
+        self.log.audit("request", json!({ "text": request }));
+        if let Some(placement) = self.provider.placement() {
+            self.log.trace("engine", json!(placement));
+        }
+
+        // A replay of recorded turns holds the loop's turns only (what
+        // `agent sessions show --script` exports), so it is not asked for
+        // labels.
+        let system = self.turns.first().map(|t| t.message.clone());
+        let intent = if self.provider.answers_side_requests() {
+            intent::classify(
+                request,
+                Some(self.provider.as_mut()),
+                system.as_ref(),
+                cancel,
+            )
+        } else {
+            intent::classify(request, None, None, cancel)
+        };
+        self.log.audit(
+            "intent",
+            json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason}),
+        );
+        let (tools, access): (ToolAccess, &'static [Access]) = match intent.label {
+            Label::CodingTask => (
+                ToolAccess::All,
+                &[
+                    Access::Read,
+                    Access::Write,
+                    Access::Execute,
+                    Access::Control,
+                ],
+            ),
+            Label::RepoQuestion | Label::Uncertain => {
+                (ToolAccess::ReadOnly, &[Access::Read, Access::Control])
+            }
+            Label::CapabilityQuery | Label::GeneralChat => (ToolAccess::None, &[Access::Control]),
+        };
+        ui.intent(&intent, tools);
+        self.declined = 0;
+        let allowed: Vec<ToolSpec> = self
+            .toolbox
+            .specs()
+            .into_iter()
+            .filter(|s| access.contains(&s.access))
+            .collect();
+        self.push(Turn::new(Kind::Request, request_message(request, &allowed)))?;
+        let request_turn = self.turns.len();
+        let mut calls_seen = HashMap::new();
+        let mut found = None;
+        if self.config.prefetch > 0 && access.contains(&Access::Read) {
+            if let Some((call, content)) = self.prefetch(request, ui, cancel)? {
+                calls_seen.insert((call.tool, call.args.to_string()), 1);
+                found = Some(content);
+            }
+        }
+        let max_steps = if allowed.len() == 1 {
+            1
+        } else {
+            self.config.max_steps.max(1)
+        };
+        let outcome = Outcome {
+            answer: String::new(),
+            finish: Finish::StepBudget,
+            intent,
+            tools,
+            steps: 0,
+            tool_calls: 0,
+            invalid_tool_calls: 0,
+            cut_off_calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reused_tokens: 0,
+            session_id: self.log.session_id.clone(),
+            trace_id: self.log.trace_id.clone(),
+            changed_files: Vec::new(),
+            declined: 0,
+            wall_ms: 0,
+            decode_ms: 0,
+            engine: self.provider.placement(),
+        };
+        Ok(Run {
+            request: request.to_string(),
+            started,
+            allowed,
+            access,
+            tools,
+            request_turn,
+            calls_seen,
+            found,
+            max_steps,
+            outcome,
+        })
+    }
+
+    /// One model reply and what comes of it: an answer settled, a format
+    /// error fed back, a repeated call stopped, or a tool run and observed.
+    pub(crate) fn step(
+        &mut self,
+        run: &mut Run,
+        ui: &mut dyn Ui,
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> Result<Next> {
+        let step = run.outcome.steps;
+        let last_step = step + 1 == run.max_steps;
+        let answer_next = step + 2 == run.max_steps;
+        run.outcome.steps = step + 1;
+        let Some(reply) =
+            self.generate(step, last_step, &run.allowed, &mut run.outcome, ui, cancel)?
+        else {
+            run.outcome.finish = Finish::Cancelled;
+            return Ok(Next::Done);
+        };
+        let at = Step {
+            request: &run.request,
+            request_turn: run.request_turn,
+            access: run.access,
+            last: last_step,
+            answer_next,
+            found: run.found.as_deref(),
+        };
+        let outcome = &mut run.outcome;
+        let text = reply.text;
+
+        let call = match protocol::parse_call(&text) {
+            Ok(call) => call,
+            Err(_) if reply.cut_off && !reply.partial_answer.trim().is_empty() => {
+                // A finish call cut off (token budget or a loop): the
+                // model was answering, so keep what it said once.
+                self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
+                self.log.audit(
+                    "tool_call",
+                    json!({"valid": false, "salvaged": true, "text": truncate(&text, 2000)}),
+                );
+                let partial = &reply.partial_answer;
+                let kept = || protocol::salvage_answer(partial);
+                return Ok(done_if(self.conclude(partial, kept, &at, outcome, ui)?));
+            }
+            Err(e) => {
+                if reply.cut_off {
+                    outcome.cut_off_calls += 1;
+                } else {
+                    outcome.invalid_tool_calls += 1;
+                }
+                self.log.audit(
+                    "tool_call",
+                    json!({"valid": false, "cut_off": reply.cut_off, "error": e.0, "text": text}),
+                );
+                // Keep only the start of a broken reply: small models copy
+                // their previous turn, and a runaway reply breeds another.
+                self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
+                let why = if reply.cut_off {
+                    format!(
+                        "your reply was cut off at {} tokens. Keep the thought short and reply with one complete JSON call",
+                        self.config.max_tokens
+                    )
+                } else {
+                    e.0
+                };
+                self.observe(&format!("Format error: {why}"), answer_next)?;
+                return Ok(Next::Step);
+            }
+        };
+        self.push(Turn::new(Kind::Call, text))?;
+        ui.tool_call(&call);
+        self.log.audit(
+            "tool_call",
+            json!({"valid": true, "tool": call.tool, "args": call.args, "thought": call.thought}),
+        );
+
+        if call.tool == FINISH {
+            if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
+                return Ok(done_if(self.conclude(
+                    answer,
+                    || answer.to_string(),
+                    &at,
+                    outcome,
+                    ui,
+                )?));
+            }
+            outcome.invalid_tool_calls += 1;
+            self.observe(FINISH_ARGS_NOTE, answer_next)?;
+            return Ok(Next::Step);
+        }
+        outcome.tool_calls += 1;
+
+        let key = (call.tool.clone(), call.args.to_string());
+        let repeats = {
+            let count = run.calls_seen.entry(key).or_insert(0);
+            *count += 1;
+            *count
+        };
+        if repeats > REPEAT_LIMIT {
+            // It was told once; a further copy would loop to the budget.
+            self.log.audit(
+                "intervention",
+                json!({"tool": call.tool, "repeats": repeats, "ended": true}),
+            );
+            let why = format!("the model kept repeating the same `{}` call", call.tool);
+            self.end_without_answer(&why, run.found.as_deref(), &mut run.outcome);
+            return Ok(Next::Done);
+        }
+        if repeats == REPEAT_LIMIT {
+            self.log.audit(
+                "intervention",
+                json!({"tool": call.tool, "repeats": repeats}),
+            );
+            self.observe(
+                &format!(
+                    "You made the same `{}` call {repeats} times; its result will not change. \
+Use what you already have: try a different tool or different arguments, or call finish with your answer. \
+Another copy of this call ends the request.",
+                    call.tool
+                ),
+                answer_next,
+            )?;
+            return Ok(Next::Step);
+        }
+
+        let output = self.run_tool(&call, &run.allowed, approver, cancel);
+        ui.tool_result(&call, &output);
+        if output.ok && matches!(call.tool.as_str(), "search_semantic" | "grep") {
+            run.found = Some(output.content.clone());
+        }
+        let outcome = &mut run.outcome;
+        let newly_changed: Vec<String> = output
+            .changed
+            .iter()
+            .filter(|p| !outcome.changed_files.contains(p))
+            .cloned()
+            .collect();
+        outcome.changed_files.extend(newly_changed.iter().cloned());
+        if !output.changed.is_empty() {
+            // The workspace moved: reading or searching again is news.
+            run.calls_seen.clear();
+        }
+        let mut observation = observation_text(&call.tool, &output);
+        if output.ok && !output.changed.is_empty() {
+            if let Some((note, rolled_back)) = self.verify(ui, cancel)? {
+                observation.push_str(&note);
+                if rolled_back {
+                    run.outcome
+                        .changed_files
+                        .retain(|p| !newly_changed.contains(p));
+                }
+            }
+        }
+        self.observe(&observation, answer_next)?;
+        if cancel.is_cancelled() {
+            run.outcome.finish = Finish::Cancelled;
+            return Ok(Next::Done);
+        }
+        Ok(Next::Step)
+    }
+
+    /// Closes a request: what the outcome says when no answer came, or a
+    /// coding task changed nothing; timings; the final audit record.
+    pub(crate) fn finish(&mut self, run: Run) -> Outcome {
+        let mut outcome = run.outcome;
+        if outcome.finish == Finish::StepBudget && outcome.answer.is_empty() {
+            outcome.answer = format!(
+                "(no answer within {} steps; raise --max-steps or ask a narrower question)",
+                outcome.steps
+            );
+        }
+        outcome.declined = self.declined;
+        if run.tools == ToolAccess::All
+            && outcome.changed_files.is_empty()
+            && outcome.finish == Finish::Answered
+        {
+            // The model may say it made the change; it did not.
+            outcome.answer.push_str(&if self.declined > 0 {
+                format!(
+                    "\n\n(0 files changed: {} change(s) or command(s) declined.)",
+                    self.declined
+                )
+            } else {
+                "\n\n(0 files changed.)".to_string()
+            });
+        }
+        outcome.wall_ms = run.started.elapsed().as_millis() as u64;
+        self.log.audit(
+            "final",
+            json!({"finish": outcome.finish, "answer": outcome.answer, "steps": outcome.steps,
+                   "tool_calls": outcome.tool_calls, "invalid_tool_calls": outcome.invalid_tool_calls,
+                   "cut_off_calls": outcome.cut_off_calls,
+                   "changed_files": outcome.changed_files, "declined": outcome.declined,
+                   "wall_ms": outcome.wall_ms}),
+        );
+        outcome
+    }
+}
+
+fn done_if(over: bool) -> Next {
+    if over {
+        Next::Done
+    } else {
+        Next::Step
+    }
+}

@@ -1,0 +1,371 @@
+//! What the user sees: streamed answers, tool calls as they happen, coloured
+//! diffs, and the confirmation prompt.
+//!
+//! The answer streams to stdout; everything else (intent, tool calls, diffs,
+//! notices) goes to stderr, so `agent ask ... > answer.txt` keeps only the answer.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use agent_base::term::{escape_controls, escape_line};
+use console::style;
+
+use super::intent::Intent;
+use super::protocol::{ToolCall, FINISH};
+use super::ToolAccess;
+use agent_tools::diff::colored;
+use agent_tools::grep::cut;
+use agent_tools::{Approval, Approver, Decision, ToolOutput};
+
+/// The loop reports progress through this.
+pub trait Ui {
+    /// The request's intent and the tools it was given.
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess);
+    fn step_start(&mut self, step: usize);
+    /// A piece of the final answer, as it is generated.
+    fn answer_text(&mut self, text: &str);
+    fn step_end(&mut self);
+    fn tool_call(&mut self, call: &ToolCall);
+    fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);
+    fn notice(&mut self, text: &str);
+}
+
+/// A spinner on stderr; invisible when stderr is not a terminal.
+pub fn spinner(message: String) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
+/// Shows nothing (`--json`, tests).
+pub struct QuietUi;
+impl Ui for QuietUi {
+    fn intent(&mut self, _: &Intent, _: ToolAccess) {}
+    fn step_start(&mut self, _: usize) {}
+    fn answer_text(&mut self, _: &str) {}
+    fn step_end(&mut self) {}
+    fn tool_call(&mut self, _: &ToolCall) {}
+    fn tool_result(&mut self, _: &ToolCall, _: &ToolOutput) {}
+    fn notice(&mut self, _: &str) {}
+}
+
+/// `--output-format stream-json`: one JSON object per line on stdout, as it
+/// happens (`intent`, `step`, `text`, `tool_call`, `tool_result`, `notice`;
+/// the caller prints `final`), for CI jobs and editors.
+pub struct JsonLinesUi<W: std::io::Write> {
+    out: W,
+}
+
+impl<W: std::io::Write> JsonLinesUi<W> {
+    pub fn new(out: W) -> Self {
+        Self { out }
+    }
+
+    /// Writes one event; a closed stdout is not worth failing the request for.
+    pub fn event(&mut self, kind: &str, mut fields: serde_json::Value) {
+        if let Some(map) = fields.as_object_mut() {
+            map.insert("type".into(), kind.into());
+        }
+        let _ = writeln!(self.out, "{fields}");
+        let _ = self.out.flush();
+    }
+}
+
+impl<W: std::io::Write> Ui for JsonLinesUi<W> {
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
+        self.event(
+            "intent",
+            serde_json::json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason, "tools": tools}),
+        );
+    }
+    fn step_start(&mut self, step: usize) {
+        self.event("step", serde_json::json!({ "step": step }));
+    }
+    fn answer_text(&mut self, text: &str) {
+        self.event("text", serde_json::json!({ "delta": text }));
+    }
+    fn step_end(&mut self) {}
+    fn tool_call(&mut self, call: &ToolCall) {
+        self.event(
+            "tool_call",
+            serde_json::json!({"tool": call.tool, "args": call.args, "thought": call.thought}),
+        );
+    }
+    fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput) {
+        let mut fields = serde_json::to_value(output).unwrap_or_default();
+        if let Some(map) = fields.as_object_mut() {
+            map.insert("tool".into(), call.tool.clone().into());
+        }
+        self.event("tool_result", fields);
+    }
+    fn notice(&mut self, text: &str) {
+        self.event("notice", serde_json::json!({ "text": text }));
+    }
+}
+
+/// The interactive terminal.
+pub struct TerminalUi {
+    spinner: Option<indicatif::ProgressBar>,
+    answering: bool,
+    /// Print the thoughts and full tool output too (`-v`).
+    pub verbose: bool,
+    /// Print the diff of each write; off when the confirmation prompt has
+    /// already shown it.
+    pub show_diffs: bool,
+}
+
+impl TerminalUi {
+    pub fn new(verbose: bool, show_diffs: bool) -> Self {
+        Self {
+            spinner: None,
+            answering: false,
+            verbose,
+            show_diffs,
+        }
+    }
+
+    fn clear_spinner(&mut self) {
+        if let Some(s) = self.spinner.take() {
+            s.finish_and_clear();
+        }
+    }
+}
+
+impl Ui for TerminalUi {
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
+        if tools == ToolAccess::ReadOnly {
+            // Say so: a user who asked for a change must know it cannot happen.
+            eprintln!("{}", style(read_only_note(intent)).dim());
+        }
+        if self.verbose {
+            eprintln!(
+                "{}",
+                style(format!(
+                    "intent: {} ({:.2}; {})",
+                    intent.label.as_str(),
+                    intent.confidence,
+                    intent.reason
+                ))
+                .dim()
+            );
+        }
+    }
+
+    fn step_start(&mut self, step: usize) {
+        self.answering = false;
+        self.spinner = Some(spinner(format!("thinking (step {step})")));
+    }
+
+    fn answer_text(&mut self, text: &str) {
+        if !self.answering {
+            self.clear_spinner();
+            self.answering = true;
+        }
+        // The model's answer repeats what it read: no escape sequence of a
+        // file reaches the terminal through it.
+        let text = escape_controls(text);
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    }
+
+    fn step_end(&mut self) {
+        self.clear_spinner();
+        if self.answering {
+            println!();
+        }
+    }
+
+    fn tool_call(&mut self, call: &ToolCall) {
+        if call.tool == FINISH {
+            return;
+        }
+        if self.verbose && !call.thought.is_empty() {
+            eprintln!("{}", style(format!("  {}", call.thought)).dim());
+        }
+        eprintln!(
+            "{} {} {}",
+            style("●").cyan(),
+            style(escape_line(&call.tool)).bold(),
+            style(escape_line(&summarize_args(&call.args))).dim()
+        );
+    }
+
+    fn tool_result(&mut self, _call: &ToolCall, output: &ToolOutput) {
+        if let Some(diff) = output.diff.as_ref().filter(|_| self.show_diffs) {
+            eprint!("{}", colored(&escape_controls(diff)));
+        }
+        let first = escape_line(output.content.lines().next().unwrap_or_default());
+        if output.ok {
+            let lines = output.content.lines().count();
+            eprintln!(
+                "  {}",
+                style(format!("{} ({lines} lines)", cut(&first, 100))).dim()
+            );
+        } else {
+            eprintln!("  {} {}", style("✗").red(), cut(&first, 160));
+        }
+        if self.verbose {
+            eprintln!("{}", style(escape_controls(&output.content)).dim());
+        }
+    }
+
+    fn notice(&mut self, text: &str) {
+        self.clear_spinner();
+        eprintln!("{}", style(escape_controls(text)).yellow());
+    }
+}
+
+/// The line shown when a request gets read-only tools.
+pub fn read_only_note(intent: &Intent) -> String {
+    format!(
+        "read-only: this looks like a question ({}), so no files will change; \
+to change code, say what to change (\"Make X do Y in path\")",
+        intent.label.as_str()
+    )
+}
+
+/// `{"path": "src/a.rs", "start_line": 3}` → `src/a.rs start_line=3`.
+fn summarize_args(args: &serde_json::Value) -> String {
+    let Some(map) = args.as_object() else {
+        return args.to_string();
+    };
+    let parts: Vec<String> = map
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::String(s) => s.replace('\n', "⏎"),
+                other => other.to_string(),
+            };
+            if k == "path" || k == "command" || k == "pattern" || k == "query" {
+                cut(&v, 80)
+            } else {
+                format!("{k}={}", cut(&v, 40))
+            }
+        })
+        .collect();
+    parts.join(" ")
+}
+
+/// Asks on the terminal. Without a terminal it cannot ask, so it declines
+/// and says how to allow the action.
+pub struct TerminalApprover {
+    interactive: bool,
+    /// "always" was answered: approve the rest of the session.
+    always: bool,
+    /// `--mode yolo`: approve silently, except commands the policy cannot read.
+    yolo: bool,
+}
+
+impl TerminalApprover {
+    pub fn new() -> Self {
+        Self {
+            interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            always: false,
+            yolo: false,
+        }
+    }
+
+    /// For `--mode yolo`: asks only about a command whose program or paths
+    /// are decided at run time ([`agent_policy::Verdict::Ask`]).
+    pub fn yolo() -> Self {
+        Self {
+            yolo: true,
+            ..Self::new()
+        }
+    }
+}
+
+impl Default for TerminalApprover {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Approver for TerminalApprover {
+    fn approve(&mut self, request: &Approval) -> Decision {
+        // Why this asks whatever the mode, and "always" does not cover it.
+        let why = match request {
+            Approval::Command { why, .. } | Approval::Write { why, .. } => why.as_deref(),
+            _ => None,
+        };
+        if self.yolo && why.is_none() {
+            return Decision::Approve;
+        }
+        // The diff or command is shown even when no question follows
+        // ("always"): the terminal UI leaves showing diffs to this prompt.
+        let what = match request {
+            Approval::Write { paths, diff, .. } => {
+                eprint!("{}", colored(&escape_controls(diff)));
+                format!("apply this change to {}?", escape_line(&paths.join(", ")))
+            }
+            Approval::Command { command, cwd, .. } => {
+                // Escaped: a command must not hide what it runs behind
+                // terminal control sequences.
+                eprintln!(
+                    "{} {}",
+                    style("$").bold(),
+                    style(escape_line(command)).bold()
+                );
+                format!("run this command in {}?", escape_line(cwd))
+            }
+            Approval::Read { tool, summary } => format!("allow {tool} {summary}?"),
+            Approval::Tool { tool, args } => {
+                eprintln!(
+                    "{} {} {}",
+                    style("⚙").bold(),
+                    style(tool).bold(),
+                    cut(args, 400)
+                );
+                format!("call {tool}?")
+            }
+        };
+        if let Some(why) = why {
+            let lead = match request {
+                Approval::Write { .. } => "this changes the agent's own settings",
+                _ => "the policy cannot check this command",
+            };
+            eprintln!("{} {lead}: {why}", style("!").yellow());
+        } else if self.always {
+            return Decision::Approve;
+        }
+        if !self.interactive {
+            let hint = if why.is_some() {
+                "such changes need a yes on a terminal, even in --mode yolo"
+            } else {
+                "use --mode yolo to allow changes and commands"
+            };
+            eprintln!(
+                "{} {what} declined: no terminal to ask on ({hint})",
+                style("!").yellow()
+            );
+            return Decision::Decline;
+        }
+        eprint!(
+            "{} {what} [y]es / [n]o / [a]lways: ",
+            style("?").yellow().bold()
+        );
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() {
+            return Decision::Decline;
+        }
+        match answer.trim().to_lowercase().as_str() {
+            "y" | "yes" => Decision::Approve,
+            "a" | "always" => {
+                self.always = true;
+                Decision::Approve
+            }
+            _ => Decision::Decline,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_are_short() {
+        let s = summarize_args(&serde_json::json!({"path": "src/a.rs", "start_line": 3}));
+        assert_eq!(s, "src/a.rs start_line=3");
+    }
+}

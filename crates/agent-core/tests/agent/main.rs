@@ -1,0 +1,9 @@
+//! The agent end to end below the CLI: the loop against the real tools with
+//! a scripted model (`scripted`), and the tool-call protocol on the real tiny
+//! model (`real_model`). One test binary.
+
+#[path = "../../../../tests/common/model.rs"]
+mod common;
+
+mod real_model;
+mod scripted;

@@ -1,0 +1,359 @@
+//! Language-model providers behind one trait.
+//!
+//! The agent loop talks to a [`Provider`]; three implement it:
+//! - [`engine::LlamaEngine`]: llama.cpp in-process (the default; KV-cache reuse,
+//!   grammar-constrained decoding, exact token counts);
+//! - [`scripted::ScriptedProvider`]: replays canned turns, for deterministic tests and replays;
+//! - [`openai::OpenAiProvider`]: an OpenAI-compatible HTTP server (llama-server, vLLM) for teams
+//!   with a GPU box.
+
+pub mod grammar;
+pub mod openai;
+pub mod scripted;
+pub mod template;
+
+use serde::{Deserialize, Serialize};
+
+pub use grammar::Grammar;
+
+/// Where a running model is, as `--json` output and traces record it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Placement {
+    /// `CPU`, or the GPU's backend (`Vulkan`, `CUDA`, `Metal`).
+    pub backend: String,
+    /// The GPU's name (`Vulkan0`); None on the CPU.
+    pub device: Option<String>,
+    pub gpu_layers: u32,
+    pub model_layers: u32,
+    pub n_ctx: u32,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+        }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+}
+
+/// How the next token is picked.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// 0 means greedy (deterministic).
+    pub temperature: f32,
+    pub top_p: f32,
+    pub seed: u32,
+    /// Penalty for repeating one of the last 64 generated tokens; 1.0 is off.
+    /// Small models loop without it.
+    pub repeat_penalty: f32,
+}
+
+impl Sampling {
+    pub fn greedy() -> Self {
+        Self {
+            temperature: 0.0,
+            top_p: 1.0,
+            seed: 0,
+            repeat_penalty: 1.0,
+        }
+    }
+    pub fn is_greedy(&self) -> bool {
+        self.temperature <= 0.0
+    }
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self::greedy()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CompletionRequest {
+    pub messages: Vec<Message>,
+    pub max_tokens: usize,
+    pub sampling: Sampling,
+    /// Constrain the output to this grammar (tool calls, labels, JSON).
+    pub grammar: Option<Grammar>,
+    /// Stop (and drop the match) when the output contains one of these.
+    pub stop: Vec<String>,
+    /// Keep generating past end-of-turn tokens (benchmarks measure a fixed length).
+    pub ignore_eos: bool,
+}
+
+impl CompletionRequest {
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            max_tokens: 512,
+            ..Self::default()
+        }
+    }
+}
+
+/// Progress reported while a request runs. The callback's return value lets
+/// the caller stop early (Ctrl-C) at any step, prefill included.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    Prefill { done: usize, total: usize },
+    Text(&'a str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model ended its turn.
+    Stop,
+    /// A stop sequence matched.
+    StopSequence,
+    /// `max_tokens` reached.
+    Length,
+    /// The context window is full.
+    ContextFull,
+    /// The caller asked to stop.
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub text: String,
+    pub finish: FinishReason,
+    /// Tokens in the rendered prompt.
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose KV entries were reused from the previous call.
+    pub reused_tokens: usize,
+    /// Prompt tokens actually evaluated in this call.
+    pub prefilled_tokens: usize,
+    pub completion_tokens: usize,
+    /// Generated token ids, where the provider knows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<i32>,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    /// Time from the call to the first generated token.
+    pub ttft_ms: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error(
+        "model file not found: {path}\n  fix: run `scripts/fetch-models`, or pass `--model PATH` to any GGUF chat model"
+    )]
+    ModelNotFound { path: String },
+    #[error("{path} is not a usable GGUF model: {reason}\n  fix: re-run `scripts/fetch-models`, or pass `--model PATH` to a complete GGUF file")]
+    InvalidModel { path: String, reason: String },
+    #[error("the prompt has {prompt_tokens} tokens but the context window holds {n_ctx} ({reserve} kept for the answer)\n  fix: shorten the input or raise `--ctx-size`")]
+    ContextOverflow {
+        prompt_tokens: usize,
+        n_ctx: usize,
+        reserve: usize,
+    },
+    #[error("invalid grammar: {0}")]
+    Grammar(String),
+    #[error("chat template: {0}")]
+    Template(String),
+    #[error("llama.cpp: {0}")]
+    Backend(String),
+    #[error("{0}")]
+    Offload(String),
+    #[error("model server: {0}")]
+    Http(String),
+    #[error("the script has no turn left (it had {0})")]
+    ScriptExhausted(usize),
+}
+
+/// Something that turns a conversation into the next assistant message.
+pub trait Provider: Send {
+    /// A short description for logs, e.g. the model file name.
+    fn name(&self) -> String;
+    /// Context window in tokens.
+    fn context_size(&self) -> usize;
+    /// Where the model runs (in-process engines only).
+    fn placement(&self) -> Option<Placement> {
+        None
+    }
+    /// Tokens `text` takes with this model's tokenizer (an estimate where the
+    /// tokenizer is remote).
+    fn count_tokens(&self, text: &str) -> Result<usize, LlmError>;
+    /// Tokens the rendered conversation takes. Providers that render prompts
+    /// themselves count exactly; the default adds a small per-message overhead.
+    fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        messages
+            .iter()
+            .try_fold(0, |sum, m| Ok(sum + 4 + self.count_tokens(&m.content)?))
+    }
+    /// Whether the provider answers requests beyond the loop's own turns
+    /// (the intent gate's label question). A replay of recorded turns cannot:
+    /// it holds only what the loop asked.
+    fn answers_side_requests(&self) -> bool {
+        true
+    }
+    /// Whether `CompletionRequest::grammar` is enforced. The agent loop only
+    /// relies on constrained calls when it is; otherwise it parses leniently.
+    fn supports_grammar(&self) -> bool {
+        false
+    }
+    /// Runs one request, streaming through `on_event`.
+    fn complete(
+        &mut self,
+        request: &CompletionRequest,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Completion, LlmError>;
+}
+
+/// Streams text while holding back a tail that might be the start of a stop
+/// sequence, so a stop string is never shown to the user.
+#[derive(Debug, Default)]
+pub struct StopScanner {
+    stops: Vec<String>,
+    text: String,
+    emitted: usize,
+}
+
+impl StopScanner {
+    pub fn new(stops: &[String]) -> Self {
+        Self {
+            stops: stops.iter().filter(|s| !s.is_empty()).cloned().collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a piece; returns the text that is safe to show now and whether a
+    /// stop sequence matched.
+    pub fn push(&mut self, piece: &str) -> (String, bool) {
+        self.text.push_str(piece);
+        if let Some(pos) = self
+            .stops
+            .iter()
+            .filter_map(|s| self.text.find(s.as_str()))
+            .min()
+        {
+            self.text.truncate(pos);
+            let out = self
+                .text
+                .get(self.emitted..)
+                .unwrap_or_default()
+                .to_string();
+            self.emitted = self.text.len();
+            return (out, true);
+        }
+        let hold = self.stops.iter().map(|s| s.len() - 1).max().unwrap_or(0);
+        let mut safe = self.text.len().saturating_sub(hold).max(self.emitted);
+        while !self.text.is_char_boundary(safe) {
+            safe -= 1;
+        }
+        let out = self.text[self.emitted..safe].to_string();
+        self.emitted = safe;
+        (out, false)
+    }
+
+    /// Streams one piece to `on_event`; returns why streaming must end, if it
+    /// must (the caller stopped it, or a stop sequence matched).
+    pub fn feed(
+        &mut self,
+        piece: &str,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Option<FinishReason> {
+        let (visible, stopped) = self.push(piece);
+        if !visible.is_empty() && on_event(Event::Text(&visible)) == Flow::Stop {
+            return Some(FinishReason::Cancelled);
+        }
+        stopped.then_some(FinishReason::StopSequence)
+    }
+
+    /// Ends the stream: shows the held-back tail, unless the caller stopped
+    /// the stream or a stop sequence matched.
+    pub fn end(&mut self, finish: FinishReason, on_event: &mut dyn FnMut(Event<'_>) -> Flow) {
+        if matches!(finish, FinishReason::Cancelled | FinishReason::StopSequence) {
+            return;
+        }
+        let rest = self.finish();
+        if !rest.is_empty() {
+            on_event(Event::Text(&rest));
+        }
+    }
+
+    /// Flushes what was held back once generation ends without a stop match.
+    pub fn finish(&mut self) -> String {
+        let out = self.text[self.emitted..].to_string();
+        self.emitted = self.text.len();
+        out
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_scanner_hides_stop_sequences_split_across_pieces() {
+        let mut s = StopScanner::new(&["</done>".to_string()]);
+        let mut shown = String::new();
+        let mut stopped = false;
+        for piece in ["Hello ", "wor", "ld</d", "one> trailing"] {
+            let (out, hit) = s.push(piece);
+            shown.push_str(&out);
+            if hit {
+                stopped = true;
+                break;
+            }
+        }
+        assert!(stopped);
+        assert_eq!(shown, "Hello world");
+        assert_eq!(s.text(), "Hello world");
+    }
+
+    #[test]
+    fn stop_scanner_without_stops_streams_everything() {
+        let mut s = StopScanner::new(&[]);
+        assert_eq!(s.push("héllo").0, "héllo");
+        assert_eq!(s.finish(), "");
+    }
+}

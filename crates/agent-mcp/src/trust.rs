@@ -1,0 +1,193 @@
+//! Which MCP servers the user has approved, per workspace.
+//!
+//! A server in `.mcp.json` or `.agent/config.toml` is a program the agent
+//! starts outside the command sandbox, and those files come with a cloned
+//! repository or could be written by a command. So a server starts only once
+//! the user has approved that exact definition (command, arguments,
+//! environment) for that workspace: `agent mcp trust NAME`, or a yes on the
+//! terminal in confirm mode. A changed definition is a new server and needs
+//! approval again. The approvals live in the user's configuration folder
+//! (`~/.config/agent/trusted-mcp.json`), which no workspace reaches.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::ServerConfig;
+
+const FILE_NAME: &str = "trusted-mcp.json";
+
+/// One approval: this definition, under this name, in this workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Approval {
+    workspace: PathBuf,
+    name: String,
+    /// sha256 of the definition (see [`fingerprint`]).
+    sha256: String,
+    /// The command line, for a human reading the file.
+    command: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TrustFile {
+    trusted: Vec<Approval>,
+}
+
+/// The approvals, read from (and written to) one file.
+#[derive(Debug)]
+pub struct TrustStore {
+    path: Option<PathBuf>,
+    file: TrustFile,
+}
+
+/// What identifies a server definition: its command, arguments and
+/// environment, in a canonical JSON form.
+pub fn fingerprint(config: &ServerConfig) -> String {
+    let canonical = serde_json::json!({
+        "command": config.command,
+        "args": config.args,
+        "env": config.env,
+    });
+    hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+}
+
+impl TrustStore {
+    /// The user's store (`~/.config/agent/trusted-mcp.json`); empty when
+    /// there is no home to keep it in, and then nothing can be trusted.
+    pub fn open_default() -> Result<Self> {
+        match agent_base::paths::config_dir() {
+            Some(dir) => Self::open(&dir.join(FILE_NAME)),
+            None => Ok(Self {
+                path: None,
+                file: TrustFile::default(),
+            }),
+        }
+    }
+
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{} is not a valid list of trusted MCP servers (fix or delete it)",
+                    path.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile::default(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        Ok(Self {
+            path: Some(path.to_path_buf()),
+            file,
+        })
+    }
+
+    /// Whether this exact definition is approved in `workspace`.
+    pub fn is_trusted(&self, workspace: &Path, config: &ServerConfig) -> bool {
+        let sha = fingerprint(config);
+        self.file
+            .trusted
+            .iter()
+            .any(|a| a.workspace == workspace && a.name == config.name && a.sha256 == sha)
+    }
+
+    /// Approves `config` in `workspace` (replacing an approval of an earlier
+    /// definition under the same name) and saves the store.
+    pub fn trust(&mut self, workspace: &Path, config: &ServerConfig) -> Result<()> {
+        self.file
+            .trusted
+            .retain(|a| !(a.workspace == workspace && a.name == config.name));
+        self.file.trusted.push(Approval {
+            workspace: workspace.to_path_buf(),
+            name: config.name.clone(),
+            sha256: fingerprint(config),
+            command: config.command_line(),
+        });
+        self.save()
+    }
+
+    /// Withdraws the approval of `name` in `workspace`; whether there was one.
+    pub fn revoke(&mut self, workspace: &Path, name: &str) -> Result<bool> {
+        let before = self.file.trusted.len();
+        self.file
+            .trusted
+            .retain(|a| !(a.workspace == workspace && a.name == name));
+        let removed = self.file.trusted.len() != before;
+        if removed {
+            self.save()?;
+        }
+        Ok(removed)
+    }
+
+    /// Written whole to a temporary file, then renamed: a crash leaves the
+    /// old list or the new one.
+    fn save(&self) -> Result<()> {
+        let Some(path) = &self.path else {
+            anyhow::bail!(
+                "no home folder to keep trusted MCP servers in (set HOME or XDG_CONFIG_HOME)"
+            );
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let text = serde_json::to_string_pretty(&self.file)? + "\n";
+        let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(command: &str) -> ServerConfig {
+        ServerConfig {
+            name: "docs".into(),
+            command: command.into(),
+            args: vec!["server.py".into()],
+            env: Default::default(),
+            startup_timeout_s: None,
+        }
+    }
+
+    #[test]
+    fn an_approval_holds_for_that_definition_in_that_workspace_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config/trusted-mcp.json");
+        let (ws, other) = (Path::new("/work/a"), Path::new("/work/b"));
+        let mut store = TrustStore::open(&path).unwrap();
+        assert!(!store.is_trusted(ws, &server("python3")));
+        store.trust(ws, &server("python3")).unwrap();
+
+        let store = TrustStore::open(&path).unwrap();
+        assert!(store.is_trusted(ws, &server("python3")));
+        assert!(!store.is_trusted(other, &server("python3")));
+        // A changed command, argument or environment needs approval again.
+        assert!(!store.is_trusted(ws, &server("sh")));
+        let mut with_env = server("python3");
+        with_env.env.insert("LD_PRELOAD".into(), "/tmp/x.so".into());
+        assert!(!store.is_trusted(ws, &with_env));
+        // The startup timeout is not part of what runs.
+        let mut slow = server("python3");
+        slow.startup_timeout_s = Some(60);
+        assert!(store.is_trusted(ws, &slow));
+    }
+
+    #[test]
+    fn revoking_and_a_damaged_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trusted-mcp.json");
+        let ws = Path::new("/work/a");
+        let mut store = TrustStore::open(&path).unwrap();
+        store.trust(ws, &server("python3")).unwrap();
+        assert!(store.revoke(ws, "docs").unwrap());
+        assert!(!TrustStore::open(&path)
+            .unwrap()
+            .is_trusted(ws, &server("python3")));
+        std::fs::write(&path, "{ not json").unwrap();
+        let err = TrustStore::open(&path).unwrap_err().to_string();
+        assert!(err.contains("fix or delete it"), "{err}");
+    }
+}

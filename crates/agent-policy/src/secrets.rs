@@ -1,0 +1,144 @@
+//! The values of the agent's secrets, kept out of everything the model sees
+//! and everything stored (sessions, audit and trace logs).
+//!
+//! Commands never get the secret variables (`Policy::scrub_env`), but a
+//! value can still reach text: a file that holds it, a command that found
+//! it somewhere. So every observation is redacted, and not only the literal
+//! value: its reversed, base64 (at each of the three alignments, standard and
+//! URL-safe) and hex forms too, the encodings a command reaches for first.
+//! This is a last line, not the fence: commands cannot read the agent's own
+//! environment at all (its `/proc` entry is not theirs to read).
+
+/// What a redacted value is replaced by.
+pub const REDACTED: &str = "[redacted]";
+
+/// Shorter values ("1", "true") would redact ordinary output.
+const MIN_SECRET_LEN: usize = 8;
+
+/// Secret values and the forms they are found in.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Longest first, so a value is replaced before any part of it.
+    needles: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor for `values` (shorter ones are ignored).
+    pub fn new<I, S>(values: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut needles = Vec::new();
+        for value in values {
+            let value = value.as_ref();
+            if value.len() < MIN_SECRET_LEN {
+                continue;
+            }
+            needles.push(value.to_string());
+            needles.push(value.chars().rev().collect());
+            needles.push(hex_lower(value.as_bytes()));
+            needles.push(hex_lower(value.as_bytes()).to_ascii_uppercase());
+            for alphabet in [STANDARD, URL_SAFE] {
+                needles.extend(base64_forms(value.as_bytes(), alphabet));
+            }
+        }
+        needles.retain(|n| n.len() >= MIN_SECRET_LEN);
+        needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        needles.dedup();
+        Self { needles }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// `text` with every form of every value replaced by [`REDACTED`].
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = None::<String>;
+        for needle in &self.needles {
+            let current = out.as_deref().unwrap_or(text);
+            if current.contains(needle.as_str()) {
+                out = Some(current.replace(needle.as_str(), REDACTED));
+            }
+        }
+        out.unwrap_or_else(|| text.to_string())
+    }
+}
+
+const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// The base64 characters that `bytes` alone decide, wherever they sit in an
+/// encoded stream: one form per alignment (0, 1 or 2 bytes before them).
+fn base64_forms(bytes: &[u8], alphabet: &[u8; 64]) -> Vec<String> {
+    (0..3)
+        .map(|offset| {
+            let mut stream = vec![0u8; offset];
+            stream.extend_from_slice(bytes);
+            let encoded = base64(&stream, alphabet);
+            // Characters whose six bits all come from `bytes`.
+            let first = (8 * offset).div_ceil(6);
+            let last = (8 * (offset + bytes.len())) / 6;
+            encoded[first..last.min(encoded.len())].to_string()
+        })
+        .collect()
+}
+
+/// Base64 without padding (a hand-written dozen lines: the redactor needs
+/// the unpadded stream at each alignment, not a codec).
+fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32) << (8 * (3 - chunk.len()));
+        for i in 0..=chunk.len() {
+            out.push(alphabet[(n >> (18 - 6 * i)) as usize & 63] as char);
+        }
+    }
+    out
+}
+
+fn hex_lower(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "sk-live-4f9a8b7c6d5e";
+
+    #[test]
+    fn literal_reversed_hex_and_base64_forms_are_redacted() {
+        let r = Redactor::new([SECRET]);
+        let reversed: String = SECRET.chars().rev().collect();
+        assert_eq!(r.redact(&format!("token={SECRET}")), "token=[redacted]");
+        assert_eq!(r.redact(&format!("x {reversed} y")), "x [redacted] y");
+        assert!(!r.redact(&hex_lower(SECRET.as_bytes())).contains("6c697665"));
+        // `base64` of the secret inside a longer text, at every alignment.
+        for prefix in ["", "a", "ab", "MY_TOKEN="] {
+            let encoded = base64(format!("{prefix}{SECRET}\n").as_bytes(), STANDARD);
+            let redacted = r.redact(&encoded);
+            assert!(
+                redacted.contains(REDACTED),
+                "{prefix:?}: {encoded} -> {redacted}"
+            );
+        }
+        let url_safe = base64(format!("~{SECRET}").as_bytes(), URL_SAFE);
+        assert!(r.redact(&url_safe).contains(REDACTED));
+    }
+
+    #[test]
+    fn base64_matches_the_standard_encoding() {
+        assert_eq!(base64(b"hello world", STANDARD), "aGVsbG8gd29ybGQ");
+        assert_eq!(base64(b"\xfb\xff", URL_SAFE), "-_8");
+    }
+
+    #[test]
+    fn short_values_and_ordinary_text_are_left_alone() {
+        let r = Redactor::new(["true", "12345"]);
+        assert!(r.is_empty());
+        let r = Redactor::new([SECRET]);
+        assert_eq!(r.redact("nothing secret here"), "nothing secret here");
+    }
+}

@@ -1,0 +1,761 @@
+//! Ranking: a graph from referencing files to defining files, personalized
+//! PageRank over it, and a score for every definition.
+//!
+//! Deterministic by construction: files are indexed in path order, edges are
+//! built and summed in a fixed order, the iteration count and tolerance are
+//! fixed, and ties are broken by path then line. Hash maps are used for
+//! lookups and accumulation only, never iterated.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::tags::{Def, DefKind, FileTags, ScopeKind};
+
+/// PageRank damping factor (the usual value).
+const DAMPING: f64 = 0.85;
+const MAX_ITERATIONS: usize = 100;
+/// L1 change between iterations below which PageRank has converged.
+const TOLERANCE: f64 = 1e-10;
+/// A name defined in more files than this is ubiquitous (`new`, `fmt`, `__init__`).
+const UBIQUITOUS_DEFINERS: usize = 5;
+const UBIQUITOUS_WEIGHT: f64 = 0.1;
+/// A name defined in more files than this is not followed at all (unless
+/// focused): its share per definer would be negligible, and its edges many.
+const MAX_DEFINERS: usize = 25;
+/// A private name (Rust without `pub`, Python `_name`) is visible in its own
+/// file (and Rust child modules) only: references to it from other files are
+/// nearly always clashes with another name (`.collect()` vs a private
+/// `fn collect`).
+const PRIVATE_WEIGHT: f64 = 0.01;
+/// Methods of `impl Trait for Type` (`fmt`, `default`, `drop`) are mostly
+/// reached through the trait, not by name.
+const TRAIT_IMPL_WEIGHT: f64 = 0.2;
+/// A reference to a module by its file name (`use agent_lang::walk`, `from . import utils`).
+const MODULE_REF_WEIGHT: f64 = 0.5;
+/// Weight of each file's virtual edge to "elsewhere": as much evidence as
+/// one plain reference.
+const UNEXPLAINED_WEIGHT: f64 = 1.0;
+/// Edges through an identifier the request mentions count this much more.
+const FOCUS_IDENT_EDGE_WEIGHT: f64 = 10.0;
+/// Share of the teleport mass spread evenly when there are seeds, so files
+/// unreachable from the seeds still get a (small) rank.
+const UNIFORM_SHARE: f64 = 0.3;
+const FOCUS_FILE_SEED: f64 = 1.0;
+const FOCUS_IDENT_SEED: f64 = 1.0;
+const RECENT_FILE_SEED: f64 = 0.5;
+/// Share of its file's rank that a definition gets without any reference, so
+/// unreferenced definitions are ordered by how central their file is.
+const BASE_SHARE: f64 = 0.01;
+/// Added to definitions named in the focus: they come first.
+const FOCUS_IDENT_BOOST: f64 = 1.0;
+/// Added to definitions in focused files: they come right after.
+const FOCUS_FILE_BOOST: f64 = 0.5;
+
+/// A definition's place in the ranking.
+#[derive(Debug, Clone, Copy)]
+pub struct RankedDef {
+    /// Index into the ranked files slice.
+    pub file: u32,
+    /// Index into that file's `defs`.
+    pub def: u32,
+    pub score: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ranking {
+    /// PageRank of each file, indexed like the input (sums to 1).
+    pub file_rank: Vec<f64>,
+    /// Every definition outside unit-test modules, best first.
+    pub defs: Vec<RankedDef>,
+}
+
+/// What the request is about.
+#[derive(Debug, Clone, Default)]
+pub struct Seeds {
+    pub focus: Vec<String>,
+    pub recent_files: Vec<String>,
+}
+
+/// Files matched by a path-like focus item: the exact path, a path suffix
+/// (`engine.rs`, `llm/engine.rs`) or a folder (`src/llm`).
+fn match_path(files: &[(&str, &FileTags)], item: &str) -> Vec<u32> {
+    let item = item.trim().trim_start_matches("./").trim_end_matches('/');
+    if item.is_empty() {
+        return Vec::new();
+    }
+    if let Ok(i) = files.binary_search_by(|(rel, _)| (*rel).cmp(item)) {
+        return vec![i as u32];
+    }
+    let suffix = format!("/{item}");
+    let prefix = format!("{item}/");
+    let by_suffix: Vec<u32> = (0..files.len() as u32)
+        .filter(|&i| files[i as usize].0.ends_with(&suffix))
+        .collect();
+    if !by_suffix.is_empty() {
+        return by_suffix;
+    }
+    (0..files.len() as u32)
+        .filter(|&i| files[i as usize].0.starts_with(&prefix))
+        .collect()
+}
+
+/// Splits focus items into files and identifiers. An item that looks like a
+/// path (has `/` or `.`) and matches files is a file focus; anything else is
+/// read as identifiers (`Engine::load` → `Engine`, `load`).
+fn parse_focus(files: &[(&str, &FileTags)], focus: &[String]) -> (Vec<u32>, Vec<String>) {
+    let (mut focus_files, mut idents) = (Vec::new(), Vec::new());
+    for item in focus {
+        if item.contains(['/', '.']) {
+            let matched = match_path(files, item);
+            if !matched.is_empty() {
+                focus_files.extend(matched);
+                continue;
+            }
+        }
+        idents.extend(
+            item.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+        );
+    }
+    focus_files.sort_unstable();
+    focus_files.dedup();
+    idents.sort_unstable();
+    idents.dedup();
+    (focus_files, idents)
+}
+
+/// The module name a file provides: `src/walk.rs` → `walk`, `src/llm/mod.rs` → `llm`,
+/// `pkg/utils/__init__.py` → `utils`. Crate roots and entry points provide none.
+fn module_name(rel: &str) -> Option<&str> {
+    let (dir, file) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
+    let name = match stem {
+        "mod" | "__init__" => dir.rsplit('/').next().filter(|d| !d.is_empty())?,
+        "lib" | "main" | "__main__" | "build" | "setup" | "conftest" => return None,
+        s => s,
+    };
+    (name.len() >= crate::defs::MIN_REF_LEN).then_some(name)
+}
+
+/// Whether a definition belongs to unit tests (`mod tests { .. }`): not API,
+/// so neither ranked nor shown.
+fn in_test_module(tags: &FileTags, def: &Def) -> bool {
+    let is_test_mod = |text: &str| text.ends_with("mod tests") || text.ends_with("mod test");
+    (def.kind == DefKind::Module && is_test_mod(&def.signature))
+        || tags.scope_chain(def).iter().any(|&s| {
+            let scope = &tags.scopes[s as usize];
+            scope.kind == ScopeKind::Module && is_test_mod(&scope.text)
+        })
+}
+
+/// Names nearly every codebase defines or calls (standard trait, collection
+/// and iterator methods, macros such as `format!`, Python's dunder methods).
+/// A call like `.len()` is almost always the standard library's, so a reference by such a name says next to
+/// nothing about the repository's own `len`, and a map that leads with them
+/// says nothing about the code.
+const GENERIC_NAMES: &[&str] = &[
+    "len",
+    "is_empty",
+    "new",
+    "default",
+    "get",
+    "get_mut",
+    "set",
+    "insert",
+    "remove",
+    "push",
+    "pop",
+    "clear",
+    "contains",
+    "iter",
+    "iter_mut",
+    "into_iter",
+    "next",
+    "fmt",
+    "clone",
+    "eq",
+    "ne",
+    "cmp",
+    "partial_cmp",
+    "hash",
+    "from",
+    "into",
+    "try_from",
+    "as_ref",
+    "as_mut",
+    "deref",
+    "deref_mut",
+    "drop",
+    "index",
+    "path",
+    "name",
+    "id",
+    "key",
+    "value",
+    "run",
+    "open",
+    "close",
+    "read",
+    "write",
+    "flush",
+    "to_string",
+    "as_str",
+    "main",
+    "__init__",
+    "__repr__",
+    "__str__",
+    "__eq__",
+    "__hash__",
+    "__len__",
+    "__iter__",
+    "__next__",
+    "__getitem__",
+    "__setitem__",
+    "__contains__",
+    "__call__",
+    "__enter__",
+    "__exit__",
+    "format",
+    "count",
+    "json",
+    "error",
+    "extend",
+    "map",
+    "filter",
+    "find",
+    "join",
+    "split",
+    "trim",
+    "parse",
+    "take",
+    "skip",
+    "sum",
+    "min",
+    "max",
+    "sort",
+    "first",
+    "last",
+    "append",
+    "add",
+    "sub",
+    "to_owned",
+    "borrow",
+    "with_capacity",
+    "capacity",
+    "unwrap",
+    "expect",
+    "is_some",
+    "is_none",
+    "any",
+    "all",
+    "print",
+    "println",
+    "vec",
+    "matches",
+    "assert",
+    "write_str",
+    "entry",
+    "retain",
+    "truncate",
+    "lines",
+    "chars",
+    "bytes",
+    "as_bytes",
+    "starts_with",
+    "ends_with",
+    "replace",
+    "lock",
+    "send",
+    "recv",
+    "spawn",
+    "wait",
+    "kill",
+    "exists",
+    "display",
+];
+const GENERIC_NAME_WEIGHT: f64 = 0.1;
+
+fn name_weight(name: &str) -> f64 {
+    if GENERIC_NAMES.contains(&name) {
+        GENERIC_NAME_WEIGHT
+    } else {
+        1.0
+    }
+}
+
+/// How much a reference by name says about this definition.
+fn target_weight(tags: &FileTags, def: &Def) -> f64 {
+    let scope = def.scope.map(|s| tags.scopes[s as usize].kind);
+    let kind = match (def.kind, scope) {
+        // `mod x;` says where code is, not what it does.
+        (DefKind::Module, _) => 0.3,
+        // Associated types are reached as `Self::Output`, `T::Future`: a bare
+        // `Future` is another trait of the same name.
+        (DefKind::Type, Some(ScopeKind::Trait | ScopeKind::TraitImpl | ScopeKind::Impl)) => 0.1,
+        (_, Some(ScopeKind::TraitImpl)) => TRAIT_IMPL_WEIGHT,
+        _ => 1.0,
+    };
+    kind * name_weight(&def.name) * if def.public { 1.0 } else { PRIVATE_WEIGHT }
+}
+
+/// How much an unreferenced definition of this kind is worth showing.
+fn def_weight(tags: &FileTags, def: &Def) -> f64 {
+    let kind = match def.kind {
+        DefKind::Struct | DefKind::Enum | DefKind::Union | DefKind::Trait | DefKind::Class => 1.0,
+        DefKind::Function | DefKind::Type => 1.0,
+        DefKind::Macro => 0.8,
+        DefKind::Method => 0.6,
+        DefKind::Constant | DefKind::Static => 0.5,
+        DefKind::Module => 1.0, // (already in target_weight)
+    };
+    let test = def.name.starts_with("test_") || def.name.starts_with("Test");
+    kind * target_weight(tags, def) * if test { 0.1 } else { 1.0 }
+}
+
+/// Ranks `files` (sorted by path) for a request described by `seeds`.
+pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
+    let n = files.len();
+    if n == 0 {
+        return Ranking {
+            file_rank: Vec::new(),
+            defs: Vec::new(),
+        };
+    }
+    let (focus_files, focus_idents) = parse_focus(files, &seeds.focus);
+    let is_focus_ident = |name: &str| {
+        focus_idents
+            .binary_search_by(|f| f.as_str().cmp(name))
+            .is_ok()
+    };
+
+    // name → its definers: a range of `slots`, one per (defining file, name),
+    // files ascending, with the best `target_weight` of its definitions there.
+    let mut slots: Vec<(u32, f64)> = Vec::new();
+    let mut definers: HashMap<&str, std::ops::Range<u32>> = HashMap::default();
+    {
+        let mut by_name: HashMap<&str, Vec<(u32, f64)>> = HashMap::default();
+        for (fi, (_, tags)) in files.iter().enumerate() {
+            for d in tags.defs.iter().filter(|d| !in_test_module(tags, d)) {
+                let weight = target_weight(tags, d);
+                let v = by_name.entry(d.name.as_str()).or_default();
+                match v.last_mut() {
+                    Some((f, w)) if *f == fi as u32 => *w = w.max(weight),
+                    _ => v.push((fi as u32, weight)),
+                }
+            }
+        }
+        // Slots in name order, so their layout does not depend on hashing.
+        let mut names: Vec<(&str, Vec<(u32, f64)>)> = by_name.into_iter().collect();
+        names.sort_unstable_by_key(|(name, _)| *name);
+        for (name, v) in names {
+            let start = slots.len() as u32;
+            slots.extend(v);
+            definers.insert(name, start..slots.len() as u32);
+        }
+    }
+    let mut modules: HashMap<&str, Vec<u32>> = HashMap::default();
+    for (fi, (rel, _)) in files.iter().enumerate() {
+        if let Some(m) = module_name(rel) {
+            modules.entry(m).or_default().push(fi as u32);
+        }
+    }
+
+    // Edges referencing file → defining file. `via` keeps the slot (defining
+    // file and name) each edge weight came from, to hand file rank on to
+    // definitions afterwards.
+    let mut edges: Vec<(u32, u32, f64)> = Vec::new();
+    let mut via: Vec<(u32, u32, f64)> = Vec::new();
+    for (fi, (_, tags)) in files.iter().enumerate() {
+        let from = fi as u32;
+        for (name, count) in &tags.refs {
+            let strength = (*count as f64).sqrt();
+            let focus_mul = if is_focus_ident(name) {
+                FOCUS_IDENT_EDGE_WEIGHT
+            } else {
+                1.0
+            };
+            if let Some(range) = definers.get(name.as_str()) {
+                let n_def = range.len();
+                if n_def > MAX_DEFINERS && focus_mul == 1.0 {
+                    continue; // `new`, `fmt`: says nothing about where it points
+                }
+                // An ambiguous name is split among its definers, and a
+                // ubiquitous one says little about any of them.
+                let mut mul = focus_mul / n_def as f64;
+                if n_def > UBIQUITOUS_DEFINERS {
+                    mul *= UBIQUITOUS_WEIGHT;
+                }
+                for slot in range.clone() {
+                    let (to, weight) = slots[slot as usize];
+                    if to != from {
+                        let w = strength * mul * weight;
+                        edges.push((from, to, w));
+                        via.push((from, slot, w));
+                    }
+                }
+            }
+            if let Some(mods) = modules.get(name.as_str()) {
+                let mul = MODULE_REF_WEIGHT * focus_mul / mods.len() as f64;
+                for &to in mods {
+                    if to != from {
+                        edges.push((from, to, strength * mul));
+                    }
+                }
+            }
+        }
+    }
+    // Edges come grouped by source: sorting each group by target is enough.
+    let mut merged: Vec<(u32, u32, f64)> = Vec::with_capacity(edges.len());
+    for group in edges.chunk_by_mut(|a, b| a.0 == b.0) {
+        group.sort_by_key(|e| e.1);
+        // Merge parallel edges in order (sums in a fixed order: reproducible floats).
+        for &(f, t, w) in group.iter() {
+            match merged.last_mut() {
+                Some(last) if last.0 == f && last.1 == t => last.2 += w,
+                _ => merged.push((f, t, w)),
+            }
+        }
+    }
+    // Every file also has a virtual edge back to the restart distribution, so
+    // a file with only weak evidence (one reference to a private name) does
+    // not hand all its rank along it.
+    let mut out_weight = vec![UNEXPLAINED_WEIGHT; n];
+    for &(f, _, w) in &merged {
+        out_weight[f as usize] += w;
+    }
+
+    // Personalization: where the random surfer restarts.
+    let mut seed = vec![0.0f64; n];
+    for &f in &focus_files {
+        seed[f as usize] += FOCUS_FILE_SEED;
+    }
+    for ident in &focus_idents {
+        if let Some(range) = definers.get(ident.as_str()) {
+            for slot in range.clone() {
+                seed[slots[slot as usize].0 as usize] += FOCUS_IDENT_SEED;
+            }
+        }
+    }
+    for recent in &seeds.recent_files {
+        for f in match_path(files, recent) {
+            seed[f as usize] += RECENT_FILE_SEED;
+        }
+    }
+    let seed_total: f64 = seed.iter().sum();
+    let personal: Vec<f64> = if seed_total > 0.0 {
+        seed.iter()
+            .map(|s| UNIFORM_SHARE / n as f64 + (1.0 - UNIFORM_SHARE) * s / seed_total)
+            .collect()
+    } else {
+        vec![1.0 / n as f64; n]
+    };
+    let file_rank = pagerank(n, &merged, &out_weight, &personal);
+
+    // Definition scores: the rank flowing along each edge, shared out by name.
+    let mut flow = vec![0.0f64; slots.len()];
+    for (from, slot, w) in via {
+        let f = from as usize;
+        flow[slot as usize] += DAMPING * file_rank[f] * w / out_weight[f];
+    }
+    // A definition gets its slot's flow in proportion to its own weight (a
+    // private `new` next to a public one gets little of what `new` receives).
+    let flow_to = |file: u32, name: &str, weight: f64| -> f64 {
+        let Some(range) = definers.get(name) else {
+            return 0.0;
+        };
+        let defs = &slots[range.start as usize..range.end as usize];
+        defs.binary_search_by_key(&file, |s| s.0).map_or(0.0, |i| {
+            let slot = range.start as usize + i;
+            flow[slot] * weight / slots[slot].1
+        })
+    };
+    let mut defs = Vec::new();
+    for (fi, (_, tags)) in files.iter().enumerate() {
+        let focused_file = focus_files.binary_search(&(fi as u32)).is_ok();
+        for (di, d) in tags.defs.iter().enumerate() {
+            if in_test_module(tags, d) {
+                continue;
+            }
+            let weight = def_weight(tags, d);
+            let mut score = flow_to(fi as u32, &d.name, target_weight(tags, d))
+                + BASE_SHARE * file_rank[fi] * weight;
+            if is_focus_ident(&d.name) {
+                score += FOCUS_IDENT_BOOST;
+            }
+            if focused_file {
+                score += FOCUS_FILE_BOOST * weight;
+            }
+            defs.push(RankedDef {
+                file: fi as u32,
+                def: di as u32,
+                score,
+            });
+        }
+    }
+    // Files are indexed in path order, and definitions in line order within a file.
+    defs.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.file.cmp(&b.file))
+            .then(a.def.cmp(&b.def))
+    });
+    Ranking { file_rank, defs }
+}
+
+/// Power iteration. The rank not sent along edges (the virtual
+/// `UNEXPLAINED_WEIGHT` edge of every file) restarts like the surfer.
+fn pagerank(n: usize, edges: &[(u32, u32, f64)], out_weight: &[f64], personal: &[f64]) -> Vec<f64> {
+    let mut rank = personal.to_vec();
+    let mut next = vec![0.0f64; n];
+    for _ in 0..MAX_ITERATIONS {
+        next.iter_mut().for_each(|x| *x = 0.0);
+        for &(f, t, w) in edges {
+            let f = f as usize;
+            next[t as usize] += DAMPING * rank[f] * w / out_weight[f];
+        }
+        let unexplained: f64 = (0..n)
+            .map(|i| rank[i] * UNEXPLAINED_WEIGHT / out_weight[i])
+            .sum();
+        let restart = (1.0 - DAMPING) + DAMPING * unexplained;
+        let mut change = 0.0;
+        for i in 0..n {
+            next[i] += restart * personal[i];
+            change += (next[i] - rank[i]).abs();
+        }
+        std::mem::swap(&mut rank, &mut next);
+        if change < TOLERANCE {
+            break;
+        }
+    }
+    rank
+}
+
+/// Files by rank, best first (ties by path).
+pub fn ranked_files(files: &[(&str, &FileTags)], ranking: &Ranking) -> Vec<(String, f64)> {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| {
+        ranking.file_rank[b]
+            .total_cmp(&ranking.file_rank[a])
+            .then(a.cmp(&b))
+    });
+    order
+        .into_iter()
+        .map(|i| (files[i].0.to_string(), ranking.file_rank[i]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tags::Tagger;
+    use agent_lang::walk::Lang;
+
+    fn corpus(sources: &[(&'static str, &str)]) -> Vec<(&'static str, FileTags)> {
+        let mut tagger = Tagger::new();
+        let mut v: Vec<_> = sources
+            .iter()
+            .map(|(rel, src)| {
+                (
+                    *rel,
+                    tagger.tag(Lang::from_path(std::path::Path::new(rel)), src),
+                )
+            })
+            .collect();
+        v.sort_by_key(|(rel, _)| *rel);
+        v
+    }
+
+    fn refs<'a>(v: &'a [(&'static str, FileTags)]) -> Vec<(&'static str, &'a FileTags)> {
+        v.iter().map(|(r, t)| (*r, t)).collect()
+    }
+
+    fn position(files: &[(&str, &FileTags)], r: &Ranking, name: &str) -> usize {
+        r.defs
+            .iter()
+            .position(|d| files[d.file as usize].1.defs[d.def as usize].name == name)
+            .unwrap_or_else(|| panic!("{name} not ranked"))
+    }
+
+    const UTIL: &str =
+        "pub fn widely_used_helper(x: u32) -> u32 { x }\npub fn never_called_anywhere() {}\n";
+    const OTHER: &str = "pub fn lonely_function() {}\npub struct Lonely;\n";
+
+    fn user(i: usize) -> String {
+        format!("use crate::util::widely_used_helper;\npub fn caller_{i}() -> u32 {{ widely_used_helper({i}) }}\n")
+    }
+
+    #[test]
+    fn widely_used_definition_ranks_above_unused_ones() {
+        let (a, b, c) = (user(1), user(2), user(3));
+        let v = corpus(&[
+            ("src/util.rs", UTIL),
+            ("src/other.rs", OTHER),
+            ("src/a.rs", &a),
+            ("src/b.rs", &b),
+            ("src/c.rs", &c),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert_eq!(position(&files, &r, "widely_used_helper"), 0);
+        assert!(
+            position(&files, &r, "widely_used_helper")
+                < position(&files, &r, "never_called_anywhere")
+        );
+        let top = ranked_files(&files, &r);
+        assert_eq!(top[0].0, "src/util.rs");
+        assert!((r.file_rank.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn focus_on_a_file_or_identifier_changes_the_top() {
+        let (a, b) = (user(1), user(2));
+        let v = corpus(&[
+            ("src/util.rs", UTIL),
+            ("src/other.rs", OTHER),
+            ("src/a.rs", &a),
+            ("src/b.rs", &b),
+        ]);
+        let files = refs(&v);
+        let by_path = Seeds {
+            focus: vec!["other.rs".into()],
+            ..Seeds::default()
+        };
+        let r = rank(&files, &by_path);
+        assert_eq!(ranked_files(&files, &r)[0].0, "src/other.rs");
+        assert_eq!(files[r.defs[0].file as usize].0, "src/other.rs");
+
+        let by_ident = Seeds {
+            focus: vec!["Lonely".into()],
+            ..Seeds::default()
+        };
+        let r = rank(&files, &by_ident);
+        assert_eq!(position(&files, &r, "Lonely"), 0);
+        assert_eq!(ranked_files(&files, &r)[0].0, "src/other.rs");
+
+        // Recent files seed the rank too, more gently.
+        let recent = Seeds {
+            recent_files: vec!["src/b.rs".into()],
+            ..Seeds::default()
+        };
+        let base = rank(&files, &Seeds::default());
+        let r = rank(&files, &recent);
+        let b = files
+            .iter()
+            .position(|(rel, _)| *rel == "src/b.rs")
+            .unwrap();
+        assert!(r.file_rank[b] > base.file_rank[b]);
+    }
+
+    #[test]
+    fn private_and_ubiquitous_names_are_down_weighted() {
+        // `run` is defined in 7 files (ubiquitous); `special_thing` in one.
+        let mut sources: Vec<(&'static str, String)> = Vec::new();
+        let names = ["m1", "m2", "m3", "m4", "m5", "m6", "m7"];
+        for m in names {
+            let rel: &'static str = Box::leak(format!("src/{m}.rs").into_boxed_str());
+            sources.push((rel, "pub fn run() {}\n".to_string()));
+        }
+        sources.push((
+            "src/special.rs",
+            "pub fn special_thing() {}\nfn hidden_thing() {}\n".into(),
+        ));
+        sources.push((
+            "src/main.rs",
+            "fn main() { run(); run(); run(); special_thing(); hidden_thing(); }\n".into(),
+        ));
+        let borrowed: Vec<(&'static str, &str)> =
+            sources.iter().map(|(r, s)| (*r, s.as_str())).collect();
+        let v = corpus(&borrowed);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        let special = files
+            .iter()
+            .position(|(rel, _)| *rel == "src/special.rs")
+            .unwrap();
+        let m1 = files
+            .iter()
+            .position(|(rel, _)| *rel == "src/m1.rs")
+            .unwrap();
+        assert!(r.file_rank[special] > r.file_rank[m1]);
+        assert!(position(&files, &r, "special_thing") < position(&files, &r, "hidden_thing"));
+    }
+
+    #[test]
+    fn standard_method_names_do_not_lead_the_map() {
+        // Every file calls `.len()` (on vectors) and `parse_manifest` once;
+        // the repository's own `Stack::len` must not take the calls to the
+        // standard library's for its own.
+        let caller = |i: usize| {
+            format!(
+                "use crate::stack::Stack;\npub fn caller_{i}(v: Vec<u8>) -> usize {{ parse_manifest(); v.len() + v.len() + v.len() }}\n"
+            )
+        };
+        let callers: Vec<String> = (0..6).map(caller).collect();
+        let mut sources: Vec<(&'static str, &str)> = vec![
+            (
+                "src/stack.rs",
+                "pub struct Stack(Vec<u8>);\nimpl Stack {\n    pub fn len(&self) -> usize { self.0.len() }\n}\n",
+            ),
+            ("src/manifest.rs", "pub fn parse_manifest() {}\n"),
+        ];
+        let names = [
+            "src/c0.rs",
+            "src/c1.rs",
+            "src/c2.rs",
+            "src/c3.rs",
+            "src/c4.rs",
+            "src/c5.rs",
+        ];
+        for (name, src) in names.iter().zip(&callers) {
+            sources.push((name, src.as_str()));
+        }
+        let v = corpus(&sources);
+        let r = rank(&refs(&v), &Seeds::default());
+        assert!(
+            position(&refs(&v), &r, "parse_manifest") < position(&refs(&v), &r, "len"),
+            "the specific name ranks first"
+        );
+    }
+
+    #[test]
+    fn module_names_and_focus_parsing() {
+        assert_eq!(module_name("src/walk.rs"), Some("walk"));
+        assert_eq!(module_name("src/llm/mod.rs"), Some("llm"));
+        assert_eq!(module_name("pkg/utils/__init__.py"), Some("utils"));
+        assert_eq!(module_name("src/lib.rs"), None);
+        assert_eq!(module_name("mod.rs"), None);
+        let v = corpus(&[
+            ("src/llm/engine.rs", "pub fn x() {}"),
+            ("src/walk.rs", "pub fn y() {}"),
+        ]);
+        let files = refs(&v);
+        let focus: Vec<String> = ["src/llm", "walk.rs", "Engine::load", "no/such.rs"]
+            .map(String::from)
+            .into();
+        let (f, i) = parse_focus(&files, &focus);
+        assert_eq!(f, [0, 1]);
+        assert_eq!(i, ["Engine", "load", "no", "rs", "such"]);
+    }
+
+    #[test]
+    fn ranking_is_deterministic() {
+        let (a, b, c) = (user(1), user(2), user(3));
+        let v = corpus(&[
+            ("src/util.rs", UTIL),
+            ("src/a.rs", &a),
+            ("src/b.rs", &b),
+            ("src/c.rs", &c),
+        ]);
+        let files = refs(&v);
+        let one = rank(&files, &Seeds::default());
+        let two = rank(&files, &Seeds::default());
+        let key = |r: &Ranking| {
+            r.defs
+                .iter()
+                .map(|d| (d.file, d.def, d.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(key(&one), key(&two));
+        assert!(rank(&[], &Seeds::default()).defs.is_empty());
+    }
+}

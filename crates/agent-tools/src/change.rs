@@ -1,0 +1,334 @@
+//! The one path every write takes: diff, approval, checkpoint, atomic write,
+//! ledger update. A declined or failed change leaves no file and no
+//! checkpoint behind.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::checkpoint::Snapshot;
+use super::diagnose;
+use super::{diff, sha256_hex, Access, Approval, Decision, ErrorClass, ToolContext, ToolOutput};
+
+/// One file of a change set.
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    /// Resolved (canonical) path.
+    pub abs: PathBuf,
+    /// Workspace-relative path.
+    pub rel: String,
+    /// Content now; `None` when the file does not exist.
+    pub old: Option<Vec<u8>>,
+    /// Content to write; `None` deletes the file.
+    pub new: Option<Vec<u8>>,
+    /// Permission bits for a file that is (re)created; existing files keep theirs.
+    pub mode: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+#[derive(Debug, Clone)]
+pub struct FileStat {
+    pub rel: String,
+    pub kind: Kind,
+    pub added: usize,
+    pub removed: usize,
+}
+
+impl FileStat {
+    /// `M src/a.rs (+3 -1)`.
+    pub fn line(&self) -> String {
+        let k = match self.kind {
+            Kind::Added => "A",
+            Kind::Modified => "M",
+            Kind::Deleted => "D",
+        };
+        format!("{k} {} (+{} -{})", self.rel, self.added, self.removed)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub diff: String,
+    pub stats: Vec<FileStat>,
+    /// Errors the change brought into the files it wrote ([`diagnose`]).
+    pub diagnostics: Vec<String>,
+}
+
+impl Applied {
+    /// A tool's result text with the diagnostics after it.
+    pub fn report(&self, content: String) -> String {
+        if self.diagnostics.is_empty() {
+            return content;
+        }
+        format!("{content}\n{}", self.diagnostics.join("\n"))
+    }
+}
+
+fn text(bytes: &Option<Vec<u8>>) -> String {
+    bytes
+        .as_deref()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+/// The diff of one change and its stats.
+pub fn describe(c: &FileChange) -> (String, FileStat) {
+    let d = diff::file_diff(
+        c.old.is_some().then_some(c.rel.as_str()),
+        c.new.is_some().then_some(c.rel.as_str()),
+        &text(&c.old),
+        &text(&c.new),
+    );
+    let (added, removed) = diff::count(&d);
+    let kind = match (&c.old, &c.new) {
+        (None, _) => Kind::Added,
+        (_, None) => Kind::Deleted,
+        _ => Kind::Modified,
+    };
+    (
+        d,
+        FileStat {
+            rel: c.rel.clone(),
+            kind,
+            added,
+            removed,
+        },
+    )
+}
+
+/// Applies a change set: drops no-op changes, refuses protected paths, asks
+/// approval (when the mode wants it) with the combined diff, checkpoints the
+/// files for `undo`, writes atomically, updates the read ledger. On any
+/// failure nothing is left changed.
+pub fn apply(
+    ctx: &mut ToolContext<'_>,
+    changes: Vec<FileChange>,
+    summary: &str,
+) -> Result<Applied, ToolOutput> {
+    write(ctx, changes, summary, Checkpoint::Save)
+}
+
+/// Applies a change set that restores a checkpoint (`undo`): as [`apply`],
+/// but saves no checkpoint of its own (undoing an undo is not offered).
+pub fn restore(
+    ctx: &mut ToolContext<'_>,
+    changes: Vec<FileChange>,
+    summary: &str,
+) -> Result<Applied, ToolOutput> {
+    write(ctx, changes, summary, Checkpoint::Skip)
+}
+
+#[derive(PartialEq)]
+enum Checkpoint {
+    Save,
+    Skip,
+}
+
+fn write(
+    ctx: &mut ToolContext<'_>,
+    changes: Vec<FileChange>,
+    summary: &str,
+    checkpoint: Checkpoint,
+) -> Result<Applied, ToolOutput> {
+    let changes: Vec<FileChange> = changes.into_iter().filter(|c| c.old != c.new).collect();
+    if changes.is_empty() {
+        return Ok(Applied::default());
+    }
+    for c in &changes {
+        ctx.workspace
+            .check_writable(&c.abs)
+            .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
+    }
+    let mut applied = Applied::default();
+    for c in &changes {
+        let (d, stat) = describe(c);
+        applied.diff.push_str(&d);
+        applied.stats.push(stat);
+    }
+    let why = changes
+        .iter()
+        .find_map(|c| crate::state_guard::agent_file(&c.rel));
+    if why.is_some() || ctx.policy.needs_approval(Access::Write) {
+        let request = Approval::Write {
+            paths: changes.iter().map(|c| c.rel.clone()).collect(),
+            diff: applied.diff.clone(),
+            why,
+        };
+        if ctx.approver.approve(&request) == Decision::Decline {
+            return Err(ToolOutput::error(
+                ErrorClass::Declined,
+                "the user declined this change; nothing was written. Ask the user what they \
+                 want, or try something else",
+            ));
+        }
+    }
+    let set_id = if checkpoint == Checkpoint::Save {
+        let modes: Vec<Option<u32>> = changes.iter().map(|c| current_mode(&c.abs)).collect();
+        let snaps: Vec<Snapshot<'_>> = changes
+            .iter()
+            .zip(&modes)
+            .map(|(c, m)| Snapshot {
+                rel: &c.rel,
+                before: c.old.as_deref(),
+                mode: *m,
+                after: c.new.as_deref(),
+            })
+            .collect();
+        match ctx.checkpoints.save(summary, &snaps) {
+            Ok(set) => Some(set.id),
+            Err(e) => {
+                return Err(ToolOutput::error(
+                    ErrorClass::Io,
+                    format!("{e:#}; nothing was written"),
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    // Syntax first; the project's checkers take the files that parse, and
+    // see them once before the write, to tell the change's errors apart.
+    let syntax: Vec<Option<String>> = changes
+        .iter()
+        .map(|c| {
+            let after = std::str::from_utf8(c.new.as_deref()?).ok()?;
+            let before = c.old.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+            diagnose::report(&c.rel, before, after)
+        })
+        .collect();
+    let clean: Vec<&FileChange> = changes
+        .iter()
+        .zip(&syntax)
+        .filter(|(c, s)| s.is_none() && c.new.is_some())
+        .map(|(c, _)| c)
+        .collect();
+    let mut checks = diagnose::Checks::plan(ctx.workspace, ctx.policy, &clean);
+    checks.before(ctx.cancel);
+    for (i, c) in changes.iter().enumerate() {
+        if let Err(e) = write_one(c.abs.as_path(), c.new.as_deref(), c.mode) {
+            // Put back what was already written, newest first.
+            for done in changes[..i].iter().rev() {
+                let _ = write_one(&done.abs, done.old.as_deref(), current_mode(&done.abs));
+            }
+            if let Some(id) = &set_id {
+                let _ = ctx.checkpoints.remove(id);
+            }
+            return Err(ToolOutput::error(
+                ErrorClass::Io,
+                format!("cannot write {}: {e}; nothing was changed", c.rel),
+            ));
+        }
+    }
+    for c in &changes {
+        match &c.new {
+            Some(bytes) => {
+                ctx.ledger.hashes.insert(c.abs.clone(), sha256_hex(bytes));
+            }
+            None => {
+                ctx.ledger.hashes.remove(&c.abs);
+                remove_empty_parents(&c.abs, ctx.workspace.root());
+            }
+        }
+    }
+    applied.diagnostics = syntax.into_iter().flatten().collect();
+    applied.diagnostics.extend(checks.after(ctx.cancel));
+    Ok(applied)
+}
+
+/// After a deletion: removes the folders it left empty, up to (not including) `root`.
+fn remove_empty_parents(path: &Path, root: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d == root || !d.starts_with(root) || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+fn current_mode(path: &Path) -> Option<u32> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+fn write_one(path: &Path, content: Option<&[u8]>, mode: Option<u32>) -> std::io::Result<()> {
+    match content {
+        Some(bytes) => atomic_write(path, bytes, mode),
+        None => match std::fs::remove_file(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        },
+    }
+}
+
+/// Writes through a temporary file in the same folder and a rename, keeping
+/// the permissions of the file it replaces (or `mode` for a new file).
+/// Missing parent folders are created.
+pub fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("a file path has a parent folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.agent-tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let keep = std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+        .or(mode);
+    let result = (|| {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        drop(f);
+        if let Some(m) = keep {
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(m))?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_keeps_permissions_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.sh");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        atomic_write(&p, b"new", None).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let n = dir.path().join("a/b/new.txt");
+        atomic_write(&n, b"x", Some(0o600)).unwrap();
+        assert_eq!(
+            std::fs::metadata(&n).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}

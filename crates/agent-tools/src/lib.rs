@@ -1,0 +1,339 @@
+//! The agent's tools: what the model can do to the workspace.
+//!
+//! Each tool is a [`Tool`]: a [`ToolSpec`] (name, description, JSON Schema of
+//! its arguments, [`Access`] class) and a `run` that turns arguments into a
+//! [`ToolOutput`] (the observation the model sees). The [`Toolbox`] holds the
+//! set and dispatches calls.
+//!
+//! Safety lives here, not in the loop: every path goes through
+//! [`workspace::Workspace::resolve`] (no escapes, symlinks included), every
+//! write goes through a checkpoint (so `undo` can revert it) and the
+//! [`Approver`], every command through [`agent_policy::Policy`] first.
+//! A refused or declined action changes nothing and says why.
+
+mod args;
+pub mod change;
+pub mod checkpoint;
+pub mod diagnose;
+pub mod diff;
+pub mod edit;
+pub mod fs;
+pub mod git;
+pub mod grep;
+pub mod patch;
+pub mod search;
+pub mod shell;
+mod state_guard;
+mod undo;
+pub mod workspace;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use agent_base::cancel::CancelToken;
+use agent_policy::Policy;
+
+pub use agent_policy::Access;
+pub use workspace::Workspace;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    /// One or two sentences for the system prompt: what it does, when to use it.
+    pub description: &'static str,
+    /// JSON Schema (type object) of the arguments; also compiled into the
+    /// tool-call grammar, so keep it to what `llm::grammar` supports.
+    pub parameters: Value,
+    pub access: Access,
+}
+
+/// Why a tool call failed, for the model's feedback and the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Arguments missing, of the wrong type, or unknown tool.
+    InvalidArgs,
+    NotFound,
+    /// A path outside the workspace, or a denied command (policy).
+    PolicyDenied,
+    /// The user said no.
+    Declined,
+    /// `edit` without a prior read, or the file changed since it was read.
+    StaleRead,
+    /// `edit`/`apply_patch` text did not match (or matched more than once).
+    NoMatch,
+    Syntax,
+    MissingDependency,
+    TestFailure,
+    Permission,
+    Timeout,
+    /// A command exited non-zero for another reason.
+    CommandFailed,
+    Io,
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolOutput {
+    pub ok: bool,
+    /// The observation for the model: compact, with the fix in it when the call failed.
+    pub content: String,
+    /// Unified diff of what a write changed (shown to the user, logged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorClass>,
+    /// Workspace-relative paths this call changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            ok: true,
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+    pub fn error(class: ErrorClass, content: impl Into<String>) -> Self {
+        Self {
+            ok: false,
+            content: content.into(),
+            error: Some(class),
+            ..Self::default()
+        }
+    }
+}
+
+/// What the user is asked to approve.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Approval {
+    /// A change set: the paths and the unified diff that would be applied;
+    /// `why` it is asked whatever the mode, when it changes a file the agent
+    /// reads as its own configuration or instructions.
+    Write {
+        paths: Vec<String>,
+        diff: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
+    /// A command and the workspace-relative directory it would run in;
+    /// `why` it is asked whatever the mode, when the policy cannot read it.
+    Command {
+        command: String,
+        cwd: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
+    /// A read, asked only in `human` mode.
+    Read { tool: String, summary: String },
+    /// A call to an MCP server's tool that may change things, and its arguments (JSON).
+    Tool { tool: String, args: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Decline,
+}
+
+/// Asks the user (terminal prompt), or answers for them (tests, `yolo`).
+pub trait Approver {
+    fn approve(&mut self, request: &Approval) -> Decision;
+}
+
+/// Approves everything; `--mode yolo` and tests.
+pub struct AlwaysApprove;
+impl Approver for AlwaysApprove {
+    fn approve(&mut self, _: &Approval) -> Decision {
+        Decision::Approve
+    }
+}
+
+/// Declines everything; tests of the declined path, non-interactive `confirm`.
+pub struct AlwaysDecline;
+impl Approver for AlwaysDecline {
+    fn approve(&mut self, _: &Approval) -> Decision {
+        Decision::Decline
+    }
+}
+
+/// The `search_semantic` backend (the code index); absent when the repo has
+/// no index, and then the tool says how to build one.
+pub trait SemanticSearch {
+    fn search(&mut self, query: &str, k: usize) -> anyhow::Result<Vec<search::Hit>>;
+    /// A caveat for the results, such as a partial index.
+    fn note(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// Per-session state the tools share: which files were read (and their hash
+/// at that moment), the checkpoints for `undo`.
+#[derive(Debug, Default)]
+pub struct ReadLedger {
+    /// Canonical path → sha256 hex of the content when last read or written by the agent.
+    pub hashes: HashMap<PathBuf, String>,
+}
+
+/// Everything a tool call may use.
+pub struct ToolContext<'a> {
+    pub workspace: &'a Workspace,
+    pub ledger: &'a mut ReadLedger,
+    pub checkpoints: &'a mut checkpoint::Checkpoints,
+    pub policy: &'a Policy,
+    pub approver: &'a mut dyn Approver,
+    pub search: Option<&'a mut dyn SemanticSearch>,
+    pub cancel: &'a CancelToken,
+}
+
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    /// Runs the call. Never panics on bad arguments: they are an
+    /// `ErrorClass::InvalidArgs` output the model can correct.
+    fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput;
+}
+
+/// The set of tools a session offers.
+pub struct Toolbox {
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl Toolbox {
+    /// All built-in tools, in the order the system prompt lists them.
+    pub fn standard() -> Self {
+        Self {
+            tools: vec![
+                Box::new(fs::ListDir),
+                Box::new(fs::ReadFile),
+                Box::new(fs::Glob),
+                Box::new(grep::Grep),
+                Box::new(search::SearchSemantic),
+                Box::new(edit::Edit),
+                Box::new(patch::ApplyPatch),
+                Box::new(fs::WriteFile),
+                Box::new(undo::Undo),
+                Box::new(shell::RunCmd),
+                Box::new(Finish),
+            ],
+        }
+    }
+
+    /// Only the tools whose access class is in `allowed` (read-only for repo questions).
+    pub fn restricted(self, allowed: &[Access]) -> Self {
+        Self {
+            tools: self
+                .tools
+                .into_iter()
+                .filter(|t| allowed.contains(&t.spec().access))
+                .collect(),
+        }
+    }
+
+    /// Adds tools (an MCP server's) before `finish`, which stays last.
+    pub fn extend(&mut self, tools: Vec<Box<dyn Tool>>) {
+        let at = self.tools.len().saturating_sub(1);
+        self.tools.splice(at..at, tools);
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .map(|t| t.as_ref())
+    }
+
+    /// Runs `name` with `args`; an unknown name is an `InvalidArgs` output
+    /// listing the tools that exist.
+    ///
+    /// Arguments sent as a JSON string holding an object are unwrapped.
+    /// Writes and commands ask the [`Approver`] inside their tools (where the
+    /// diff or command is known); the `human`-mode approval of reads
+    /// ([`Approval::Read`]) is the caller's, before `call`.
+    pub fn call(&self, name: &str, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let unwrapped;
+        let args = match args {
+            Value::String(s) if s.trim_start().starts_with('{') => {
+                match serde_json::from_str::<Value>(s) {
+                    Ok(v) => {
+                        unwrapped = v;
+                        &unwrapped
+                    }
+                    Err(_) => args,
+                }
+            }
+            _ => args,
+        };
+        match self.get(name) {
+            Some(tool) => {
+                let mut output = tool.run(args, ctx);
+                // Whatever a tool read or a command printed, no secret value
+                // of the agent's reaches the model, the session or the logs.
+                let redactor = ctx.policy.redactor();
+                if !redactor.is_empty() {
+                    output.content = redactor.redact(&output.content);
+                    output.diff = output.diff.map(|d| redactor.redact(&d));
+                }
+                output
+            }
+            None => ToolOutput::error(
+                ErrorClass::InvalidArgs,
+                format!(
+                    "unknown tool `{name}`; the tools are: {}",
+                    self.specs()
+                        .iter()
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        }
+    }
+}
+
+/// Lowercase hex sha256 of `bytes` (the read ledger's hash).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `finish`: ends the turn with the answer for the user.
+pub struct Finish;
+
+impl Tool for Finish {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "finish",
+            description: "End your turn: give the final answer or a short summary of what you did for the user.",
+            parameters: json!({
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"]
+            }),
+            access: Access::Control,
+        }
+    }
+
+    fn run(&self, args: &Value, _ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let a = match args::Args::new(args, "finish", r#"{"answer": "Done: ..."}"#) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        match a.req_str("answer") {
+            Ok(answer) => ToolOutput::ok(answer),
+            Err(e) => e,
+        }
+    }
+}

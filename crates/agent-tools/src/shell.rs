@@ -1,0 +1,742 @@
+//! `run_cmd`: a shell command under the policy, in its own process group.
+//!
+//! Order: the command policy first (a denied command never runs), then the
+//! approval, then `sh -c` with stdin closed and the environment scrubbed of
+//! secrets ([`agent_policy::Policy::command_env`]). The process group is
+//! killed on timeout or Ctrl-C, and whatever the command left running
+//! (background jobs, `setsid` daemons) is ended when it ends. Combined stdout+stderr is kept as its first
+//! and last 4 KiB. A failure is classified from the output (syntax, missing
+//! dependency, test failure, permission) with a one-line hint for the model.
+//!
+//! Files a command changes are NOT checkpointed: `undo` cannot revert them.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::args::Args;
+use super::fs::{not_found, resolve};
+use super::grep::cut;
+use super::state_guard::{ConfigGuard, StateGuard};
+use super::{Access, Approval, Decision, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
+use agent_base::cancel::CancelToken;
+use agent_policy::{Verdict, MAX_TIMEOUT_S};
+use agent_sandbox::{self as sandbox, Sandbox};
+
+/// Bytes kept from the start of the output.
+pub const OUTPUT_HEAD: usize = 4096;
+/// Bytes kept from the end of the output.
+pub const OUTPUT_TAIL: usize = 4096;
+
+/// Set for every command: no pagers, no prompts, no colours.
+const FIXED_ENV: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("NO_COLOR", "1"),
+    ("CARGO_TERM_COLOR", "never"),
+    ("PYTHONUNBUFFERED", "1"),
+];
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+const SIGKILL: i32 = 9;
+
+fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) has no memory effects; a negative pid names the
+    // process group the child leads (set up by `process_group(0)`).
+    unsafe {
+        kill(-(pgid as i32), SIGKILL);
+    }
+}
+
+/// Every process a command starts inherits this variable, so those that
+/// leave its process group (`setsid`, `nohup ... &`, daemons) can still be
+/// found and ended with it. One that clears its environment escapes; the
+/// sandbox is the fence for that.
+const RUN_ID_VAR: &str = "AGENT_RUN_ID";
+
+fn next_run_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Processes (other than this one) whose environment holds `entry`.
+fn processes_with_env(entry: &[u8]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            // Unreadable (another user's) or gone: not ours. A zombie's is empty.
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == entry))
+        })
+        .collect()
+}
+
+/// Kills every process still carrying this run's id; returns how many.
+fn end_run(run_id: &str) -> usize {
+    end_processes_with(&format!("{RUN_ID_VAR}={run_id}"))
+}
+
+/// Kills every process (but this one) whose environment holds `entry`
+/// (`NAME=value`); returns how many. It scans again until none is left,
+/// since a process may fork while dying.
+pub fn end_processes_with(entry: &str) -> usize {
+    let mut killed = std::collections::HashSet::new();
+    for _ in 0..50 {
+        let alive = processes_with_env(entry.as_bytes());
+        if alive.is_empty() {
+            break;
+        }
+        for pid in alive {
+            // SAFETY: kill(2) has no memory effects.
+            unsafe {
+                kill(pid, SIGKILL);
+            }
+            killed.insert(pid);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    killed.len()
+}
+
+/// First and last bytes of a stream, and how long it was.
+#[derive(Debug, Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: u64,
+}
+
+impl Capture {
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if self.head.len() < OUTPUT_HEAD {
+            let take = bytes.len().min(OUTPUT_HEAD - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.len() >= OUTPUT_TAIL {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - OUTPUT_TAIL..]);
+        } else {
+            let overflow = (self.tail.len() + bytes.len()).saturating_sub(OUTPUT_TAIL);
+            self.tail.drain(..overflow);
+            self.tail.extend(bytes);
+        }
+    }
+
+    fn render(&self) -> String {
+        let kept = self.head.len() as u64 + self.tail.len() as u64;
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let head = String::from_utf8_lossy(&self.head);
+        let tail = String::from_utf8_lossy(&tail);
+        if kept >= self.total {
+            format!("{head}{tail}")
+        } else {
+            format!(
+                "{head}\n... {} bytes omitted ...\n{tail}",
+                self.total - kept
+            )
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone)]
+pub struct CmdResult {
+    /// Exit code; a signal death is 128 + the signal; `None` when killed by us.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    /// Processes it left behind (background, `setsid`) that were ended.
+    pub leftovers: usize,
+    /// Combined stdout+stderr, capped (head and tail).
+    pub output: String,
+    pub output_bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// A command outside the sandbox (`--sandbox off`) that still dies with
+/// the agent, even when the agent is killed with `kill -9`.
+fn unsandboxed(program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid and _exit are system calls, safe between
+        // fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                if libc::getppid() != parent {
+                    libc::_exit(127);
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd
+}
+
+/// Runs `sh -c command` in `cwd` with exactly `env`, in its own process
+/// group, stdin null, inside `sandbox` when given (with a private `TMPDIR`);
+/// kills the group on timeout or cancellation.
+pub fn run_command(
+    command: &str,
+    cwd: &Path,
+    env: Vec<(OsString, OsString)>,
+    timeout: Duration,
+    cancel: &CancelToken,
+    sandbox: Option<&Sandbox>,
+) -> std::io::Result<CmdResult> {
+    let start = Instant::now();
+    let run_id = next_run_id();
+    // A sandboxed command gets a temp dir of its own, writable, removed when
+    // the command ends with whatever it left there.
+    let (private_tmp, mut cmd) = match sandbox {
+        Some(sandbox) => {
+            let tmp = tempfile::Builder::new().prefix("agent-cmd-").tempdir()?;
+            let mut sandbox = sandbox.clone();
+            sandbox.writable.push(tmp.path().to_path_buf());
+            let prepared = sandbox.prepare().map_err(std::io::Error::other)?;
+            (Some(tmp), sandbox::command(prepared, "sh"))
+        }
+        None => (None, unsandboxed("sh")),
+    };
+    let (mut reader, writer) = std::io::pipe()?;
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .env_clear()
+        .envs(env)
+        .envs(FIXED_ENV.iter().copied())
+        .env("PWD", cwd)
+        .env(RUN_ID_VAR, &run_id)
+        .process_group(0);
+    if let Some(tmp) = &private_tmp {
+        for var in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(var, tmp.path());
+        }
+    }
+    let mut child = cmd.spawn()?;
+    // Our copies of the write end must close, or the reader never sees EOF.
+    drop(cmd);
+    let pgid = child.id();
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    {
+        let capture = Arc::clone(&capture);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Ok(mut c) = capture.lock() {
+                            c.push(&buf[..n]);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            let _ = done_tx.send(());
+        });
+    }
+    let mut timed_out = false;
+    let mut cancelled = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() >= timeout {
+            timed_out = true;
+        } else if cancel.is_cancelled() {
+            cancelled = true;
+        }
+        if timed_out || cancelled {
+            kill_group(pgid);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(15));
+    };
+    // Background processes may still hold the pipe: give them a moment, then
+    // end them and any that left the group: nothing outlives its command.
+    if done_rx.recv_timeout(Duration::from_millis(500)).is_err() {
+        kill_group(pgid);
+    }
+    let leftovers = end_run(&run_id);
+    let _ = done_rx.recv_timeout(Duration::from_secs(2));
+    let (output, output_bytes) = match capture.lock() {
+        Ok(c) => (c.render(), c.total),
+        Err(_) => (String::new(), 0),
+    };
+    let exit_code = status.map(|s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
+    Ok(CmdResult {
+        exit_code,
+        timed_out,
+        cancelled,
+        leftovers,
+        output,
+        output_bytes,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// What kind of failure an output shows, and a one-line hint (with the line
+/// that gave it away).
+pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
+    let find = |needles: &[&str]| -> Option<String> {
+        output
+            .lines()
+            .find(|l| needles.iter().any(|n| l.contains(n)))
+            .map(|l| cut(l.trim(), 160))
+    };
+    const MISSING: &[&str] = &[
+        "ModuleNotFoundError",
+        "No module named",
+        "command not found",
+        "unresolved import",
+        "can't find crate",
+        "cannot find -l",
+        "Cannot find module",
+        "error[E0432]",
+        "error[E0433]",
+        "error[E0463]",
+        "ImportError",
+        "package not found",
+        "not installed",
+    ];
+    const SYNTAX: &[&str] = &[
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "error: expected",
+        "error[E",
+        "syntax error",
+        "Syntax error",
+        "ParseError",
+        "parse error",
+        "Unexpected token",
+        "unexpected token",
+    ];
+    const TESTS: &[&str] = &[
+        "test result: FAILED",
+        "AssertionError",
+        "FAILED (",
+        "FAILED ",
+        "failures:",
+        "FAIL:",
+        "--- FAIL",
+        "Tests failed",
+        "tests failed",
+        "assertion failed",
+        "AssertionFailedError",
+    ];
+    const PERMISSION: &[&str] = &["Permission denied", "EACCES", "Operation not permitted"];
+    if let Some(l) = find(MISSING).or_else(|| {
+        (exit_code == 127).then(|| find(&["not found"]).unwrap_or_else(|| "exit code 127".into()))
+    }) {
+        return (
+            ErrorClass::MissingDependency,
+            format!("missing dependency: {l}. Check the name; if it is really missing, tell the user (installing needs their OK) or use what is installed"),
+        );
+    }
+    if let Some(l) = find(SYNTAX) {
+        return (
+            ErrorClass::Syntax,
+            format!(
+                "syntax/compile error: {l}. Open the file at the reported line, fix it, run again"
+            ),
+        );
+    }
+    let counted_failures = output.lines().find(|l| {
+        // pytest: "=== 1 failed, 2 passed in 0.1s ==="
+        let w: Vec<&str> = l
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        w.windows(2).any(|p| {
+            p[0].parse::<u32>().is_ok_and(|n| n > 0) && (p[1] == "failed" || p[1] == "failing")
+        })
+    });
+    if let Some(l) = find(TESTS).or_else(|| counted_failures.map(|l| cut(l.trim(), 160))) {
+        return (
+            ErrorClass::TestFailure,
+            format!("tests failed: {l}. Read the failure above, fix the code (or the test if it is wrong), run the tests again"),
+        );
+    }
+    if let Some(l) = find(PERMISSION).or_else(|| (exit_code == 126).then(|| "exit code 126".into()))
+    {
+        return (
+            ErrorClass::Permission,
+            format!("permission denied: {l}. Do not use sudo; use a path inside the workspace or make a script executable with chmod +x"),
+        );
+    }
+    (
+        ErrorClass::CommandFailed,
+        format!("the command failed with exit code {exit_code}; read the output above"),
+    )
+}
+
+/// Why a command asks when the sandbox is on but the kernel cannot provide it.
+const NO_SANDBOX: &str =
+    "this system has no sandbox (Landlock, sandbox-exec), so the command would run with all of the user's rights";
+
+pub struct RunCmd;
+
+impl Tool for RunCmd {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "run_cmd",
+            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. Changes it makes cannot be undone.",
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "cwd": {"type": "string", "description": "folder relative to the workspace root (default \".\")"},
+                    "timeout_s": {"type": "integer", "description": "seconds before the command is killed (default 60, max 600)"}
+                },
+                "required": ["command"]
+            }),
+            access: Access::Execute,
+        }
+    }
+
+    fn run(&self, args: &Value, ctx: &mut ToolContext<'_>) -> ToolOutput {
+        let a = match Args::new(
+            args,
+            "run_cmd",
+            r#"{"command": "python3 -m pytest -q", "timeout_s": 120}"#,
+        ) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let (command, cwd, timeout) = match (
+            a.req_str("command"),
+            a.opt_str("cwd"),
+            a.opt_int("timeout_s"),
+        ) {
+            (Ok(c), Ok(d), Ok(t)) => (c, d.unwrap_or_else(|| ".".into()), t),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
+        };
+        if command.trim().is_empty() {
+            return a.error("`command` is empty");
+        }
+        let timeout_s = timeout
+            .map(|t| t.clamp(1, MAX_TIMEOUT_S as i64) as u64)
+            .unwrap_or(ctx.policy.timeout_s);
+        // Asked even in yolo mode: what it runs is decided at run time, or
+        // nothing fences it in.
+        let mut ask_why = match ctx.policy.check_command(&command) {
+            Verdict::Deny(reason) => return ToolOutput::error(ErrorClass::PolicyDenied, reason),
+            Verdict::Ask(why) => Some(why),
+            Verdict::Allow => None,
+        };
+        let sandbox = match (ctx.policy.sandbox, sandbox::available()) {
+            (false, _) => None,
+            (true, true) => Some(Sandbox {
+                writable: vec![ctx.workspace.root().to_path_buf()],
+                allow_network: ctx.policy.allow_network,
+            }),
+            (true, false) => {
+                ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
+                None
+            }
+        };
+        let dir = match resolve(ctx, &cwd) {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        if !dir.exists() {
+            return not_found(ctx, &cwd, &dir);
+        }
+        if !dir.is_dir() {
+            return a.error(format_args!("cwd `{cwd}` is a file, not a folder"));
+        }
+        let rel = ctx.workspace.relative(&dir);
+        if ask_why.is_some() || ctx.policy.needs_approval(Access::Execute) {
+            let request = Approval::Command {
+                command: command.clone(),
+                cwd: rel.clone(),
+                why: ask_why.clone(),
+            };
+            if ctx.approver.approve(&request) == Decision::Decline {
+                return ToolOutput::error(
+                    ErrorClass::Declined,
+                    match ask_why {
+                        Some(why) if why == NO_SANDBOX => format!(
+                            "not run: {why}, and the user did not approve it; ask the user"
+                        ),
+                        Some(why) => format!(
+                            "not run: {why}, so it needs the user's OK and did not get it. Write the command out plainly (no variables or substitutions in what it runs or deletes, no piping into a shell), or ask the user"
+                        ),
+                        None => "the user declined to run this command; ask the user or try something else".into(),
+                    },
+                );
+            }
+        }
+        let env = ctx.policy.command_env();
+        let guard = StateGuard::snapshot(&ctx.workspace.state_dir());
+        let config_guard = ConfigGuard::snapshot(ctx.workspace.root());
+        let r = match run_command(
+            &command,
+            &dir,
+            env,
+            Duration::from_secs(timeout_s),
+            ctx.cancel,
+            sandbox.as_ref(),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                return ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}"))
+            }
+        };
+        let mut tampered = guard.restore();
+        tampered.extend(config_guard.restore());
+        if !tampered.is_empty() {
+            let what = tampered.join("; ");
+            tracing::warn!(command = %command, "a command changed the agent's settings: {what}");
+            let output = ctx.policy.redact(r.output.trim_end());
+            return ToolOutput::error(
+                ErrorClass::PolicyDenied,
+                format!(
+                    "commands may not change the agent's own settings: {what}. Do not do this again; the user's settings are theirs to change.\nexit code {}\n{output}",
+                    r.exit_code.unwrap_or(-1)
+                ),
+            );
+        }
+        let mut body = if r.output.trim().is_empty() {
+            "(no output)".to_string()
+        } else {
+            // Never into the model's context, the session or the logs.
+            ctx.policy.redact(r.output.trim_end())
+        };
+        if r.leftovers > 0 {
+            body.push_str(&format!(
+                "\nnote: {} background process(es) it left running were stopped; nothing outlives its command",
+                r.leftovers
+            ));
+        }
+        if r.timed_out {
+            return ToolOutput {
+                ok: false,
+                content: format!(
+                    "timed out after {timeout_s}s; the command and its children were killed. Use a larger timeout_s (max {MAX_TIMEOUT_S}) or a faster command. Output so far:\n{body}"
+                ),
+                error: Some(ErrorClass::Timeout),
+                ..ToolOutput::default()
+            };
+        }
+        if r.cancelled {
+            return ToolOutput {
+                ok: false,
+                content: format!("cancelled by the user (Ctrl-C); the command was stopped. Output so far:\n{body}"),
+                error: Some(ErrorClass::CommandFailed),
+                ..ToolOutput::default()
+            };
+        }
+        let code = r.exit_code.unwrap_or(-1);
+        if code == 0 {
+            return ToolOutput {
+                ok: true,
+                content: format!("exit code 0\n{body}"),
+                exit_code: Some(0),
+                ..ToolOutput::default()
+            };
+        }
+        let (class, hint) = classify(code, &r.output);
+        ToolOutput {
+            ok: false,
+            content: format!("exit code {code}\nhint: {hint}\n{body}"),
+            exit_code: Some(code),
+            error: Some(class),
+            ..ToolOutput::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cmd: &str, timeout: u64) -> CmdResult {
+        run_command(
+            cmd,
+            Path::new("/tmp"),
+            std::env::vars_os().collect(),
+            Duration::from_secs(timeout),
+            &CancelToken::new(),
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn captures_combined_output_and_exit_code() {
+        let r = run("echo out; echo err 1>&2; exit 3", 10);
+        assert_eq!(r.exit_code, Some(3));
+        assert!(
+            r.output.contains("out\n") && r.output.contains("err\n"),
+            "{}",
+            r.output
+        );
+    }
+
+    #[test]
+    fn timeout_kills_the_group() {
+        let t = Instant::now();
+        let r = run("sleep 10 & sleep 10; echo never", 1);
+        assert!(r.timed_out);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(!r.output.contains("never"));
+    }
+
+    #[test]
+    fn cancellation_stops_the_command() {
+        let cancel = CancelToken::new();
+        let c2 = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            c2.cancel();
+        });
+        let t = Instant::now();
+        let r = run_command(
+            "sleep 10",
+            Path::new("/tmp"),
+            vec![],
+            Duration::from_secs(30),
+            &cancel,
+            None,
+        )
+        .unwrap();
+        assert!(r.cancelled);
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    fn alive(pid: i32) -> bool {
+        // A zombie waiting for init to reap it counts as ended.
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+
+    #[test]
+    fn nothing_a_command_starts_outlives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        // Background, nohup'd, setsid'd and double-forked daemons.
+        let cmd = format!(
+            "sleep 30 & echo $! > {p}; nohup sleep 31 >/dev/null 2>&1 & echo $! >> {p}; \
+             setsid sleep 32 >/dev/null 2>&1 < /dev/null & echo $! >> {p}; \
+             (setsid sh -c 'sleep 33 & echo $! >> {p}' &) ; sleep 0.3; echo started",
+            p = pids.display()
+        );
+        let r = run(&cmd, 20);
+        assert_eq!(r.exit_code, Some(0), "{}", r.output);
+        let pids: Vec<i32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        assert_eq!(pids.len(), 4, "{pids:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        let left: Vec<i32> = pids.into_iter().filter(|p| alive(*p)).collect();
+        assert!(left.is_empty(), "still running: {left:?}");
+        // The two that left the process group are found only by their run id.
+        assert!(r.leftovers >= 2, "{}", r.leftovers);
+    }
+
+    #[test]
+    fn output_cap_keeps_head_and_tail() {
+        let mut c = Capture::default();
+        c.push(b"HEAD");
+        c.push(&vec![b'x'; 20_000]);
+        c.push(b"TAIL");
+        let s = c.render();
+        assert!(s.starts_with("HEAD"));
+        assert!(s.ends_with("TAIL"));
+        assert!(
+            s.contains(&format!(
+                "... {} bytes omitted ...",
+                20_008 - OUTPUT_HEAD - OUTPUT_TAIL
+            )),
+            "{}",
+            &s[4000..4200]
+        );
+        let mut small = Capture::default();
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(small.render(), "abcdef");
+    }
+
+    #[test]
+    fn classification() {
+        assert_eq!(
+            classify(1, "ModuleNotFoundError: No module named 'x'").0,
+            ErrorClass::MissingDependency
+        );
+        assert_eq!(
+            classify(127, "sh: 1: nosuch: not found").0,
+            ErrorClass::MissingDependency
+        );
+        assert_eq!(
+            classify(1, "  File \"x.py\", line 1\nSyntaxError: invalid syntax").0,
+            ErrorClass::Syntax
+        );
+        assert_eq!(
+            classify(101, "error[E0308]: mismatched types").0,
+            ErrorClass::Syntax
+        );
+        assert_eq!(
+            classify(101, "error[E0432]: unresolved import `foo`").0,
+            ErrorClass::MissingDependency
+        );
+        assert_eq!(
+            classify(101, "test result: FAILED. 1 passed; 1 failed").0,
+            ErrorClass::TestFailure
+        );
+        assert_eq!(
+            classify(1, "==== 2 failed, 3 passed in 0.2s ====").0,
+            ErrorClass::TestFailure
+        );
+        assert_eq!(
+            classify(1, "cat: x: Permission denied").0,
+            ErrorClass::Permission
+        );
+        assert_eq!(classify(2, "something odd").0, ErrorClass::CommandFailed);
+        let (_, hint) = classify(
+            1,
+            "Traceback\nModuleNotFoundError: No module named 'nosuchmod'",
+        );
+        assert!(hint.contains("No module named 'nosuchmod'"), "{hint}");
+    }
+}

@@ -1,0 +1,664 @@
+//! `agent ask`, `agent chat` and `agent sessions` through the real binary:
+//! replayed sessions (`--script`) and the real tiny model end to end.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+pub(crate) fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(
+        dir.path().join("calc.py"),
+        "def add(a, b):\n    \"\"\"Sum of two numbers.\"\"\"\n    return a + b\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.md"), "# calc\nA tiny calculator.\n").unwrap();
+    dir
+}
+
+/// Model turns for `--script`, as `turns.json` in `dir`.
+pub(crate) fn write_script(dir: &Path, turns: Value) -> std::path::PathBuf {
+    let path = dir.join("turns.json");
+    std::fs::write(&path, turns.to_string()).unwrap();
+    path
+}
+
+/// The binary in `dir`, with a configuration folder of that repository's
+/// own (trusted MCP servers, personal instructions): tests run side by side.
+pub(crate) fn agent_in(dir: &Path) -> Command {
+    let mut cmd = common::agent_bin();
+    cmd.current_dir(dir)
+        .stdin(Stdio::null())
+        .env("XDG_CONFIG_HOME", dir.join(".git/test-config"));
+    cmd
+}
+
+/// `agent mcp trust NAMES` in `dir`.
+pub(crate) fn trust(dir: &Path, names: &[&str]) {
+    let out = agent_in(dir)
+        .args(["mcp", "trust"])
+        .args(names)
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+}
+
+pub(crate) fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A replay: grep for `def add`, then answer.
+fn grep_then_finish(dir: &Path) -> std::path::PathBuf {
+    write_script(
+        dir,
+        serde_json::json!([
+            {"content": r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#},
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
+        ]),
+    )
+}
+
+#[test]
+fn a_replayed_session_prints_the_json_contract_and_is_saved() {
+    let dir = repo();
+    let script = grep_then_finish(dir.path());
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v = json_of(&out);
+    assert_eq!(v["answer"], "add is in calc.py");
+    assert_eq!(v["finish"], "answered");
+    assert_eq!(v["intent"]["label"], "REPO_QUESTION");
+    assert_eq!(v["tool_calls"], 1);
+    assert_eq!(v["invalid_tool_calls"], 0);
+    for key in [
+        "steps",
+        "prompt_tokens",
+        "completion_tokens",
+        "session_id",
+        "trace_id",
+        "changed_files",
+    ] {
+        assert!(!v[key].is_null(), "{key} missing: {v}");
+    }
+
+    let list = agent_in(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let sessions = json_of(&list);
+    assert_eq!(sessions[0]["id"], v["session_id"]);
+    let show = agent_in(dir.path())
+        .args(["sessions", "show"])
+        .arg(v["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&show.stdout).contains("def add"));
+}
+
+#[test]
+fn stream_json_prints_one_event_per_line_as_it_happens() {
+    let dir = repo();
+    let script = grep_then_finish(dir.path());
+    let out = agent_in(dir.path())
+        .args([
+            "ask",
+            "--output-format",
+            "stream-json",
+            "--mode",
+            "yolo",
+            "--script",
+        ])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let at = |k: &str| {
+        kinds
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or_else(|| panic!("no {k} in {kinds:?}"))
+    };
+    assert!(at("intent") < at("tool_call"), "{kinds:?}");
+    assert!(at("tool_call") < at("tool_result"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"final"), "{kinds:?}");
+    let result = &events[at("tool_result")];
+    assert_eq!(result["tool"], "grep");
+    assert!(
+        result["content"].as_str().unwrap().contains("calc.py"),
+        "{result}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["answer"], "add is in calc.py");
+    assert_eq!(last["finish"], "answered");
+}
+
+/// The Python that runs the test MCP server (set up by scripts/test).
+fn mcp_python() -> Option<String> {
+    let python = std::env::var("AGENT_TEST_MCP_PYTHON").ok()?;
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp.server.fastmcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "AGENT_TEST_MCP_PYTHON={python} cannot import mcp");
+    Some(python)
+}
+
+#[test]
+fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
+    let Some(python) = mcp_python() else {
+        eprintln!("skipped: AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        return;
+    };
+    let dir = repo();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "tickets": {"command": python, "args": [server]},
+            "broken": {"command": "/definitely/not/a/server"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+
+    trust(dir.path(), &["tickets", "broken"]);
+    let out = agent_in(dir.path())
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a server failed to start");
+    let servers = json_of(&out);
+    let by_name = |n: &str| {
+        servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let tickets = by_name("tickets");
+    assert_eq!(tickets["state"], "running", "{servers}");
+    let tools: Vec<(&str, bool)> = tickets["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["read_only"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        tools.contains(&("lookup", true)) && tools.contains(&("close", false)),
+        "{tools:?}"
+    );
+    assert_eq!(by_name("broken")["state"], "failed", "{servers}");
+    assert!(
+        by_name("broken")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start"),
+        "{servers}"
+    );
+
+    // A replayed session: a read-only call, a call that changes things, a
+    // crash mid-call, then the answer.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 7}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__close", "args": {"ticket": 7, "reason": "fixed"}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__crash", "args": {}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "closed ticket 7: the login page times out"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Fix the login timeout, then close ticket 7")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server broken"), "{stderr}");
+    common::assert_success(&out);
+    let v = json_of(&out);
+    assert_eq!(v["finish"], "answered", "{v}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
+        "7 fixed\n"
+    );
+    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let results: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "tool_result")
+        .collect();
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("login page times out"),
+        "{:?}",
+        results[0]
+    );
+    assert_eq!(results[1]["ok"], true);
+    let crash = results[2]["content"].as_str().unwrap();
+    assert!(
+        results[2]["ok"] == false && crash.contains("stopped"),
+        "{crash}"
+    );
+
+    // Confirm mode without a terminal: the read-only tool runs, the other is declined.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 8}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__close", "args": {"ticket": 8, "reason": "dup"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "ticket 8: the login page times out; not closed"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("Fix the login timeout, then close ticket 8")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
+        "7 fixed\n"
+    );
+}
+
+#[test]
+fn mcp_servers_that_hang_or_speak_garbage_are_reported_not_waited_on_forever() {
+    let dir = repo();
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "hangs": {"command": "sleep", "args": ["317"], "startup_timeout_s": 2},
+            "garbage": {"command": "sh", "args": ["-c", "while true; do echo not-json; sleep 0.01; done"], "startup_timeout_s": 2},
+            "exits": {"command": "sh", "args": ["-c", "exit 1"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    trust(dir.path(), &["hangs", "garbage", "exits"]);
+    let started = std::time::Instant::now();
+    let out = agent_in(dir.path())
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let servers = json_of(&out);
+    for s in servers.as_array().unwrap() {
+        assert_ne!(s["state"], "running", "{s}");
+    }
+    // They start side by side, each within its startup_timeout_s.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    // None is left running.
+    let left = Command::new("pgrep")
+        .args(["-f", "^sleep 317$"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    // A session goes on without them.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py defines add"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("Where is add defined?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server hangs"), "{stderr}");
+    assert_ne!(out.status.code(), Some(1), "{stderr}");
+}
+
+#[test]
+fn without_a_terminal_confirm_mode_declines_writes() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "new.py was not written: the user declined the change"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--script"])
+        .arg(&script)
+        .arg("Create new.py with x = 1")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert!(!dir.path().join("new.py").exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--mode yolo"), "{err}");
+    // Said plainly: nothing was changed.
+    assert!(
+        err.contains("0 files changed (1 change(s) or command(s) declined)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_session_is_a_clear_error() {
+    let dir = repo();
+    let out = agent_in(dir.path())
+        .args(["chat", "--resume", "nope", "--script", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agent sessions list"));
+}
+
+#[test]
+fn the_real_tiny_model_runs_the_loop_end_to_end() {
+    let dir = repo();
+    // With an index, the request starts from its best matches (prefetch).
+    let indexed = agent_in(dir.path()).arg("index").output().unwrap();
+    assert!(indexed.status.success(), "{indexed:?}");
+    let out = agent_in(dir.path())
+        .args([
+            "ask",
+            "--json",
+            "--mode",
+            "yolo",
+            "--max-steps",
+            "3",
+            "--max-tokens",
+            "160",
+        ])
+        .arg("--model")
+        .arg(common::tiny_model())
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    // The last step may only be `finish`, so even a 135M model answers; if
+    // its answer is no answer (an echo, our own prompt, nothing about the
+    // code), the request exits with 3 and shows the search results.
+    let answer = v["answer"].as_str().unwrap();
+    match v["finish"].as_str() {
+        Some("answered") => {
+            assert!(!answer.trim().is_empty(), "{v}");
+            assert_eq!(out.status.code(), Some(0));
+        }
+        Some("evidence") => {
+            assert!(answer.contains("calc.py"), "{v}");
+            assert_eq!(out.status.code(), Some(3));
+        }
+        _ => panic!("no answer: {v}"),
+    }
+    // Every call was generated under the grammar, so every call parsed.
+    assert_eq!(v["invalid_tool_calls"], 0, "{v}");
+    assert!(v["steps"].as_u64().unwrap() >= 1);
+    assert!(v["completion_tokens"].as_u64().unwrap() > 0);
+
+    let logs = dir.path().join(".agent/logs");
+    let audit = std::fs::read_to_string(logs.join("audit.jsonl")).unwrap();
+    let trace = std::fs::read_to_string(logs.join("trace.jsonl")).unwrap();
+    assert!(audit.contains("\"event\":\"intent\""));
+    assert!(audit.contains("\"event\":\"final\""));
+    assert!(trace.contains("\"event\":\"llm_response\""));
+    assert!(dir.path().join(".agent/sessions.sqlite").is_file());
+    // A question never changes files.
+    assert_eq!(v["changed_files"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn an_exported_session_replays_to_the_same_result() {
+    let first = repo();
+    let script = write_script(
+        first.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            r#"{"thought": "t", "tool": "edit", "args": {"path": "calc.py", "old_text": "return a + b", "new_text": "return b + a"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "swapped"}}"#
+        ]),
+    );
+    let request = "Swap the operands in add in calc.py";
+    let run = |dir: &Path, script: &Path| {
+        let out = agent_in(dir)
+            .args(["ask", "--json", "--mode", "yolo", "--script"])
+            .arg(script)
+            .arg(request)
+            .output()
+            .unwrap();
+        common::assert_success(&out);
+        json_of(&out)
+    };
+    let original = run(first.path(), &script);
+    let exported = agent_in(first.path())
+        .args(["sessions", "show", "--script"])
+        .arg(original["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    let second = repo();
+    let replay_script = second.path().join("replay.json");
+    std::fs::write(&replay_script, &exported.stdout).unwrap();
+    let replayed = run(second.path(), &replay_script);
+    assert_eq!(replayed["answer"], original["answer"]);
+    assert_eq!(replayed["changed_files"], original["changed_files"]);
+    assert_eq!(
+        std::fs::read_to_string(first.path().join("calc.py")).unwrap(),
+        std::fs::read_to_string(second.path().join("calc.py")).unwrap()
+    );
+}
+
+#[test]
+fn an_answer_that_is_our_own_prompt_exits_3_and_says_so() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "This is the finish call with your best answer."}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "finiSh"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--max-steps", "3", "--script"])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["finish"], "evidence");
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("own instructions"), "{answer}");
+    assert!(answer.contains("calc.py"), "{answer}");
+}
+
+#[test]
+fn the_terminal_shows_read_only_access_and_a_stats_line() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is in calc.py"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--script"])
+        .arg(&script)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "add is in calc.py"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("read-only: this looks like a question"),
+        "{err}"
+    );
+    let stats = err
+        .lines()
+        .find(|l| l.contains("prompt tokens"))
+        .unwrap_or_else(|| panic!("no stats line: {err}"));
+    assert!(
+        stats.contains("generated") && stats.contains("1 step") && stats.contains(" s "),
+        "{stats}"
+    );
+    assert!(stats.contains("tokens/s"), "{stats}");
+}
+
+/// `agent chat --script` with `input` on stdin; returns stderr.
+fn chat(dir: &Path, script: &Path, extra: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = common::agent_bin()
+        .current_dir(dir)
+        .args(["chat", "--mode", "yolo", "--script"])
+        .arg(script)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    common::assert_success(&out);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn chat_commands_never_reach_the_model_and_empty_lines_do_not_quit() {
+    let dir = repo();
+    // No model turns at all: anything sent to the model would fail.
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let err = chat(
+        dir.path(),
+        &script,
+        &[],
+        "/help\n\n   \n/tokens\n/model\n/bogus\n/clear\n/exit\n",
+    );
+    assert!(err.contains("/undo"), "{err}");
+    assert!(err.contains("context now:"), "{err}");
+    assert!(err.contains("context window:"), "{err}");
+    assert!(err.contains("unknown command /bogus"), "{err}");
+    assert!(err.contains("new conversation"), "{err}");
+    assert!(!err.contains("error:"), "{err}");
+}
+
+#[test]
+fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let err = chat(
+        dir.path(),
+        &script,
+        &[],
+        "Create new.py with x = 1\n/undo\n/exit\n",
+    );
+    assert!(err.contains("1 file changed: new.py"), "{err}");
+    assert!(!dir.path().join("new.py").exists(), "{err}");
+
+    let empty = write_script(dir.path(), serde_json::json!([]));
+    let err = chat(dir.path(), &empty, &["--resume"], "/exit\n");
+    assert!(err.contains("resumed session"), "{err}");
+    assert!(err.contains("› Create new.py with x = 1"), "{err}");
+    assert!(err.contains("wrote new.py"), "{err}");
+}
+
+#[test]
+fn secrets_never_reach_commands_or_the_logs() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "run_cmd", "args": {"command": "env; cat .env.local; tr '\\0' '\\n' < /proc/$PPID/environ | grep s3cr3t || true"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "ran env in calc.py's folder"}}"#
+        ]),
+    );
+    std::fs::write(dir.path().join(".env.local"), "DB_PASS=s3cr3t-v4lue-42\n").unwrap();
+    let out = agent_in(dir.path())
+        .env("DB_PASS", "s3cr3t-v4lue-42")
+        .env("REDIS_URL", "redis://:hunter2hunter2@cache:6379/0")
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Run env and fix calc.py")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let logs = dir.path().join(".agent/logs");
+    let audit = std::fs::read_to_string(logs.join("audit.jsonl")).unwrap();
+    assert!(audit.contains("[redacted]"), "{audit}");
+    for secret in ["s3cr3t-v4lue-42", "hunter2hunter2", "REDIS_URL="] {
+        assert!(!audit.contains(secret), "{secret} in the audit log");
+    }
+    let show = agent_in(dir.path())
+        .args(["sessions", "show"])
+        .arg(json_of(&out)["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&show.stdout).contains("s3cr3t-v4lue-42"));
+}

@@ -1,0 +1,426 @@
+//! The `agent` binary end to end: real model, real files, real exit codes.
+
+use crate::common;
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::agent_bin;
+use serde_json::Value;
+
+#[test]
+fn ask_streams_an_answer_from_the_real_model() {
+    common::tiny_model();
+    let out = agent_bin()
+        .args([
+            "ask",
+            "--no-tools",
+            "--max-tokens",
+            "24",
+            "What is the capital of France?",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    common::assert_success(&out);
+    assert!(stdout.contains("Paris"), "answer: {stdout}");
+    // llama.cpp's own logging is kept off the terminal by default.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("llama_model_loader"),
+        "stderr is noisy: {stderr}"
+    );
+}
+
+#[test]
+fn ask_json_reports_the_answer_and_token_counts() {
+    let out = agent_bin()
+        .args([
+            "ask",
+            "--no-tools",
+            "--json",
+            "--max-tokens",
+            "8",
+            "Say hi.",
+        ])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+    assert!(!v["answer"].as_str().unwrap().is_empty());
+    assert!(v["prompt_tokens"].as_u64().unwrap() > 5);
+    assert!(v["completion_tokens"].as_u64().unwrap() <= 8);
+}
+
+#[test]
+fn ask_with_a_json_schema_prints_schema_valid_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}"#,
+    )
+    .unwrap();
+    let out = agent_bin()
+        .args(["ask", "--no-tools", "--json-schema"])
+        .arg(&schema)
+        .args(["What is 3 + 4?"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the answer is JSON");
+    assert!(v["answer"].is_i64(), "{v}");
+}
+
+#[test]
+fn ask_replays_a_script_without_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("turns.json");
+    std::fs::write(&script, r#"["The answer is 42."]"#).unwrap();
+    let out = agent_bin()
+        .args(["ask", "--no-tools", "--script"])
+        .arg(&script)
+        .args(["--model", "/definitely/not/here.gguf", "question"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "The answer is 42."
+    );
+}
+
+#[test]
+fn a_missing_model_names_the_fix_and_exits_1() {
+    let out = agent_bin()
+        .args(["ask", "--model", "/definitely/not/here.gguf", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("scripts/fetch-models") && stderr.contains("--model"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_gguf_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("model.gguf");
+    std::fs::write(&fake, "<html>404 not found</html>").unwrap();
+    let out = agent_bin()
+        .args(["ask", "--model"])
+        .arg(&fake)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a GGUF file"));
+}
+
+#[test]
+fn attachments_reject_binary_and_huge_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("blob.bin");
+    std::fs::write(&bin, [0u8, 1, 2, 3, 0, 255]).unwrap();
+    let out = agent_bin()
+        .args(["ask", "-f"])
+        .arg(&bin)
+        .arg("what is this")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("looks binary"));
+
+    let big = dir.path().join("big.txt");
+    std::fs::write(&big, "x".repeat(10 * 1024 * 1024)).unwrap();
+    let out = agent_bin()
+        .args(["ask", "-f"])
+        .arg(&big)
+        .arg("summarize")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("limited to"));
+}
+
+#[test]
+fn an_attached_file_reaches_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = dir.path().join("note.txt");
+    std::fs::write(&note, "The secret project codename is BLUEFALCON.").unwrap();
+    let out = agent_bin()
+        .args(["ask", "--no-tools", "--max-tokens", "30", "-f"])
+        .arg(&note)
+        .arg("What is the secret project codename? Reply with the codename only.")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let answer = String::from_utf8_lossy(&out.stdout).to_uppercase();
+    assert!(
+        answer.contains("BLUEFALCON") || answer.contains("BLUE FALCON"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_prompt_over_the_context_is_a_clear_error() {
+    let out = agent_bin()
+        .args(["ask", "--ctx-size", "128", &"word ".repeat(500)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("context window") && stderr.contains("--ctx-size"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_generation_and_keeps_the_partial_answer() {
+    let mut child = agent_bin()
+        .args([
+            "ask",
+            "--no-tools",
+            "--max-tokens",
+            "4000",
+            "--ctx-size",
+            "4096",
+            "Write a very long story about a dragon and a knight.",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    let n = stdout.read(&mut first).unwrap();
+    assert!(n > 0, "no output before the interrupt");
+    let started = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "did not stop promptly"
+    );
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("stopped"), "{stderr}");
+}
+
+#[test]
+fn models_verifies_every_file() {
+    let out = agent_bin().args(["models", "--json"]).output().unwrap();
+    common::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["state"] == "ok"));
+    assert_eq!(v["chat_model"]["architecture"], "llama");
+}
+
+#[test]
+fn models_reports_a_damaged_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "garbage",
+    )
+    .unwrap();
+    let out = agent_bin()
+        .args(["models", "--json"])
+        .env("AGENT_MODELS_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    let states: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["state"].as_str().unwrap())
+        .collect();
+    assert!(
+        states.contains(&"wrong_size") && states.contains(&"missing"),
+        "{states:?}"
+    );
+}
+
+#[test]
+fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
+    let out = agent_bin().args(["doctor", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{v}");
+    assert_eq!(v["ready"], true);
+    let ort = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "onnxruntime")
+        .unwrap();
+    assert_eq!(ort["ok"], true, "{ort}");
+    // The default model's limits are said plainly.
+    let note = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "answers")
+        .unwrap_or_else(|| panic!("no note on the default model: {v}"));
+    assert!(note["detail"]
+        .as_str()
+        .unwrap()
+        .contains("cannot be relied on"));
+    assert!(note["fix"].as_str().unwrap().contains("--model"));
+
+    let out = agent_bin()
+        .args(["doctor", "--model", "/definitely/not/here.gguf"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fix: scripts/fetch-models"));
+
+    // Weights that compute NaN: the header is fine, the model is not.
+    let dir = tempfile::tempdir().unwrap();
+    let nan = common::nan_model(dir.path());
+    let out = agent_bin()
+        .args(["doctor", "--model"])
+        .arg(&nan)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("NaN"), "{stdout}");
+    let out = agent_bin()
+        .current_dir(dir.path())
+        .args(["ask", "--no-map", "--model"])
+        .arg(&nan)
+        .arg("What is 2+2?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("NaN"), "{stderr}");
+}
+
+/// The default build has no GPU backend: `doctor` says so and names the
+/// rebuild, GPU requests still answer on the CPU with one warning, and a
+/// device that does not exist is a clear error.
+#[test]
+fn a_cpu_only_build_says_so_and_runs_gpu_requests_on_the_cpu() {
+    if !agent_engine::offload::compiled_backends().is_empty() {
+        eprintln!("skipped: this build has a GPU backend (scripts/test-gpu covers it)");
+        return;
+    }
+    let out = agent_bin().args(["doctor", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices = v["devices"].as_array().unwrap();
+    assert!(devices.iter().any(|d| d["kind"] == "cpu"), "{v}");
+    assert_eq!(v["offload"]["backend"], "CPU", "{v}");
+    assert_eq!(v["offload"]["model_layers"], 31, "{v}");
+    let gpu = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "gpu")
+        .unwrap_or_else(|| panic!("no gpu line: {v}"));
+    assert_eq!(gpu["ok"], false);
+    assert_eq!(gpu["required"], false, "a CPU build is still ready: {gpu}");
+    assert!(
+        gpu["detail"]
+            .as_str()
+            .unwrap()
+            .contains("this build has no GPU backend"),
+        "{gpu}"
+    );
+    assert!(
+        gpu["fix"].as_str().unwrap().contains("--features vulkan"),
+        "{gpu}"
+    );
+
+    let out = agent_bin()
+        .args([
+            "ask",
+            "--no-tools",
+            "--json",
+            "--context-chunks",
+            "0",
+            "--max-tokens",
+            "8",
+        ])
+        .args(["--gpu-layers", "all", "Say hi."])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["answer"].as_str().unwrap().is_empty(), "{v}");
+    assert_eq!(v["engine"]["backend"], "CPU", "{v}");
+    assert_eq!(v["engine"]["gpu_layers"], 0, "{v}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("running the model on the CPU").count(),
+        1,
+        "{stderr}"
+    );
+
+    let out = agent_bin()
+        .env("AGENT_GPU_DEVICE", "3")
+        .args(["ask", "--no-tools", "--context-chunks", "0", "Say hi."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no device 3") && stderr.contains("CPU"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_teaches_the_quick_start() {
+    let out = agent_bin().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("scripts/fetch-models") && help.contains("agent ask"),
+        "{help}"
+    );
+    let out = agent_bin().args(["ask", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--json-schema"));
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = agent_bin()
+        .arg("models")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `agent models | head -c 0`: the reader is gone before the first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+    const SIGPIPE: i32 = 13;
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}", out.status);
+}

@@ -1,0 +1,12 @@
+//! The `agent` binary end to end: real model, real files, real exit codes.
+//! One test binary for everything that drives the binary (ripgrep's layout);
+//! it links no heavy crate, only runs `agent`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agent;
+mod basics;
+mod languages;
+mod shared_index;
+mod trust;

@@ -6,6 +6,7 @@
 mod common;
 
 mod agent;
+mod architecture;
 mod basics;
 mod languages;
 mod shared_index;

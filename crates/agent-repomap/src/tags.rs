@@ -194,7 +194,7 @@ fn lang_query(lang: Lang) -> Option<&'static LangQuery> {
     match lang {
         Lang::Rust => Some(RUST.get_or_init(|| {
             LangQuery::new(
-                tree_sitter_rust::LANGUAGE.into(),
+                Lang::Rust.grammar().expect("Rust is always built"),
                 RUST_DEFS_QUERY,
                 RUST_REFS_QUERY,
                 Some(1),
@@ -202,7 +202,7 @@ fn lang_query(lang: Lang) -> Option<&'static LangQuery> {
         })),
         Lang::Python => Some(PYTHON.get_or_init(|| {
             LangQuery::new(
-                tree_sitter_python::LANGUAGE.into(),
+                Lang::Python.grammar().expect("Python is always built"),
                 PYTHON_DEFS_QUERY,
                 PYTHON_REFS_QUERY,
                 None,

@@ -54,6 +54,9 @@ pub enum Command {
     Chat(Box<ChatArgs>),
     /// List or show saved sessions.
     Sessions(SessionsArgs),
+    /// Write an AGENTS.md for this repository: its build and test commands, layout and central modules.
+    #[command(after_help = INIT_HELP)]
+    Init(Box<InitArgs>),
     /// Build or update the code index of a repository (incremental; --watch keeps it live).
     #[command(
         after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n  agent index --threads 1      # leave the other cores free\n  agent index --store s3://team-bucket/myrepo   # CI: keep the team's shared index current\n\nThe index lives in .agent/index/ at the repository root (with --store, in the store; `agent search --store` and `agent ask --store` then read it, with this machine's changed files indexed locally on top). It honours .gitignore, .ignore and .agentignore. Past 50,000 chunks it also gets a vector index (IVF_PQ), so searches stay fast on large repositories. While watching, it runs at low CPU priority."
@@ -147,6 +150,12 @@ Logs and state (in .agent/ at the workspace root):
   logs/audit.jsonl        requests, intents, tool calls, decisions, diffs, commands
   logs/trace.jsonl        each model request/response with token counts and timings
 
+Custom commands: `agent ask /NAME args` sends the prompt file .agent/commands/NAME.md (or
+.claude/commands/, ~/.config/agent/commands/) with $ARGUMENTS replaced by the args.
+Skills (SKILL.md folders in .agent/skills/, .claude/skills/, ~/.config/agent/skills/) are listed
+to the model, which loads one with the skill tool. Hooks ([[hooks.pre_tool]], [[hooks.post_tool]]
+in .agent/config.toml) run around tool calls, in the sandbox, with the call as JSON on stdin.
+
 Examples:
   agent ask \"Where is the retry delay computed?\"
   agent ask --mode yolo --verify \"python3 -m unittest\" \"Fix the failing test in tests/test_math.py\"
@@ -164,13 +173,55 @@ stops the current step and returns to the prompt (twice quits). Every message is
 happens; --resume shows the last exchanges first.
 
 Commands (never sent to the model): /help, /clear (new conversation), /undo (the agent's last
-change), /model, /tokens (usage and how full the context is), /exit.
+change), /model, /tokens (usage and how full the context is), /compact [focus] (replace the
+conversation so far by the model's summary), /init (write AGENTS.md), /exit. Prompt files in
+.agent/commands/NAME.md (or ~/.config/agent/commands/) are /NAME: `/review src/app.py` sends the
+file's text with $ARGUMENTS replaced by `src/app.py`.
+
+A conversation that passes 80% of the context window (compact_at in .agent/config.toml) is
+compacted the same way; a model whose summary is no summary gets old turns pruned instead.
 
 Examples:
   agent chat
   agent chat --resume            # continue the latest session
   agent chat --resume 20261122-213000-ab12
   agent chat --mode yolo --verify \"cargo test\"";
+
+const INIT_HELP: &str = "\
+What goes in: the install, build, test, lint and type-check commands the repository's files name
+(Cargo.toml, go.mod, package.json scripts, pyproject.toml, tox.ini, noxfile.py, Makefile,
+CMakeLists.txt, Maven/Gradle, GitHub Actions and GitLab CI), its languages and folders, and its
+central modules (the repo map's ranking); with a model, two or three sentences on what the project
+is, kept only when they are about this repository.
+
+The file is shown as a diff and confirmed like any write; an existing AGENTS.md is never replaced
+without a yes on a terminal, even with --mode yolo (which creates a new one without asking).
+`agent chat` has the same as /init.
+
+Examples:
+  agent init                      # review the diff, answer y
+  agent init --print --no-model   # only print what it would write
+  agent init --mode yolo          # create AGENTS.md without asking (replacing one still asks)";
+
+/// `agent init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Which writes ask first: confirm (default) shows the diff and asks; yolo creates a new
+    /// AGENTS.md without asking; replacing an existing one always asks.
+    #[arg(long, value_enum, default_value_t = agent_policy::Mode::Confirm)]
+    pub mode: agent_policy::Mode,
+    /// Print the AGENTS.md it would write on stdout instead of writing it.
+    #[arg(long)]
+    pub print: bool,
+    /// Leave the model out: no overview sentences, no model loaded.
+    #[arg(long)]
+    pub no_model: bool,
+    /// Print one JSON object: the path, whether it was written, the text, the commands found.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
 
 /// How the tool loop runs.
 #[derive(Debug, Clone, Args)]

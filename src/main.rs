@@ -23,6 +23,7 @@ fn main() {
         Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),
         Command::Chat(args) => cmd::chat::run(args, &cancel, cli.verbose > 0),
         Command::Sessions(args) => cmd::sessions::run(args),
+        Command::Init(args) => cmd::init::run(args, &cancel),
         Command::Index(args) => cmd::index::run(args, &cancel),
         Command::Search(args) => cmd::search::run(args),
         Command::Map(args) => cmd::map::run(args),

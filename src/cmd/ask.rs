@@ -22,9 +22,16 @@ Answer concisely and accurately. When files are attached, base your answer on th
 const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
 
 pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
-    let question = args.prompt.join(" ");
+    let mut question = args.prompt.join(" ");
     if question.trim().is_empty() {
         bail!("the prompt is empty\n  fix: agent ask \"your question\"");
+    }
+    // `agent ask /review src/app.py`: the team's prompt file, filled in.
+    if let Some((name, rest)) = agent_core::commands::parse_invocation(&question) {
+        let root = agent_base::paths::repo_root(None)?;
+        let personal = agent_core::commands::personal_dir();
+        question = agent_core::commands::expand(&root, personal.as_deref(), name, rest)
+            .map_err(|why| anyhow::anyhow!(why))?;
     }
     if args.no_tools {
         return answer_plain(args, &question, cancel);

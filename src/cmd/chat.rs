@@ -49,6 +49,11 @@ pub fn open_agent(
     };
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);
     let mut agent = Agent::new(provider, config, search)?;
+    // A skill folder that cannot be read is the team's to fix: say so, and
+    // go on with the others.
+    for problem in &agent.skills().problems {
+        eprintln!("{} {}", style("warning:").yellow(), escape_controls(problem));
+    }
     // The team's own tools: trusted servers only; one that fails is
     // reported and left out.
     if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode)? {
@@ -205,14 +210,16 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
             continue;
         }
         cancel.reset();
+        let mut request = line.to_string();
         if let Some(command) = line.strip_prefix('/') {
-            match slash_command(command, &mut session.agent, &totals, cancel) {
+            match slash_command(command, &mut session, &mut ui, &totals, cancel) {
                 Command::Quit => break,
                 Command::Done => continue,
+                Command::Send(expanded) => request = expanded,
             }
         }
         match session.agent.handle(
-            line,
+            &request,
             &mut ui as &mut dyn Ui,
             session.approver.as_mut(),
             cancel,
@@ -295,27 +302,74 @@ impl Totals {
 enum Command {
     Done,
     Quit,
+    /// A custom command's request, for the agent.
+    Send(String),
 }
 
 const CHAT_HELP: &str = "commands:
-  /help     this list
-  /clear    start a new conversation (this one stays saved)
-  /undo     undo the agent's last change to the files
-  /model    the model and its context window
-  /tokens   tokens used so far, and how full the context is
-  /exit     quit (also /quit, Ctrl-D)
+  /help             this list
+  /clear            start a new conversation (this one stays saved)
+  /undo             undo the agent's last change to the files
+  /model            the model and its context window
+  /tokens           tokens used so far, and how full the context is
+  /compact [focus]  replace the conversation so far by the model's summary of it
+  /init             write AGENTS.md for this repository (shown as a diff first)
+  /exit             quit (also /quit, Ctrl-D)
 anything else goes to the agent; Ctrl-C stops the current step";
 
-/// Runs a chat command (the text after `/`); never sent to the model.
+/// The built-in commands' names: a prompt file of one of these names is shadowed.
+const BUILT_IN: &[&str] = &[
+    "help", "?", "exit", "quit", "q", "clear", "new", "undo", "model", "tokens", "compact", "init",
+];
+
+/// `/help`: the built-in commands, then the workspace's own.
+fn print_help(root: &std::path::Path) {
+    eprintln!("{CHAT_HELP}");
+    let custom = agent_core::commands::list(root, agent_core::commands::personal_dir().as_deref());
+    if custom.is_empty() {
+        eprintln!("your own: a prompt file .agent/commands/NAME.md becomes /NAME ($ARGUMENTS: what follows it)");
+        return;
+    }
+    eprintln!("this workspace's commands:");
+    for c in custom {
+        let shadowed = if BUILT_IN.contains(&c.name.as_str()) {
+            " (shadowed by the built-in command; rename the file)"
+        } else {
+            ""
+        };
+        eprintln!(
+            "  /{:<15} {}{shadowed}",
+            c.name,
+            escape_controls(c.description.as_deref().unwrap_or(&c.path.display().to_string()))
+        );
+    }
+}
+
+/// Runs a chat command (the text after `/`); never sent to the model,
+/// except a custom command's expansion.
 fn slash_command(
     command: &str,
-    agent: &mut Agent,
+    session: &mut Session,
+    ui: &mut TerminalUi,
     totals: &Totals,
     cancel: &CancelToken,
 ) -> Command {
+    let agent = &mut session.agent;
     let name = command.split_whitespace().next().unwrap_or("");
+    let rest = command[name.len()..].trim();
     match name {
-        "help" | "?" => eprintln!("{CHAT_HELP}"),
+        "help" | "?" => print_help(agent.workspace()),
+        "compact" => match agent.compact(Some(rest).filter(|r| !r.is_empty()), ui, cancel) {
+            // The UI has shown the summary, or why there is none.
+            Ok(_) => {}
+            Err(e) => eprintln!("error: {e:#}"),
+        },
+        "init" => match agent.init(true, true, session.approver.as_mut(), cancel) {
+            Ok(outcome) => {
+                super::init::report(&outcome, ui.show_diffs);
+            }
+            Err(e) => eprintln!("error: {e:#}"),
+        },
         "exit" | "quit" | "q" => return Command::Quit,
         "clear" | "new" => {
             let old = agent.session_id().to_string();
@@ -360,7 +414,22 @@ context now: {} of {} tokens ({:.0}%)",
                 used as f64 * 100.0 / window.max(1) as f64
             );
         }
-        _ => eprintln!("unknown command /{name}; /help lists the commands"),
+        _ => {
+            let root = agent.workspace().to_path_buf();
+            let personal = agent_core::commands::personal_dir();
+            match agent_core::commands::expand(&root, personal.as_deref(), name, rest) {
+                Ok(request) => {
+                    let lines = request.lines().count();
+                    eprintln!("{}", style(format!("/{name}: {lines} line(s) to the agent")).dim());
+                    return Command::Send(request);
+                }
+                Err(why) if why.starts_with("no command") => eprintln!(
+                    "unknown command /{name}; /help lists the commands\n{}",
+                    escape_controls(&why)
+                ),
+                Err(why) => eprintln!("{} {}", style("✗").red(), escape_controls(&why)),
+            }
+        }
     }
     Command::Done
 }

@@ -64,6 +64,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
     checks.push(index_check());
     checks.push(instructions_check());
+    checks.extend(conventions_checks());
     checks.push(checkers_check());
     let sandbox = agent_sandbox::describe();
     checks.push(Check {
@@ -301,6 +302,119 @@ fn instructions_check() -> Check {
         },
         fix: None,
     }
+}
+
+/// The team's own conventions: skills, custom commands and hooks, with
+/// what is wrong with each that is not usable.
+fn conventions_checks() -> Vec<Check> {
+    use agent_core::{commands, hooks, settings::Settings, skills};
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let mut out = Vec::new();
+
+    let found = skills::Skills::load(&root, skills::personal_dir().as_deref());
+    let names: Vec<String> = found
+        .skills
+        .iter()
+        .map(|s| format!("{} ({})", s.name, s.source))
+        .collect();
+    out.push(Check {
+        name: "skills",
+        ok: found.problems.is_empty(),
+        required: false,
+        detail: {
+            let loaded = if names.is_empty() {
+                "none (SKILL.md folders in .agent/skills/, .claude/skills/ or ~/.config/agent/skills/)".to_string()
+            } else {
+                names.join(", ")
+            };
+            if found.problems.is_empty() {
+                loaded
+            } else {
+                let problems: Vec<String> = found
+                    .problems
+                    .iter()
+                    .map(|p| p.replace('\n', "\n         "))
+                    .collect();
+                format!(
+                    "{loaded}; {} unusable:\n       - {}",
+                    problems.len(),
+                    problems.join("\n       - ")
+                )
+            }
+        },
+        fix: None,
+    });
+
+    let listed = commands::list(&root, commands::personal_dir().as_deref());
+    out.push(Check {
+        name: "commands",
+        ok: true,
+        required: false,
+        detail: if listed.is_empty() {
+            "none (prompt files in .agent/commands/NAME.md become /NAME)".into()
+        } else {
+            listed
+                .iter()
+                .map(|c| format!("/{}", c.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        fix: None,
+    });
+
+    let check = match Settings::load(&root).and_then(|s| Ok((hooks::Hooks::new(&s)?, s))) {
+        Err(e) => {
+            let text = format!("{e:#}");
+            let (detail, fix) = text
+                .split_once("\n  fix: ")
+                .map_or((text.clone(), None), |(d, f)| (d.to_string(), Some(f.to_string())));
+            Check {
+                name: "hooks",
+                ok: false,
+                required: false,
+                detail,
+                fix,
+            }
+        }
+        Ok((hooks, settings)) => {
+            let mut problems = Vec::new();
+            let mut listed = Vec::new();
+            for (event, list) in [
+                (hooks::Event::PreTool, &hooks.pre_tool),
+                (hooks::Event::PostTool, &hooks.post_tool),
+            ] {
+                for hook in list {
+                    let matcher = if hook.matcher.is_empty() { "*" } else { &hook.matcher };
+                    listed.push(format!("{} [{matcher}] {}", event.key(), hook.command));
+                    if let Some(problem) = hooks::check_program(&hook.command, &root) {
+                        problems.push(problem);
+                    }
+                }
+            }
+            Check {
+                name: "hooks",
+                ok: problems.is_empty(),
+                required: false,
+                detail: if listed.is_empty() {
+                    format!(
+                        "none; compaction at {:.0}% of the context ({})",
+                        settings.compact_at * 100.0,
+                        settings.file.display()
+                    )
+                } else {
+                    format!(
+                        "{}; compaction at {:.0}% of the context",
+                        listed.join(", "),
+                        settings.compact_at * 100.0
+                    )
+                },
+                fix: (!problems.is_empty())
+                    .then(|| problems.join("; ").replace("\n  fix: ", ": ")),
+            }
+        }
+    };
+    out.push(check);
+    out
 }
 
 /// The language checkers run after edits that this workspace can use.

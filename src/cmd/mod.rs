@@ -4,6 +4,7 @@ pub mod ask;
 pub mod chat;
 pub mod doctor;
 pub mod index;
+pub mod init;
 pub mod map;
 pub mod mcp;
 pub mod models;
@@ -30,7 +31,11 @@ pub mod exit {
 /// in-process engine.
 pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
     if let Some(script) = &args.script {
-        return Ok(Box::new(ScriptedProvider::from_file(script)?));
+        let mut replay = ScriptedProvider::from_file(script)?;
+        if let Some(tokens) = args.ctx_size {
+            replay = replay.with_context_size(tokens as usize);
+        }
+        return Ok(Box::new(replay));
     }
     if let Some(url) = &args.server {
         let key = std::env::var("AGENT_API_KEY")

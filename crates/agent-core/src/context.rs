@@ -7,8 +7,9 @@
 //! 2. the oldest assistant/observation pairs go;
 //! 3. as a last resort the newest observation is cut in the middle.
 //!
-//! The system prompt, the first request and the latest request always stay,
-//! and user/assistant alternation is preserved (strict templates reject
+//! The system prompt, the first request (or the summary that replaced the
+//! turns before it, see [`crate::compact`]) and the latest request always
+//! stay, and user/assistant alternation is preserved (strict templates reject
 //! anything else).
 
 use agent_llm::{Message, Role};
@@ -20,6 +21,8 @@ pub enum Kind {
     Request,
     Call,
     Observation,
+    /// The model's summary of the turns it replaced ([`crate::compact`]).
+    Summary,
 }
 
 #[derive(Debug, Clone)]
@@ -32,7 +35,7 @@ impl Turn {
     pub fn new(kind: Kind, content: impl Into<String>) -> Self {
         let role = match kind {
             Kind::System => Role::System,
-            Kind::Request | Kind::Observation => Role::User,
+            Kind::Request | Kind::Observation | Kind::Summary => Role::User,
             Kind::Call => Role::Assistant,
         };
         Self {
@@ -83,7 +86,9 @@ pub fn fit(
     }
 
     // 2. Drop the oldest (call, observation) pairs before the latest request.
-    let first_request = turns.iter().position(|t| t.kind == Kind::Request);
+    let first_request = turns
+        .iter()
+        .position(|t| matches!(t.kind, Kind::Request | Kind::Summary));
     loop {
         let latest_request = turns.iter().rposition(|t| t.kind == Kind::Request);
         let start = first_request.map_or(1, |i| i + 1);

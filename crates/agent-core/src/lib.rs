@@ -15,9 +15,19 @@
 //! The system prompt ([`prompt`]) lists every tool and is built once per
 //! session, so the KV cache is reused across steps and requests. Messages go
 //! to SQLite as they happen ([`session`]); events go to JSONL ([`log`]).
+//!
+//! A team's own conventions join in: skills ([`skills`]: listed in the
+//! prompt, loaded by a tool), hooks around tool calls ([`hooks`]), prompt
+//! files as commands ([`commands`], expanded by the binary), and a long
+//! conversation is compacted by the model's own summary ([`compact`]), all
+//! configured in `.agent/config.toml` ([`settings`]).
 
 pub mod answer;
+pub mod commands;
+pub mod compact;
 pub mod context;
+pub mod hooks;
+pub mod init;
 pub mod instructions;
 pub mod intent;
 pub mod log;
@@ -25,6 +35,8 @@ pub mod prompt;
 pub mod protocol;
 mod run;
 pub mod session;
+pub mod settings;
+pub mod skills;
 pub mod ui;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +82,8 @@ pub struct AgentConfig {
     pub sandbox: bool,
     /// The user's own AGENTS.md (see [`instructions::personal_file`]).
     pub personal_instructions: Option<PathBuf>,
+    /// The user's own skills folder (see [`skills::personal_dir`]).
+    pub personal_skills: Option<PathBuf>,
 }
 
 impl AgentConfig {
@@ -84,6 +98,7 @@ impl AgentConfig {
             repo_map: true,
             sandbox: true,
             personal_instructions: instructions::personal_file(),
+            personal_skills: skills::personal_dir(),
             resume: None,
             prefetch: 4,
         }
@@ -147,6 +162,8 @@ pub struct Outcome {
     /// Where the in-process model runs (device, layers, context).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<agent_llm::Placement>,
+    /// Compactions during the request, successful or not ([`compact`]).
+    pub compactions: Vec<compact::Compaction>,
 }
 
 pub struct Agent {
@@ -166,6 +183,17 @@ pub struct Agent {
     instructions: instructions::Instructions,
     /// Writes and commands declined during the current request.
     declined: usize,
+    /// Share of the window past which the conversation is compacted (0: never).
+    compact_at: f32,
+    /// Why automatic compaction is off for the rest of the session.
+    auto_compact_off: Option<String>,
+    hooks: hooks::Hooks,
+    /// What `pre_tool` hooks added for the call in flight.
+    hook_notes: Vec<String>,
+    skills: skills::Skills,
+    /// The previous step's prompt: whether the next one extends it (and the
+    /// KV cache holds) goes into the trace.
+    last_prompt: Vec<agent_llm::Message>,
 }
 
 /// Most lines of search results given as a fallback answer.
@@ -234,7 +262,13 @@ impl Agent {
         policy.sandbox = config.sandbox;
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;
-        let toolbox = Toolbox::standard();
+        let settings = settings::Settings::load(workspace.root())?;
+        let hooks = hooks::Hooks::new(&settings)?;
+        let skills = skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
+        let mut toolbox = Toolbox::standard();
+        if let Some(tool) = skills.tool() {
+            toolbox.extend(vec![Box::new(tool)]);
+        }
 
         let (session_id, turns) = match &config.resume {
             Some(id) => {
@@ -260,6 +294,8 @@ impl Agent {
                 CUT_OFF_NOTE,
                 FINISH_ARGS_NOTE,
                 STOPPED_NOTE,
+                compact::PROMPT,
+                init::OVERVIEW_PROMPT,
             ]
             .iter()
             .chain(answer::FEEDBACK.iter())
@@ -285,7 +321,23 @@ impl Agent {
             turns,
             judge,
             declined: 0,
+            compact_at: settings.compact_at,
+            auto_compact_off: None,
+            hooks,
+            hook_notes: Vec::new(),
+            skills,
+            last_prompt: Vec::new(),
         })
+    }
+
+    /// The skills this session found, and the problems of those it did not.
+    pub fn skills(&self) -> &skills::Skills {
+        &self.skills
+    }
+
+    /// The hooks of `.agent/config.toml`.
+    pub fn hooks(&self) -> &hooks::Hooks {
+        &self.hooks
     }
 
     pub fn session_id(&self) -> &str {
@@ -324,6 +376,7 @@ impl Agent {
         let system = prompt::system_prompt(&prompt::PromptParts {
             workspace: self.workspace.root(),
             instructions: &self.instructions.text,
+            skills: &self.skills.prompt_section(),
             repo_map: map.as_deref(),
             tools: &specs,
         });
@@ -373,6 +426,7 @@ impl Agent {
         self.turns.clear();
         self.log.session_id.clear();
         self.ledger = ReadLedger::default();
+        self.auto_compact_off = None;
     }
 
     /// Undoes the agent's last change, as the user asked (`/undo` in chat).
@@ -404,13 +458,7 @@ impl Agent {
         for turn in &self.turns {
             match turn.kind {
                 Kind::Request => {
-                    // Without the note the loop appended for the model.
-                    let text = &turn.message.content;
-                    let request = [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE]
-                        .iter()
-                        .filter_map(|note| text.rfind(&format!("\n\n{note}")))
-                        .min()
-                        .map_or(text.as_str(), |end| &text[..end]);
+                    let request = strip_notes(&turn.message.content);
                     out.push((request.to_string(), String::new()));
                 }
                 Kind::Call => {
@@ -479,7 +527,7 @@ impl Agent {
             .unwrap_or_default();
         for turn in self.turns[request_turn.min(self.turns.len())..]
             .iter()
-            .filter(|t| t.kind == Kind::Observation)
+            .filter(|t| matches!(t.kind, Kind::Observation | Kind::Summary))
         {
             text.push('\n');
             text.push_str(&turn.message.content);
@@ -558,10 +606,7 @@ a larger --model does better)"
                 protocol::call_grammar(allowed)
             }
         });
-        let limit = self
-            .provider
-            .context_size()
-            .saturating_sub(self.config.max_tokens.min(self.provider.context_size() / 4));
+        let limit = self.prompt_budget();
         let provider = &self.provider;
         let count = |m: &[agent_llm::Message]| {
             provider
@@ -569,6 +614,10 @@ a larger --model does better)"
                 .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
         };
         let (messages, fitted) = context::fit(&self.turns, limit, &count);
+        // Whether this prompt extends the last one: then the engine's KV
+        // cache holds, and only the new turns are prefilled.
+        let prefix_kept = messages.starts_with(&self.last_prompt);
+        self.last_prompt = messages.clone();
         let request = CompletionRequest {
             messages,
             max_tokens: self.config.max_tokens,
@@ -579,7 +628,7 @@ a larger --model does better)"
         self.log.trace(
             "llm_request",
             json!({"step": step + 1, "messages": request.messages.len(), "last_step": last_step,
-                   "grammar": request.grammar.is_some(), "fitted": fitted,
+                   "grammar": request.grammar.is_some(), "fitted": fitted, "prefix_kept": prefix_kept,
                    "tools": allowed.iter().map(|t| t.name).collect::<Vec<_>>()}),
         );
         ui.step_start(step + 1);
@@ -824,6 +873,15 @@ a larger --model does better)"
         }
         self.push(Turn::new(Kind::Observation, text))
     }
+}
+
+/// A request turn's text without the note the loop appended for the model.
+pub(crate) fn strip_notes(text: &str) -> &str {
+    [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE]
+        .iter()
+        .filter_map(|note| text.rfind(&format!("\n\n{note}")))
+        .min()
+        .map_or(text, |end| &text[..end])
 }
 
 fn request_message(request: &str, allowed: &[ToolSpec]) -> String {

@@ -15,6 +15,8 @@ pub struct PromptParts<'a> {
     pub workspace: &'a Path,
     /// AGENTS.md text ([`super::instructions`]); empty when there is none.
     pub instructions: &'a str,
+    /// The skills' names and descriptions ([`super::skills`]); empty when none.
+    pub skills: &'a str,
     /// The rendered repo map, when one could be built.
     pub repo_map: Option<&'a str>,
     /// The tools of this request; empty for answers without the loop.
@@ -38,6 +40,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     out.push_str("\n\n");
     out.push_str(&environment(parts.workspace));
     out.push_str(parts.instructions);
+    out.push_str(parts.skills);
     if let Some(map) = parts.repo_map.filter(|m| !m.trim().is_empty()) {
         out.push_str("\nRepository map (most relevant definitions):\n");
         out.push_str(map.trim_end());
@@ -123,6 +126,7 @@ mod tests {
         let parts = PromptParts {
             workspace: dir.path(),
             instructions: "\nProject instructions (AGENTS.md); follow them:\nUse tabs.\n",
+            skills: "\nSkills (...):\n- pdf: Fill PDF forms\n",
             repo_map: Some("src/lib.rs:\n  fn main()\n"),
             tools: &tools,
         };
@@ -131,6 +135,7 @@ mod tests {
         assert!(a.contains("read_file: Read a file."), "{a}");
         assert!(a.contains("fn main()"), "{a}");
         assert!(a.contains("Use tabs."), "{a}");
+        assert!(a.contains("- pdf: Fill PDF forms"), "{a}");
         assert!(a.contains(&dir.path().display().to_string()), "{a}");
         let plain = system_prompt(&PromptParts {
             tools: &[],

@@ -30,8 +30,8 @@ pub(crate) struct Run {
     access: &'static [Access],
     tools: ToolAccess,
     /// Where this request's turns begin: its observations are the evidence
-    /// an answer must be about.
-    request_turn: usize,
+    /// an answer must be about (a compaction moves it).
+    pub(crate) request_turn: usize,
     /// Identical calls since the last write. The prefetched search counts
     /// as the model's first call, so copying it again and again (small
     /// models do) meets the intervention sooner.
@@ -156,6 +156,7 @@ impl Agent {
             wall_ms: 0,
             decode_ms: 0,
             engine: self.provider.placement(),
+            compactions: Vec::new(),
         };
         Ok(Run {
             request: request.to_string(),
@@ -180,6 +181,7 @@ impl Agent {
         approver: &mut dyn Approver,
         cancel: &CancelToken,
     ) -> Result<Next> {
+        self.maybe_compact(run, ui, cancel)?;
         let step = run.outcome.steps;
         let last_step = step + 1 == run.max_steps;
         let answer_next = step + 2 == run.max_steps;
@@ -296,7 +298,17 @@ Another copy of this call ends the request.",
             return Ok(Next::Step);
         }
 
-        let output = self.run_tool(&call, &run.allowed, approver, cancel);
+        let allowed = run.allowed.iter().any(|s| s.name == call.tool);
+        let output = match allowed.then(|| self.pre_tool_hooks(&call, ui, approver, cancel)) {
+            Some(Some(denied)) => denied,
+            _ => {
+                let mut output = self.run_tool(&call, &run.allowed, approver, cancel);
+                if allowed {
+                    self.post_tool_hooks(&call, &mut output, ui, cancel);
+                }
+                output
+            }
+        };
         ui.tool_result(&call, &output);
         if output.ok && matches!(call.tool.as_str(), "search_semantic" | "grep") {
             run.found = Some(output.content.clone());

@@ -33,6 +33,9 @@ pub struct StoredMessage {
     pub role: String,
     pub content: String,
     pub ts: String,
+    /// For a summary: how many of the turns before it stay after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<usize>,
 }
 
 const SCHEMA: &str = "
@@ -53,12 +56,17 @@ CREATE TABLE IF NOT EXISTS messages (
     PRIMARY KEY (session_id, seq)
 );";
 
+/// Added after the first release: how many turns before a summary stay
+/// after it (see [`SessionStore::append_summary`]).
+const KEPT_COLUMN: &str = "ALTER TABLE messages ADD COLUMN kept INTEGER";
+
 fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::System => "system",
         Kind::Request => "request",
         Kind::Call => "call",
         Kind::Observation => "observation",
+        Kind::Summary => "summary",
     }
 }
 
@@ -68,6 +76,7 @@ fn kind_from(name: &str) -> Option<Kind> {
         "request" => Kind::Request,
         "call" => Kind::Call,
         "observation" => Kind::Observation,
+        "summary" => Kind::Summary,
         _ => return None,
     })
 }
@@ -106,6 +115,12 @@ impl SessionStore {
         db.busy_timeout(std::time::Duration::from_secs(5))?;
         db.pragma_update(None, "journal_mode", "WAL")?;
         db.execute_batch(SCHEMA)?;
+        let has_kept = db
+            .prepare("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'kept'")?
+            .exists([])?;
+        if !has_kept {
+            db.execute_batch(KEPT_COLUMN)?;
+        }
         Ok(db)
     }
 
@@ -137,26 +152,54 @@ impl SessionStore {
         Ok(())
     }
 
-    /// The session's turns in order, for resuming.
+    /// Records a compaction: `summary` replaces every turn after the system
+    /// prompt but the last `kept`, which follow it. The replaced turns stay in
+    /// the log (`agent sessions show`); [`SessionStore::turns`] no longer
+    /// returns them.
+    pub fn append_summary(&self, session: &str, summary: &Turn, kept: usize) -> Result<()> {
+        self.append(session, summary)?;
+        self.db.execute(
+            "UPDATE messages SET kept = ?2 WHERE session_id = ?1
+             AND seq = (SELECT MAX(seq) FROM messages WHERE session_id = ?1)",
+            params![session, kept as i64],
+        )?;
+        Ok(())
+    }
+
+    /// The session's turns as the model sees them, for resuming: every
+    /// message in order, each summary replacing what it summarized.
     pub fn turns(&self, session: &str) -> Result<Vec<Turn>> {
-        Ok(self
-            .messages(session)?
-            .into_iter()
-            .filter_map(|m| kind_from(m.kind).map(|k| Turn::new(k, m.content)))
-            .collect())
+        let mut turns: Vec<Turn> = Vec::new();
+        for m in self.messages(session)? {
+            let Some(kind) = kind_from(m.kind) else {
+                continue;
+            };
+            let turn = Turn::new(kind, m.content);
+            if let (Kind::Summary, Some(kept)) = (kind, m.kept) {
+                let system = usize::from(turns.first().is_some_and(|t| t.kind == Kind::System));
+                let from = turns.len().saturating_sub(kept).max(system);
+                let kept_turns = turns.split_off(from);
+                turns.truncate(system);
+                turns.push(turn);
+                turns.extend(kept_turns);
+            } else {
+                turns.push(turn);
+            }
+        }
+        Ok(turns)
     }
 
     pub fn messages(&self, session: &str) -> Result<Vec<StoredMessage>> {
         let mut stmt = self.db.prepare(
-            "SELECT seq, kind, content, ts FROM messages WHERE session_id = ?1 ORDER BY seq",
+            "SELECT seq, kind, content, ts, kept FROM messages WHERE session_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map(params![session], |r| {
             let kind: String = r.get(1)?;
-            Ok((r.get(0)?, kind, r.get(2)?, r.get(3)?))
+            Ok((r.get(0)?, kind, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (seq, kind, content, ts): (i64, String, String, String) = row?;
+            let (seq, kind, content, ts, kept): (i64, String, String, String, Option<i64>) = row?;
             let kind = kind_from(&kind).unwrap_or(Kind::Observation);
             out.push(StoredMessage {
                 seq,
@@ -164,6 +207,7 @@ impl SessionStore {
                 role: Turn::new(kind, "").message.role.as_str().to_string(),
                 content,
                 ts,
+                kept: kept.map(|k| k as usize),
             });
         }
         Ok(out)
@@ -230,6 +274,59 @@ mod tests {
         assert_eq!(list[0].id, b);
         assert_eq!(list[1].messages, 2);
         assert_eq!(reopened.latest().unwrap().as_deref(), Some(b.as_str()));
+    }
+
+    #[test]
+    fn a_summary_replaces_the_turns_before_its_kept_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let s = store.create("long", "m", dir.path()).unwrap();
+        for (kind, text) in [
+            (Kind::System, "sys"),
+            (Kind::Request, "r1"),
+            (Kind::Call, "c1"),
+            (Kind::Observation, "o1"),
+            (Kind::Call, "c2"),
+            (Kind::Observation, "o2"),
+        ] {
+            store.append(&s, &Turn::new(kind, text)).unwrap();
+        }
+        store
+            .append_summary(&s, &Turn::new(Kind::Summary, "sum"), 2)
+            .unwrap();
+        store.append(&s, &Turn::new(Kind::Call, "c3")).unwrap();
+        let texts = |turns: Vec<Turn>| -> Vec<String> {
+            turns.into_iter().map(|t| t.message.content).collect()
+        };
+        assert_eq!(
+            texts(store.turns(&s).unwrap()),
+            ["sys", "sum", "c2", "o2", "c3"]
+        );
+        // A second summary folds in the first.
+        store
+            .append_summary(&s, &Turn::new(Kind::Summary, "sum2"), 1)
+            .unwrap();
+        assert_eq!(texts(store.turns(&s).unwrap()), ["sys", "sum2", "c3"]);
+        // The log keeps everything.
+        let all = store.messages(&s).unwrap();
+        assert_eq!(all.len(), 9);
+        assert_eq!(all[6].kind, "summary");
+        assert_eq!(all[6].kept, Some(2));
+    }
+
+    #[test]
+    fn a_store_from_before_summaries_gains_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Connection::open(dir.path().join("sessions.sqlite")).unwrap();
+        db.execute_batch(SCHEMA).unwrap();
+        drop(db);
+        let store = SessionStore::open(dir.path()).unwrap();
+        let s = store.create("t", "m", dir.path()).unwrap();
+        store
+            .append_summary(&s, &Turn::new(Kind::Summary, "x"), 0)
+            .unwrap();
+        assert!(!dir.path().join("sessions.sqlite.corrupt").exists());
+        assert_eq!(store.messages(&s).unwrap()[0].kept, Some(0));
     }
 
     #[test]

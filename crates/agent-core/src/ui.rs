@@ -9,6 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use agent_base::term::{escape_controls, escape_line};
 use console::style;
 
+use super::compact::Compaction;
 use super::intent::Intent;
 use super::protocol::{ToolCall, FINISH};
 use super::ToolAccess;
@@ -27,6 +28,21 @@ pub trait Ui {
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);
     fn notice(&mut self, text: &str);
+    /// The conversation was compacted, or could not be ([`Compaction::fallback`]).
+    fn compacted(&mut self, compaction: &Compaction) {
+        self.notice(&compaction_line(compaction));
+    }
+}
+
+/// One line on a compaction.
+pub fn compaction_line(c: &Compaction) -> String {
+    match &c.fallback {
+        Some(why) => format!("could not compact: {why}"),
+        None => format!(
+            "compacted: {} turns replaced by a summary, {} kept ({} → {} tokens)",
+            c.replaced_turns, c.kept_turns, c.tokens_before, c.tokens_after
+        ),
+    }
 }
 
 /// A spinner on stderr; invisible when stderr is not a terminal.
@@ -49,7 +65,8 @@ impl Ui for QuietUi {
 }
 
 /// `--output-format stream-json`: one JSON object per line on stdout, as it
-/// happens (`intent`, `step`, `text`, `tool_call`, `tool_result`, `notice`;
+/// happens (`intent`, `step`, `text`, `tool_call`, `tool_result`, `notice`,
+/// `compact`;
 /// the caller prints `final`), for CI jobs and editors.
 pub struct JsonLinesUi<W: std::io::Write> {
     out: W,
@@ -99,6 +116,12 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
     }
     fn notice(&mut self, text: &str) {
         self.event("notice", serde_json::json!({ "text": text }));
+    }
+    fn compacted(&mut self, compaction: &Compaction) {
+        self.event(
+            "compact",
+            serde_json::to_value(compaction).unwrap_or_default(),
+        );
     }
 }
 
@@ -211,6 +234,19 @@ impl Ui for TerminalUi {
     fn notice(&mut self, text: &str) {
         self.clear_spinner();
         eprintln!("{}", style(escape_controls(text)).yellow());
+    }
+
+    fn compacted(&mut self, compaction: &Compaction) {
+        self.clear_spinner();
+        let line = compaction_line(compaction);
+        match &compaction.summary {
+            // The summary is the model's: shown dimmed, like the past it replaces.
+            Some(summary) => {
+                eprintln!("{}", style(line).dim());
+                eprintln!("{}", style(escape_controls(summary.trim_end())).dim());
+            }
+            None => eprintln!("{}", style(escape_controls(&line)).yellow()),
+        }
     }
 }
 

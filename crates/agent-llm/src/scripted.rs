@@ -13,6 +13,8 @@ use super::{
 pub struct ScriptedProvider {
     turns: Vec<String>,
     next: usize,
+    /// The window it claims (`--ctx-size`), so replays can test a small one.
+    context: usize,
     /// Every request received, in order, for tests to inspect.
     pub requests: Vec<CompletionRequest>,
 }
@@ -29,8 +31,15 @@ impl ScriptedProvider {
         Self {
             turns,
             next: 0,
+            context: 32_768,
             requests: Vec::new(),
         }
+    }
+
+    /// Claims a context window of `tokens` (default 32,768).
+    pub fn with_context_size(mut self, tokens: usize) -> Self {
+        self.context = tokens;
+        self
     }
 
     /// Reads a JSON list of turns: strings, or objects with a `content` field.
@@ -75,7 +84,7 @@ impl Provider for ScriptedProvider {
     }
 
     fn context_size(&self) -> usize {
-        32_768
+        self.context
     }
 
     /// Replies are canned, but claiming grammar support lets tests check the

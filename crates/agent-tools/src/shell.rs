@@ -170,9 +170,12 @@ pub struct CmdResult {
     pub cancelled: bool,
     /// Processes it left behind (background, `setsid`) that were ended.
     pub leftovers: usize,
-    /// Combined stdout+stderr, capped (head and tail).
+    /// Combined stdout+stderr, capped (head and tail); stdout alone with
+    /// [`Io::split_stderr`].
     pub output: String,
     pub output_bytes: u64,
+    /// Stderr, capped, with [`Io::split_stderr`]; empty otherwise.
+    pub stderr: String,
     pub elapsed: Duration,
 }
 
@@ -209,6 +212,56 @@ pub fn run_command(
     cancel: &CancelToken,
     sandbox: Option<&Sandbox>,
 ) -> std::io::Result<CmdResult> {
+    run_command_with(command, cwd, env, timeout, cancel, sandbox, Io::default())
+}
+
+/// What a command reads on stdin and how its output is kept: hooks get the
+/// call as JSON on stdin and speak back on stdout and stderr apart.
+#[derive(Debug, Clone, Default)]
+pub struct Io {
+    /// Written to the command's stdin, which is then closed (default: no stdin).
+    pub stdin: Option<Vec<u8>>,
+    /// Keep stderr apart, in [`CmdResult::stderr`], instead of in the output.
+    pub split_stderr: bool,
+}
+
+/// Reads a pipe to its end on a thread of its own, keeping head and tail;
+/// the receiver hears when it is done.
+fn capture(
+    mut reader: std::io::PipeReader,
+) -> (Arc<Mutex<Capture>>, std::sync::mpsc::Receiver<()>) {
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let kept = Arc::clone(&capture);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if let Ok(mut c) = kept.lock() {
+                        c.push(&buf[..n]);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = done_tx.send(());
+    });
+    (capture, done_rx)
+}
+
+/// [`run_command`] with a given stdin, and stderr kept apart when asked.
+pub fn run_command_with(
+    command: &str,
+    cwd: &Path,
+    env: Vec<(OsString, OsString)>,
+    timeout: Duration,
+    cancel: &CancelToken,
+    sandbox: Option<&Sandbox>,
+    io: Io,
+) -> std::io::Result<CmdResult> {
     let start = Instant::now();
     let run_id = next_run_id();
     // A sandboxed command gets a temp dir of its own, writable, removed when
@@ -223,13 +276,23 @@ pub fn run_command(
         }
         None => (None, unsandboxed("sh")),
     };
-    let (mut reader, writer) = std::io::pipe()?;
+    let (reader, writer) = std::io::pipe()?;
+    let (err_reader, err_writer) = if io.split_stderr {
+        let (r, w) = std::io::pipe()?;
+        (Some(r), w)
+    } else {
+        (None, writer.try_clone()?)
+    };
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
-        .stderr(writer)
+        .stdin(if io.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(writer)
+        .stderr(err_writer)
         .env_clear()
         .envs(env)
         .envs(FIXED_ENV.iter().copied())
@@ -242,30 +305,18 @@ pub fn run_command(
         }
     }
     let mut child = cmd.spawn()?;
-    // Our copies of the write end must close, or the reader never sees EOF.
+    // Our copies of the write ends must close, or the readers never see EOF.
     drop(cmd);
-    let pgid = child.id();
-    let capture = Arc::new(Mutex::new(Capture::default()));
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    {
-        let capture = Arc::clone(&capture);
+    if let (Some(input), Some(mut stdin)) = (io.stdin, child.stdin.take()) {
+        // On a thread: a command that does not read its input must not
+        // block us; one that exits early only breaks the pipe.
         std::thread::spawn(move || {
-            let mut buf = [0u8; 16 * 1024];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if let Ok(mut c) = capture.lock() {
-                            c.push(&buf[..n]);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            let _ = done_tx.send(());
+            let _ = std::io::Write::write_all(&mut stdin, &input);
         });
     }
+    let pgid = child.id();
+    let (output, done_rx) = capture(reader);
+    let errors = err_reader.map(capture);
     let mut timed_out = false;
     let mut cancelled = false;
     let status = loop {
@@ -284,16 +335,29 @@ pub fn run_command(
         }
         std::thread::sleep(Duration::from_millis(15));
     };
-    // Background processes may still hold the pipe: give them a moment, then
+    // Background processes may still hold the pipes: give them a moment, then
     // end them and any that left the group: nothing outlives its command.
-    if done_rx.recv_timeout(Duration::from_millis(500)).is_err() {
+    let grace = Duration::from_millis(500);
+    let pipes_open = done_rx.recv_timeout(grace).is_err()
+        || errors
+            .as_ref()
+            .is_some_and(|(_, done)| done.recv_timeout(grace).is_err());
+    if pipes_open {
         kill_group(pgid);
     }
     let leftovers = end_run(&run_id);
     let _ = done_rx.recv_timeout(Duration::from_secs(2));
-    let (output, output_bytes) = match capture.lock() {
+    let rendered = |c: &Arc<Mutex<Capture>>| match c.lock() {
         Ok(c) => (c.render(), c.total),
         Err(_) => (String::new(), 0),
+    };
+    let (output, output_bytes) = rendered(&output);
+    let stderr = match &errors {
+        Some((capture, done)) => {
+            let _ = done.recv_timeout(Duration::from_secs(2));
+            rendered(capture).0
+        }
+        None => String::new(),
     };
     let exit_code = status.map(|s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
     Ok(CmdResult {
@@ -303,8 +367,54 @@ pub fn run_command(
         leftovers,
         output,
         output_bytes,
+        stderr,
         elapsed: start.elapsed(),
     })
+}
+
+/// A program the agent starts on its own account (a hook), run as `run_cmd`
+/// runs a command, without the approval: the policy's scrubbed environment
+/// plus `extra_env`, in the workspace root, inside the sandbox when the policy
+/// has it on and the system provides one (else unfenced, as `--verify` runs),
+/// with the agent's settings put back afterwards. Returns the result, whether
+/// it was fenced, and what was put back. Its output is not redacted yet.
+pub fn run_fenced(
+    command: &str,
+    stdin: Vec<u8>,
+    extra_env: &[(&str, String)],
+    workspace: &super::Workspace,
+    policy: &agent_policy::Policy,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> std::io::Result<(CmdResult, bool, Vec<String>)> {
+    let sandbox = (policy.sandbox && sandbox::available()).then(|| Sandbox {
+        writable: vec![workspace.root().to_path_buf()],
+        allow_network: policy.allow_network,
+    });
+    let mut env = policy.command_env();
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    let guard = StateGuard::snapshot(&workspace.state_dir());
+    let config_guard = ConfigGuard::snapshot(workspace.root());
+    let io = Io {
+        stdin: Some(stdin),
+        split_stderr: true,
+    };
+    let result = run_command_with(
+        command,
+        workspace.root(),
+        env,
+        timeout,
+        cancel,
+        sandbox.as_ref(),
+        io,
+    );
+    let mut tampered = guard.restore();
+    tampered.extend(config_guard.restore());
+    Ok((result?, sandbox.is_some(), tampered))
 }
 
 /// What kind of failure an output shows, and a one-line hint (with the line
@@ -605,6 +715,43 @@ mod tests {
             "{}",
             r.output
         );
+    }
+
+    #[test]
+    fn stdin_is_given_and_stderr_kept_apart_when_asked() {
+        let io = Io {
+            stdin: Some(b"{\"tool_name\": \"run_cmd\"}".to_vec()),
+            split_stderr: true,
+        };
+        let r = run_command_with(
+            "cat; echo; echo to-stderr 1>&2; exit 2",
+            Path::new("/tmp"),
+            vec![],
+            Duration::from_secs(10),
+            &CancelToken::new(),
+            None,
+            io,
+        )
+        .unwrap();
+        assert_eq!(r.exit_code, Some(2));
+        assert_eq!(r.output, "{\"tool_name\": \"run_cmd\"}\n");
+        assert_eq!(r.stderr, "to-stderr\n");
+        // A command that never reads its input is not held up by it.
+        let io = Io {
+            stdin: Some(vec![b'x'; 1 << 20]),
+            split_stderr: true,
+        };
+        let r = run_command_with(
+            "echo done",
+            Path::new("/tmp"),
+            vec![],
+            Duration::from_secs(10),
+            &CancelToken::new(),
+            None,
+            io,
+        )
+        .unwrap();
+        assert_eq!((r.exit_code, r.output.as_str()), (Some(0), "done\n"));
     }
 
     #[test]

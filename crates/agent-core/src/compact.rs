@@ -1,0 +1,537 @@
+//! Compaction by summary: when a conversation would pass `compact_at` of
+//! the context window (80% by default, `.agent/config.toml`), the model
+//! writes a structured summary of the work so far (goal, decisions, files
+//! touched and why, open questions, next step) under a grammar, and every
+//! turn after the system prompt but the last few is replaced by it.
+//!
+//! - The summary is a turn of its own ([`Kind::Summary`], a user message),
+//!   stored in the session ([`crate::session::SessionStore::append_summary`]),
+//!   so `--resume` continues from it.
+//! - The kept turns start with a model turn, so user and assistant still
+//!   alternate; when the request being worked on is among the replaced
+//!   turns, the summary carries it verbatim.
+//! - The prompt changes once: the KV cache is rebuilt for the step after a
+//!   compaction and reused from there, where pruning ([`crate::context`])
+//!   changes the prompt's middle, and so its cache, at every step it has to
+//!   cut more.
+//! - A summary that is no summary (empty, the request or our own prompt
+//!   copied back, nothing about the conversation: [`crate::answer::Judge`]),
+//!   or none at all, changes nothing: pruning goes on as before, the user is
+//!   told, and automatic compaction stays off for the session (`/compact`
+//!   tries again).
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use agent_base::cancel::CancelToken;
+use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
+
+use crate::context::{self, Kind, Turn};
+use crate::run::Run;
+use crate::ui::Ui;
+use crate::{strip_notes, truncate, Agent};
+
+/// What the model is asked, after the turns it summarizes.
+pub const PROMPT: &str = "The conversation is about to outgrow the context window, so the turns \
+above will be replaced by your summary of them. Write that summary for yourself, so that you can \
+continue the work from it alone: the user's goal, the decisions made, the files touched and why, \
+the open questions, and the next step. Name files, functions and values; do not call a tool. \
+Reply with one JSON object: {\"goal\": \"...\", \"decisions\": [\"...\"], \"files\": [{\"path\": \
+\"...\", \"why\": \"...\"}], \"open_questions\": [\"...\"], \"next_step\": \"...\"}";
+
+/// The first line of a summary turn: what it is, for the model and for
+/// whoever reads the session.
+pub const HEADING: &str =
+    "[Summary of the conversation so far; it replaced the earlier turns to fit the context window]";
+
+/// What introduces the request carried in a summary.
+const VERBATIM: &str = "The request being worked on (verbatim):\n";
+
+/// Most turns kept verbatim after the summary.
+const KEEP_TURNS: usize = 6;
+/// Longest string of the summary, in characters (the grammar's bound).
+const MAX_FIELD_CHARS: usize = 240;
+
+/// The model's summary of the turns it replaces.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Summary {
+    pub goal: String,
+    pub decisions: Vec<String>,
+    pub files: Vec<FileNote>,
+    pub open_questions: Vec<String>,
+    pub next_step: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct FileNote {
+    pub path: String,
+    pub why: String,
+}
+
+/// Why a compaction happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// The conversation passed `compact_at` of the window.
+    Auto,
+    /// `/compact`.
+    Request,
+}
+
+/// What a compaction did, as `--json`, `stream-json` and the terminal report it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compaction {
+    pub trigger: Trigger,
+    /// Whether the turns were replaced by a summary.
+    pub compacted: bool,
+    /// The summary turn's text, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Why they were not, and what happens instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    pub replaced_turns: usize,
+    pub kept_turns: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+}
+
+/// The grammar a summary is generated under: [`Summary`] as compact JSON,
+/// fields in order, strings and lists bounded so a small model cannot ramble
+/// past its token budget.
+pub fn grammar() -> Grammar {
+    Grammar::new(format!(
+        r#"root ::= "{{" ws "\"goal\"" ws ":" ws str ws "," ws "\"decisions\"" ws ":" ws strs ws "," ws "\"files\"" ws ":" ws files ws "," ws "\"open_questions\"" ws ":" ws strs ws "," ws "\"next_step\"" ws ":" ws str ws "}}"
+strs ::= "[" ws (str (ws "," ws str){{0,5}})? ws "]"
+files ::= "[" ws (file (ws "," ws file){{0,7}})? ws "]"
+file ::= "{{" ws "\"path\"" ws ":" ws str ws "," ws "\"why\"" ws ":" ws str ws "}}"
+str ::= "\"" char{{0,{MAX_FIELD_CHARS}}} "\""
+char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
+ws ::= " "?
+"#
+    ))
+}
+
+/// Reads a summary out of a reply: the whole text as JSON, else the
+/// outermost `{...}` (a model without a grammar may wrap it in prose).
+pub fn parse(text: &str) -> Option<Summary> {
+    let text = text.trim();
+    serde_json::from_str(text).ok().or_else(|| {
+        let (start, end) = (text.find('{')?, text.rfind('}')?);
+        serde_json::from_str(text.get(start..=end)?).ok()
+    })
+}
+
+impl Summary {
+    /// The summary turn: a heading, the fields that say something, and the
+    /// request being worked on when its own turn was replaced.
+    pub fn render(&self, request: Option<&str>) -> String {
+        let mut out = format!("{HEADING}\nGoal: {}\n", self.goal.trim());
+        let list = |out: &mut String, title: &str, items: &[String]| {
+            let items: Vec<&str> = items
+                .iter()
+                .map(|i| i.trim())
+                .filter(|i| !i.is_empty())
+                .collect();
+            if !items.is_empty() {
+                out.push_str(&format!("{title}:\n"));
+                for item in items {
+                    out.push_str(&format!("- {item}\n"));
+                }
+            }
+        };
+        list(&mut out, "Decisions", &self.decisions);
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .filter(|f| !f.path.trim().is_empty())
+            .map(|f| match f.why.trim() {
+                "" => f.path.trim().to_string(),
+                why => format!("{}: {why}", f.path.trim()),
+            })
+            .collect();
+        list(&mut out, "Files touched", &files);
+        list(&mut out, "Open questions", &self.open_questions);
+        if !self.next_step.trim().is_empty() {
+            out.push_str(&format!("Next step: {}\n", self.next_step.trim()));
+        }
+        if let Some(request) = request {
+            out.push_str(&format!("{VERBATIM}{}\n", request.trim()));
+        }
+        out
+    }
+
+    /// Everything the model wrote, for the judge.
+    fn words(&self) -> String {
+        let mut parts = vec![self.goal.clone()];
+        parts.extend(self.decisions.iter().cloned());
+        for f in &self.files {
+            parts.push(f.path.clone());
+            parts.push(f.why.clone());
+        }
+        parts.extend(self.open_questions.iter().cloned());
+        parts.push(self.next_step.clone());
+        parts.join("\n")
+    }
+}
+
+/// Where the turns kept verbatim begin: the earliest model turn from which
+/// the rest takes at most `keep_budget` tokens and [`KEEP_TURNS`] turns (the
+/// last model turn and what follows it in any case). None when there is no
+/// such turn or nothing before it to summarize (no model turn since the
+/// system prompt, or only an earlier summary).
+pub fn split(turns: &[Turn], keep_budget: usize, tokens: &dyn Fn(&Turn) -> usize) -> Option<usize> {
+    if turns.first().map(|t| t.kind) != Some(Kind::System) {
+        return None;
+    }
+    let mut best = None;
+    let mut kept = 0;
+    for k in (2..turns.len()).rev() {
+        kept += tokens(&turns[k]);
+        if turns[k].message.role != Role::Assistant {
+            continue;
+        }
+        if best.is_some() && (kept > keep_budget || turns.len() - k > KEEP_TURNS) {
+            break;
+        }
+        best = Some(k);
+    }
+    let k = best?;
+    turns[1..k]
+        .iter()
+        .any(|t| t.message.role == Role::Assistant)
+        .then_some(k)
+}
+
+impl Agent {
+    /// Compacts before a step when the conversation has passed the
+    /// threshold; a request's turns are renumbered to match.
+    pub(crate) fn maybe_compact(
+        &mut self,
+        run: &mut Run,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<()> {
+        if self.compact_at <= 0.0 || self.auto_compact_off.is_some() {
+            return Ok(());
+        }
+        let window = self.provider.context_size();
+        // Before pruning would start: a summary beats a cut.
+        let threshold = ((self.compact_at as f64 * window as f64) as usize).min(self.prompt_budget());
+        if self.conversation_tokens(&self.turns) <= threshold {
+            return Ok(());
+        }
+        let Some((compaction, k)) = self.compact_turns(Trigger::Auto, None, ui, cancel)? else {
+            return Ok(());
+        };
+        if compaction.compacted {
+            // The kept turns moved to just after the summary; a request
+            // turn that was replaced is represented by the summary.
+            run.request_turn = if run.request_turn >= k {
+                run.request_turn - k + 2
+            } else {
+                1
+            };
+        } else {
+            self.auto_compact_off = compaction.fallback.clone();
+        }
+        run.outcome.compactions.push(compaction);
+        Ok(())
+    }
+
+    /// `/compact [focus]`: a summary now, whatever the size.
+    pub fn compact(
+        &mut self,
+        focus: Option<&str>,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<Compaction> {
+        self.log.new_trace();
+        let (used, _) = self.context_usage();
+        match self.compact_turns(Trigger::Request, focus, ui, cancel)? {
+            Some((compaction, _)) => Ok(compaction),
+            None => Ok(Compaction {
+                trigger: Trigger::Request,
+                compacted: false,
+                summary: None,
+                fallback: Some(format!(
+                    "nothing to compact yet: the conversation has {} turns and takes {used} tokens",
+                    self.turns.len()
+                )),
+                replaced_turns: 0,
+                kept_turns: self.turns.len().saturating_sub(1),
+                tokens_before: used,
+                tokens_after: used,
+            }),
+        }
+    }
+
+    /// The reply's room: the window minus the reserve for the reply.
+    pub(crate) fn prompt_budget(&self) -> usize {
+        let window = self.provider.context_size();
+        window.saturating_sub(self.config.max_tokens.min(window / 4))
+    }
+
+    fn conversation_tokens(&self, turns: &[Turn]) -> usize {
+        let messages: Vec<Message> = turns.iter().map(|t| t.message.clone()).collect();
+        self.provider
+            .count_message_tokens(&messages)
+            .unwrap_or_else(|_| messages.iter().map(|m| m.content.len() / 3 + 4).sum())
+    }
+
+    /// Asks the model for a summary of all but the last turns and, when the
+    /// judge accepts it, puts it in their place. None when there is nothing
+    /// to summarize; the index where the kept turns began otherwise.
+    fn compact_turns(
+        &mut self,
+        trigger: Trigger,
+        focus: Option<&str>,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<Option<(Compaction, usize)>> {
+        let window = self.provider.context_size();
+        let provider = &self.provider;
+        let tokens = |t: &Turn| {
+            provider
+                .count_message_tokens(std::slice::from_ref(&t.message))
+                .unwrap_or(t.message.content.len() / 3 + 4)
+        };
+        let Some(k) = split(&self.turns, window / 4, &tokens) else {
+            return Ok(None);
+        };
+        let summarized: usize = self.turns[1..k].iter().map(&tokens).sum();
+        if trigger == Trigger::Auto && summarized < window / 5 {
+            // Too little to be worth a summary: pruning does.
+            return Ok(None);
+        }
+        let tokens_before = self.conversation_tokens(&self.turns);
+        let n = self.turns.len();
+        let mut compaction = Compaction {
+            trigger,
+            compacted: false,
+            summary: None,
+            fallback: None,
+            replaced_turns: k - 1,
+            kept_turns: n - k,
+            tokens_before,
+            tokens_after: tokens_before,
+        };
+        ui.notice(&format!(
+            "compacting: {} of {n} turns ({summarized} tokens) into a summary…",
+            k - 1
+        ));
+        match self.summarize(k, focus, cancel)? {
+            Err(why) => {
+                let instead = match trigger {
+                    Trigger::Auto => "old turns are pruned to fit instead, and automatic compaction is off for this session (/compact tries again)",
+                    Trigger::Request => "the conversation is unchanged",
+                };
+                compaction.fallback = Some(format!("{why}; {instead}"));
+            }
+            Ok(summary) => {
+                let request = self.request_in_flight(k);
+                let text = self.policy.redact(&summary.render(request.as_deref()));
+                let turn = Turn::new(Kind::Summary, text.clone());
+                if !self.log.session_id.is_empty() {
+                    self.sessions
+                        .append_summary(&self.log.session_id, &turn, n - k)?;
+                }
+                let kept = self.turns.split_off(k);
+                self.turns.truncate(1);
+                self.turns.push(turn);
+                self.turns.extend(kept);
+                compaction.compacted = true;
+                compaction.summary = Some(text);
+                compaction.tokens_after = self.conversation_tokens(&self.turns);
+            }
+        }
+        self.log.audit(
+            "compact",
+            json!({"trigger": compaction.trigger, "compacted": compaction.compacted,
+                   "fallback": compaction.fallback, "replaced_turns": compaction.replaced_turns,
+                   "kept_turns": compaction.kept_turns, "tokens_before": compaction.tokens_before,
+                   "tokens_after": compaction.tokens_after,
+                   "summary": compaction.summary.as_deref().map(|s| truncate(s, 4000))}),
+        );
+        ui.compacted(&compaction);
+        Ok(Some((compaction, k)))
+    }
+
+    /// The request still being worked on when `turns[1..k]` are replaced:
+    /// the latest one there (or carried by an earlier summary there) when no
+    /// newer one is kept.
+    fn request_in_flight(&self, k: usize) -> Option<String> {
+        if self.turns[k..].iter().any(|t| t.kind == Kind::Request) {
+            return None;
+        }
+        match (1..k).rev().find(|&i| self.turns[i].kind == Kind::Request) {
+            Some(i) => Some(strip_notes(&self.turns[i].message.content).to_string()),
+            None => self.turns[1..k]
+                .iter()
+                .filter(|t| t.kind == Kind::Summary)
+                .find_map(|t| t.message.content.split_once(VERBATIM))
+                .map(|(_, request)| request.trim().to_string()),
+        }
+    }
+
+    /// The model's summary of `turns[1..k]`, or why there is none.
+    fn summarize(
+        &mut self,
+        k: usize,
+        focus: Option<&str>,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<Result<Summary, String>> {
+        let window = self.provider.context_size();
+        let max_tokens = (window / 4).clamp(64, 1024);
+        let mut turns: Vec<Turn> = self.turns[..k].to_vec();
+        let mut ask = format!("\n\n{PROMPT}");
+        if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
+            ask.push_str(&format!("\nFocus the summary on: {focus}"));
+        }
+        // The last replaced turn is the user's: the question joins it, so
+        // the roles still alternate and the cached prefix holds.
+        turns[k - 1].message.content.push_str(&ask);
+        let provider = &self.provider;
+        let count = |m: &[Message]| {
+            provider
+                .count_message_tokens(m)
+                .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
+        };
+        let (messages, fitted) = context::fit(&turns, window.saturating_sub(max_tokens), &count);
+        let request = CompletionRequest {
+            messages,
+            max_tokens,
+            sampling: self.config.sampling,
+            grammar: self.provider.supports_grammar().then(grammar),
+            ..CompletionRequest::default()
+        };
+        self.log.trace(
+            "compact_request",
+            json!({"messages": request.messages.len(), "fitted": fitted,
+                   "grammar": request.grammar.is_some(), "max_tokens": max_tokens}),
+        );
+        let completion = self.provider.complete(&request, &mut |_| {
+            if cancel.is_cancelled() {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        });
+        let completion = match completion {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(format!("the model could not write a summary ({e})"))),
+        };
+        self.log.trace(
+            "compact_response",
+            json!({"text": completion.text, "finish": completion.finish,
+                   "prompt_tokens": completion.prompt_tokens, "reused_tokens": completion.reused_tokens,
+                   "completion_tokens": completion.completion_tokens,
+                   "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
+        );
+        if cancel.is_cancelled() {
+            return Ok(Err("stopped by Ctrl-C".into()));
+        }
+        let Some(summary) = parse(&completion.text) else {
+            return Ok(Err(format!(
+                "the model's summary was not the JSON asked for ({})",
+                truncate(completion.text.trim(), 120)
+            )));
+        };
+        if summary.goal.trim().is_empty() {
+            return Ok(Err("the model's summary has no goal".into()));
+        }
+        let request = self
+            .turns
+            .iter()
+            .rev()
+            .find(|t| t.kind == Kind::Request)
+            .map(|t| strip_notes(&t.message.content).to_string())
+            .unwrap_or_default();
+        let evidence: String = self.turns[1..k]
+            .iter()
+            .map(|t| t.message.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if let Some(fault) = self.judge.check(&summary.words(), &request, Some(&evidence)) {
+            return Ok(Err(format!("the model's summary {}", fault.reason())));
+        }
+        Ok(Ok(summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chars(t: &Turn) -> usize {
+        t.message.content.len()
+    }
+
+    fn turns(kinds: &[(Kind, usize)]) -> Vec<Turn> {
+        kinds
+            .iter()
+            .map(|(k, len)| Turn::new(*k, "x".repeat(*len)))
+            .collect()
+    }
+
+    #[test]
+    fn the_kept_turns_start_with_a_model_turn_within_the_budget() {
+        use Kind::*;
+        let t = turns(&[
+            (System, 10),
+            (Request, 10),
+            (Call, 10),
+            (Observation, 500),
+            (Call, 10),
+            (Observation, 100),
+            (Call, 10),
+            (Observation, 100),
+        ]);
+        assert_eq!(split(&t, 250, &chars), Some(4));
+        // The last call and its output are kept whatever their size.
+        assert_eq!(split(&t, 10, &chars), Some(6));
+        // Nothing but the request before the only call: nothing to summarize.
+        assert_eq!(split(&t[..4], 10_000, &chars), None);
+        // An earlier summary alone is not worth another.
+        let again = turns(&[(System, 1), (Summary, 1), (Call, 1), (Observation, 1)]);
+        assert_eq!(split(&again, 10_000, &chars), None);
+        // At most KEEP_TURNS turns stay.
+        let long: Vec<Turn> = std::iter::once(Turn::new(System, "s"))
+            .chain(std::iter::once(Turn::new(Request, "r")))
+            .chain((0..10).flat_map(|_| [Turn::new(Call, "c"), Turn::new(Observation, "o")]))
+            .collect();
+        assert_eq!(long.len() - split(&long, 10_000, &chars).unwrap(), KEEP_TURNS);
+    }
+
+    #[test]
+    fn summaries_parse_render_and_carry_the_request() {
+        let text = r#"Here: {"goal": "Fix add in calc.py", "decisions": ["keep the API"], "files": [{"path": "calc.py", "why": "the bug"}], "open_questions": [], "next_step": "run the tests"}"#;
+        let s = parse(text).unwrap();
+        assert_eq!(s.files[0].path, "calc.py");
+        let shown = s.render(Some("Fix the add function"));
+        assert!(shown.starts_with(HEADING), "{shown}");
+        for part in [
+            "Goal: Fix add in calc.py",
+            "- keep the API",
+            "- calc.py: the bug",
+            "Next step: run the tests",
+            "(verbatim):\nFix the add function",
+        ] {
+            assert!(shown.contains(part), "{part}: {shown}");
+        }
+        assert!(!shown.contains("Open questions"), "{shown}");
+        assert_eq!(parse("no json"), None);
+        assert_eq!(parse("{}").unwrap(), Summary::default());
+    }
+
+    #[test]
+    fn the_grammar_names_every_field_in_order() {
+        let g = grammar().gbnf;
+        let at = |f: &str| g.find(&format!("\\\"{f}\\\"")).unwrap();
+        assert!(at("goal") < at("decisions") && at("decisions") < at("files"));
+        assert!(at("open_questions") < at("next_step"));
+        assert!(g.contains("char{0,240}"), "{g}");
+    }
+}

@@ -1,0 +1,95 @@
+//! `agent init` (and chat's `/init`): AGENTS.md from what the agent knows
+//! about the repository ([`agent_core::init`]), written like any change.
+
+use anyhow::Result;
+use console::style;
+
+use super::exit;
+use crate::cli::InitArgs;
+use agent_base::cancel::CancelToken;
+use agent_core::init::InitOutcome;
+use agent_core::ui::{TerminalApprover, TerminalUi, Ui};
+use agent_core::{Agent, AgentConfig};
+use agent_llm::scripted::ScriptedProvider;
+use agent_llm::Provider;
+use agent_policy::Mode;
+use agent_tools::Approver;
+
+pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
+    let root = agent_base::paths::repo_root(None)?;
+    // Without a model the overview is skipped; the agent still needs a
+    // provider, and this one is never asked.
+    let provider: Box<dyn Provider> = if args.no_model {
+        Box::new(ScriptedProvider::new(Vec::new()))
+    } else {
+        super::provider(&args.model)?
+    };
+    let config = AgentConfig {
+        mode: args.mode,
+        repo_map: false,
+        prefetch: 0,
+        ..AgentConfig::new(&root)
+    };
+    let mut agent = Agent::new(provider, config, None)?;
+    let mut approver: Box<dyn Approver> = match args.mode {
+        Mode::Yolo => Box::new(TerminalApprover::yolo()),
+        Mode::Confirm | Mode::Human => Box::new(TerminalApprover::new()),
+    };
+    let outcome = agent.init(!args.no_model, !args.print, approver.as_mut(), cancel)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        return Ok(exit_code(&outcome, args.print));
+    }
+    if args.print {
+        print!("{}", outcome.content);
+        report_overview(&outcome);
+        return Ok(exit::OK);
+    }
+    Ok(report(&outcome, args.mode == Mode::Yolo))
+}
+
+fn exit_code(outcome: &InitOutcome, print: bool) -> i32 {
+    if print || outcome.output.ok {
+        exit::OK
+    } else {
+        exit::FAILURE
+    }
+}
+
+fn report_overview(outcome: &InitOutcome) {
+    if let Err(why) = &outcome.overview {
+        eprintln!("{}", style(format!("(no overview: {why})")).dim());
+    }
+}
+
+/// Says what happened to AGENTS.md; the exit code (1 when it was not written).
+/// `show_diff`: the approver did not show the diff (it approved without asking).
+pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
+    let mut ui = TerminalUi::new(false, show_diff);
+    let call = agent_core::protocol::ToolCall {
+        thought: String::new(),
+        tool: "write_file".into(),
+        args: serde_json::json!({"path": agent_core::init::FILE}),
+    };
+    ui.tool_result(&call, &outcome.output);
+    report_overview(outcome);
+    let found = outcome.facts.commands.len();
+    if outcome.output.ok {
+        eprintln!(
+            "{} ({found} commands found; read it, correct it, and commit it with the code)",
+            outcome.path.display()
+        );
+        return exit::OK;
+    }
+    eprintln!(
+        "{} {} was not written{}\n  fix: run `agent init` on a terminal and answer y, or `agent init --print > AGENTS.md.new` to compare",
+        style("✗").red(),
+        outcome.path.display(),
+        if outcome.existed {
+            " (it exists, and is only replaced with a yes)"
+        } else {
+            ""
+        }
+    );
+    exit::FAILURE
+}

@@ -5,5 +5,6 @@
 #[path = "../../../../tests/common/model.rs"]
 mod common;
 
+mod conventions;
 mod real_model;
 mod scripted;

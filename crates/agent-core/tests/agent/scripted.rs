@@ -17,7 +17,7 @@ use agent_tools::{AlwaysApprove, AlwaysDecline, Approver, SemanticSearch};
 /// A scripted provider whose requests the test can read after the agent
 /// (which owns the provider) is done.
 #[derive(Clone)]
-struct Recorder {
+pub(crate) struct Recorder {
     inner: std::sync::Arc<std::sync::Mutex<ScriptedProvider>>,
 }
 
@@ -29,7 +29,7 @@ impl Recorder {
             ))),
         }
     }
-    fn requests(&self) -> Vec<CompletionRequest> {
+    pub(crate) fn requests(&self) -> Vec<CompletionRequest> {
         self.inner.lock().unwrap().requests.clone()
     }
 }
@@ -60,7 +60,7 @@ impl Provider for Recorder {
     }
 }
 
-fn repo() -> tempfile::TempDir {
+pub(crate) fn repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     std::fs::create_dir(dir.path().join("src")).unwrap();
@@ -79,7 +79,7 @@ struct Run {
 }
 
 /// An agent on `dir` (no repo map) replaying `turns`, and its recorder.
-fn start(
+pub(crate) fn start(
     dir: &Path,
     mode: Mode,
     turns: &[&str],
@@ -98,7 +98,7 @@ fn start(
 }
 
 /// One request, approving everything, never cancelled.
-fn ask(agent: &mut Agent, request: &str) -> anyhow::Result<Outcome> {
+pub(crate) fn ask(agent: &mut Agent, request: &str) -> anyhow::Result<Outcome> {
     agent.handle(
         request,
         &mut QuietUi,
@@ -129,7 +129,7 @@ fn run(dir: &Path, mode: Mode, turns: &[&str], request: &str) -> Run {
     run_with(dir, mode, turns, request, &mut AlwaysApprove, |_| {})
 }
 
-fn events(dir: &Path, file: &str) -> Vec<Value> {
+pub(crate) fn events(dir: &Path, file: &str) -> Vec<Value> {
     std::fs::read_to_string(dir.join(".agent/logs").join(file))
         .unwrap()
         .lines()
@@ -137,14 +137,14 @@ fn events(dir: &Path, file: &str) -> Vec<Value> {
         .collect()
 }
 
-fn last_user_message(req: &CompletionRequest) -> &str {
+pub(crate) fn last_user_message(req: &CompletionRequest) -> &str {
     &req.messages.last().unwrap().content
 }
 
 const READ_CALC: &str =
     r#"{"thought": "read it", "tool": "read_file", "args": {"path": "src/calc.py"}}"#;
 
-fn finish(answer: &str) -> String {
+pub(crate) fn finish(answer: &str) -> String {
     serde_json::json!({"thought": "done", "tool": "finish", "args": {"answer": answer}}).to_string()
 }
 

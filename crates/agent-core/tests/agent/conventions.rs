@@ -1,0 +1,200 @@
+//! A team's own conventions in the loop, with the real tools and a scripted
+//! model: skills (listed in the prompt, loaded by the `skill` tool) and
+//! hooks around tool calls (`.agent/config.toml`).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use agent_policy::Mode;
+
+use crate::scripted::{ask, events, finish, last_user_message, repo, start};
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn executable(root: &Path, path: &str, text: &str) {
+    write(root, path, text);
+    std::fs::set_permissions(root.join(path), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_skill_is_listed_then_loaded_by_the_tool_and_its_text_reaches_the_model() {
+    let dir = repo();
+    let root = dir.path();
+    write(
+        root,
+        ".agent/skills/release-notes/SKILL.md",
+        "---\nname: release-notes\ndescription: Write release notes from the changelog\n---\n\
+         Group the entries of CHANGES-LOG.md by component, newest first.\n",
+    );
+    write(
+        root,
+        ".agent/skills/release-notes/template.md",
+        "## {version}\n",
+    );
+    write(
+        root,
+        ".claude/skills/broken/SKILL.md",
+        "no front matter here\n",
+    );
+    let load = r#"{"thought": "a skill fits", "tool": "skill", "args": {"name": "release-notes"}}"#;
+    let read = r#"{"thought": "its template", "tool": "skill", "args": {"name": "release-notes", "file": "template.md"}}"#;
+    let escape = r#"{"thought": "try", "tool": "skill", "args": {"name": "release-notes", "file": "../../../src/calc.py"}}"#;
+    let answer = finish(
+        "Group the entries of CHANGES-LOG.md by component, newest first, under ## {version}.",
+    );
+    let (mut agent, model) = start(
+        root,
+        Mode::Confirm,
+        &[load, read, escape, &answer],
+        None,
+        |c| c.personal_skills = None,
+    );
+    assert_eq!(agent.skills().skills.len(), 1);
+    let problems = agent.skills().problems.join("\n");
+    assert!(
+        problems.contains("broken/SKILL.md: no front matter") && problems.contains("fix:"),
+        "{problems}"
+    );
+
+    let outcome = ask(
+        &mut agent,
+        "Where does this repository say how release notes are written?",
+    )
+    .unwrap();
+    assert!(outcome.answer.contains("CHANGES-LOG"), "{}", outcome.answer);
+    let requests = model.requests();
+    let system = &requests[0].messages[0].content;
+    assert!(
+        system.contains("- release-notes: Write release notes from the changelog"),
+        "{system}"
+    );
+    assert!(
+        !system.contains("Group the entries"),
+        "only names go in the prompt"
+    );
+    let loaded = last_user_message(&requests[1]);
+    assert!(
+        loaded.contains("Group the entries of CHANGES-LOG.md"),
+        "{loaded}"
+    );
+    assert!(loaded.contains("- template.md"), "{loaded}");
+    assert!(last_user_message(&requests[2]).contains("## {version}"));
+    let escaped = last_user_message(&requests[3]);
+    assert!(
+        escaped.contains("no file") && !escaped.contains("def add"),
+        "{escaped}"
+    );
+}
+
+/// `.agent/config.toml` with hooks: a pre hook that denies `rm`, a post hook
+/// that reports on reads, a pre hook that hangs on greps, and one that is
+/// not executable on list_dir.
+fn hooked_repo() -> tempfile::TempDir {
+    let dir = repo();
+    let root = dir.path();
+    executable(
+        root,
+        ".agent/hooks/no-rm.sh",
+        "#!/bin/sh\ninput=$(cat)\nprintf '%s' \"$input\" > hook-input.json\n\
+         case \"$input\" in *'rm -rf'*) echo 'rm is not allowed here: use git clean -n first' >&2; exit 2;; esac\nexit 0\n",
+    );
+    write(root, ".agent/hooks/not-exec.sh", "#!/bin/sh\nexit 0\n");
+    write(
+        root,
+        ".agent/config.toml",
+        "[[hooks.pre_tool]]\nmatcher = \"Bash\"\ncommand = \".agent/hooks/no-rm.sh\"\n\n\
+         [[hooks.post_tool]]\nmatcher = \"read_file\"\ncommand = \"echo LINT-REPORT: 0 problems\"\n\n\
+         [[hooks.pre_tool]]\nmatcher = \"grep\"\ncommand = \"sleep 30\"\ntimeout_s = 1\n\n\
+         [[hooks.pre_tool]]\nmatcher = \"list_dir\"\ncommand = \".agent/hooks/not-exec.sh\"\n",
+    );
+    dir
+}
+
+#[test]
+fn hooks_deny_add_to_observations_are_cut_off_and_are_audited() {
+    let dir = hooked_repo();
+    let root = dir.path();
+    let rm = r#"{"thought": "clean", "tool": "run_cmd", "args": {"command": "rm -rf src"}}"#;
+    let read = r#"{"thought": "read", "tool": "read_file", "args": {"path": "src/calc.py"}}"#;
+    let grep = r#"{"thought": "find", "tool": "grep", "args": {"pattern": "def sub"}}"#;
+    let list = r#"{"thought": "look", "tool": "list_dir", "args": {"path": "src"}}"#;
+    let answer = finish("src/calc.py defines add and sub; nothing was removed.");
+    let (mut agent, model) = start(
+        root,
+        Mode::Yolo,
+        &[rm, read, grep, list, &answer],
+        None,
+        |_| {},
+    );
+    let started = std::time::Instant::now();
+    let outcome = ask(
+        &mut agent,
+        "Remove the src folder and tell me what was in it",
+    )
+    .unwrap();
+    assert!(outcome.answer.contains("add and sub"), "{}", outcome.answer);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the hanging hook was not cut off: {:?}",
+        started.elapsed()
+    );
+    assert!(root.join("src/calc.py").exists(), "the denied command ran");
+
+    let requests = model.requests();
+    let denied = last_user_message(&requests[1]);
+    assert!(
+        denied.contains("blocked by a pre_tool hook") && denied.contains("use git clean -n first"),
+        "{denied}"
+    );
+    let read_back = last_user_message(&requests[2]);
+    assert!(read_back.contains("def add"), "{read_back}");
+    assert!(read_back.contains("LINT-REPORT: 0 problems"), "{read_back}");
+    // The hook that hung was stopped; the grep ran all the same.
+    assert!(last_user_message(&requests[3]).contains("def sub"));
+    // So did list_dir, past the hook that cannot run.
+    assert!(last_user_message(&requests[4]).contains("calc.py"));
+
+    // The hook got the call as Claude Code's hooks get it.
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("hook-input.json")).unwrap())
+            .unwrap();
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "run_cmd");
+    assert_eq!(input["tool_input"]["command"], "rm -rf src");
+    assert_eq!(input["permission_mode"], "bypassPermissions");
+    assert!(input["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+
+    let hooks: Vec<serde_json::Value> = events(root, "audit.jsonl")
+        .into_iter()
+        .filter(|e| e["event"] == "hook")
+        .collect();
+    let decisions: Vec<(&str, &str)> = hooks
+        .iter()
+        .map(|h| (h["tool"].as_str().unwrap(), h["decision"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("run_cmd", "deny"),
+            ("read_file", "context"),
+            ("grep", "failed"),
+            ("list_dir", "failed")
+        ],
+        "{hooks:?}"
+    );
+    assert_eq!(hooks[2]["timed_out"], true, "{:?}", hooks[2]);
+    assert!(hooks[2]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("limit of 1 s"));
+    let not_exec = hooks[3]["detail"].as_str().unwrap();
+    assert!(
+        not_exec.contains("not executable")
+            && not_exec.contains("chmod +x .agent/hooks/not-exec.sh"),
+        "{not_exec}"
+    );
+}

@@ -52,7 +52,11 @@ pub fn open_agent(
     // A skill folder that cannot be read is the team's to fix: say so, and
     // go on with the others.
     for problem in &agent.skills().problems {
-        eprintln!("{} {}", style("warning:").yellow(), escape_controls(problem));
+        eprintln!(
+            "{} {}",
+            style("warning:").yellow(),
+            escape_controls(problem)
+        );
     }
     // The team's own tools: trusted servers only; one that fails is
     // reported and left out.
@@ -340,7 +344,11 @@ fn print_help(root: &std::path::Path) {
         eprintln!(
             "  /{:<15} {}{shadowed}",
             c.name,
-            escape_controls(c.description.as_deref().unwrap_or(&c.path.display().to_string()))
+            escape_controls(
+                c.description
+                    .as_deref()
+                    .unwrap_or(&c.path.display().to_string())
+            )
         );
     }
 }
@@ -420,7 +428,10 @@ context now: {} of {} tokens ({:.0}%)",
             match agent_core::commands::expand(&root, personal.as_deref(), name, rest) {
                 Ok(request) => {
                     let lines = request.lines().count();
-                    eprintln!("{}", style(format!("/{name}: {lines} line(s) to the agent")).dim());
+                    eprintln!(
+                        "{}",
+                        style(format!("/{name}: {lines} line(s) to the agent")).dim()
+                    );
                     return Command::Send(request);
                 }
                 Err(why) if why.starts_with("no command") => eprintln!(

@@ -367,7 +367,9 @@ fn conventions_checks() -> Vec<Check> {
             let text = format!("{e:#}");
             let (detail, fix) = text
                 .split_once("\n  fix: ")
-                .map_or((text.clone(), None), |(d, f)| (d.to_string(), Some(f.to_string())));
+                .map_or((text.clone(), None), |(d, f)| {
+                    (d.to_string(), Some(f.to_string()))
+                });
             Check {
                 name: "hooks",
                 ok: false,
@@ -384,7 +386,11 @@ fn conventions_checks() -> Vec<Check> {
                 (hooks::Event::PostTool, &hooks.post_tool),
             ] {
                 for hook in list {
-                    let matcher = if hook.matcher.is_empty() { "*" } else { &hook.matcher };
+                    let matcher = if hook.matcher.is_empty() {
+                        "*"
+                    } else {
+                        &hook.matcher
+                    };
                     listed.push(format!("{} [{matcher}] {}", event.key(), hook.command));
                     if let Some(problem) = hooks::check_program(&hook.command, &root) {
                         problems.push(problem);
@@ -408,8 +414,7 @@ fn conventions_checks() -> Vec<Check> {
                         settings.compact_at * 100.0
                     )
                 },
-                fix: (!problems.is_empty())
-                    .then(|| problems.join("; ").replace("\n  fix: ", ": ")),
+                fix: (!problems.is_empty()).then(|| problems.join("; ").replace("\n  fix: ", ": ")),
             }
         }
     };

@@ -90,8 +90,7 @@ pub fn list(workspace: &Path, personal: Option<&Path>) -> Vec<Command> {
             else {
                 continue;
             };
-            if parse_invocation(&format!("/{name}")).is_none()
-                || out.iter().any(|c| c.name == name)
+            if parse_invocation(&format!("/{name}")).is_none() || out.iter().any(|c| c.name == name)
             {
                 continue;
             }
@@ -153,8 +152,8 @@ pub fn expand(
 /// `$ARGUMENTS` and `$1`…`$9` replaced; the arguments appended when the
 /// text uses neither.
 pub fn substitute(body: &str, args: &str) -> String {
-    let words = shlex::split(args)
-        .unwrap_or_else(|| args.split_whitespace().map(str::to_string).collect());
+    let words =
+        shlex::split(args).unwrap_or_else(|| args.split_whitespace().map(str::to_string).collect());
     let positional = (1..=9).any(|i| body.contains(&format!("${i}")));
     let mut out = body.replace("$ARGUMENTS", args);
     if positional {
@@ -208,10 +207,18 @@ mod tests {
         let ws = dir.path().join("ws");
         let personal = dir.path().join("p");
         for (folder, name, text) in [
-            (ws.join(".agent/commands"), "review", "---\ndescription: Review a file\n---\nReview $ARGUMENTS.\n"),
+            (
+                ws.join(".agent/commands"),
+                "review",
+                "---\ndescription: Review a file\n---\nReview $ARGUMENTS.\n",
+            ),
             (personal.clone(), "review", "mine"),
             (personal.clone(), "standup", "Summarize yesterday."),
-            (ws.join(".claude/commands"), "broken", "---\ndescription: [x\n---\nbody"),
+            (
+                ws.join(".claude/commands"),
+                "broken",
+                "---\ndescription: [x\n---\nbody",
+            ),
         ] {
             std::fs::create_dir_all(&folder).unwrap();
             std::fs::write(folder.join(format!("{name}.md")), text).unwrap();

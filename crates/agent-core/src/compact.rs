@@ -219,7 +219,8 @@ impl Agent {
         }
         let window = self.provider.context_size();
         // Before pruning would start: a summary beats a cut.
-        let threshold = ((self.compact_at as f64 * window as f64) as usize).min(self.prompt_budget());
+        let threshold =
+            ((self.compact_at as f64 * window as f64) as usize).min(self.prompt_budget());
         if self.conversation_tokens(&self.turns) <= threshold {
             return Ok(());
         }
@@ -454,7 +455,10 @@ impl Agent {
             .map(|t| t.message.content.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        if let Some(fault) = self.judge.check(&summary.words(), &request, Some(&evidence)) {
+        if let Some(fault) = self
+            .judge
+            .check(&summary.words(), &request, Some(&evidence))
+        {
             return Ok(Err(format!("the model's summary {}", fault.reason())));
         }
         Ok(Ok(summary))
@@ -502,7 +506,10 @@ mod tests {
             .chain(std::iter::once(Turn::new(Request, "r")))
             .chain((0..10).flat_map(|_| [Turn::new(Call, "c"), Turn::new(Observation, "o")]))
             .collect();
-        assert_eq!(long.len() - split(&long, 10_000, &chars).unwrap(), KEEP_TURNS);
+        assert_eq!(
+            long.len() - split(&long, 10_000, &chars).unwrap(),
+            KEEP_TURNS
+        );
     }
 
     #[test]

@@ -303,10 +303,7 @@ impl Agent {
                     ui.notice(&format!("a pre_tool hook denied {}: {reason}", call.tool));
                     return Some(ToolOutput::error(
                         ErrorClass::PolicyDenied,
-                        format!(
-                            "blocked by a pre_tool hook (`{}`): {reason}",
-                            hook.command
-                        ),
+                        format!("blocked by a pre_tool hook (`{}`): {reason}", hook.command),
                     ));
                 }
                 Verdict::Ask(why) => {
@@ -399,7 +396,10 @@ impl Agent {
                     hook.timeout,
                     cancel,
                 ) {
-                    Err(e) => (Verdict::Failed(format!("it could not start: {e}")), json!({})),
+                    Err(e) => (
+                        Verdict::Failed(format!("it could not start: {e}")),
+                        json!({}),
+                    ),
                     Ok((run, fenced, tampered)) => {
                         let stdout = self.policy.redact(&run.output);
                         let stderr = self.policy.redact(&run.stderr);
@@ -461,7 +461,12 @@ impl Agent {
         ) {
             map.insert(
                 "file_path".into(),
-                self.workspace.root().join(path).display().to_string().into(),
+                self.workspace
+                    .root()
+                    .join(path)
+                    .display()
+                    .to_string()
+                    .into(),
             );
         }
         let mut input = json!({
@@ -533,13 +538,23 @@ mod tests {
             Verdict::Deny("use make test".into())
         );
         assert_eq!(
-            verdict(PreTool, 0, r#"{"decision": "block", "reason": "old style"}"#, ""),
+            verdict(
+                PreTool,
+                0,
+                r#"{"decision": "block", "reason": "old style"}"#,
+                ""
+            ),
             Verdict::Deny("old style".into())
         );
         let allow = r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#;
         assert_eq!(verdict(PreTool, 0, allow, ""), Verdict::Pass);
         assert!(matches!(
-            verdict(PreTool, 0, r#"{"hookSpecificOutput": {"permissionDecision": "ask"}}"#, ""),
+            verdict(
+                PreTool,
+                0,
+                r#"{"hookSpecificOutput": {"permissionDecision": "ask"}}"#,
+                ""
+            ),
             Verdict::Ask(_)
         ));
         assert_eq!(verdict(PreTool, 0, "just chatter", ""), Verdict::Pass);
@@ -556,8 +571,12 @@ mod tests {
             verdict(PostTool, 2, "", "tests broke"),
             Verdict::Context("tests broke".into())
         );
-        assert!(matches!(verdict(PreTool, 1, "", "oops"), Verdict::Failed(w) if w.contains("oops")));
-        assert!(matches!(verdict(PostTool, 126, "", ""), Verdict::Failed(w) if w.contains("not executable")));
+        assert!(
+            matches!(verdict(PreTool, 1, "", "oops"), Verdict::Failed(w) if w.contains("oops"))
+        );
+        assert!(
+            matches!(verdict(PostTool, 126, "", ""), Verdict::Failed(w) if w.contains("not executable"))
+        );
     }
 
     #[test]

@@ -124,7 +124,10 @@ fn central_modules(root: &Path) -> Vec<String> {
         .into_iter()
         .filter(|rel| {
             !rel.split('/').any(|part| {
-                matches!(part, "tests" | "test" | "docs" | "doc" | "examples" | "benches")
+                matches!(
+                    part,
+                    "tests" | "test" | "docs" | "doc" | "examples" | "benches"
+                )
             }) && !rel.rsplit('/').next().unwrap_or(rel).starts_with("test_")
         })
         .take(CENTRAL)
@@ -145,7 +148,8 @@ fn identity(root: &Path) -> (Option<String>, Option<String>) {
     {
         return found;
     }
-    if let Some(pkg) = read(root, "package.json").and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    if let Some(pkg) =
+        read(root, "package.json").and_then(|t| serde_json::from_str::<Value>(&t).ok())
     {
         let field = |k: &str| pkg[k].as_str().map(str::to_string);
         return (field("name"), field("description"));
@@ -162,22 +166,47 @@ fn read(root: &Path, rel: &str) -> Option<String> {
 pub fn task_of(command: &str) -> Option<Task> {
     let c = format!(" {} ", command.to_lowercase());
     let has = |words: &[&str]| words.iter().any(|w| c.contains(w));
-    if has(&[" echo ", " cd ", "upload", "codecov", "coverage report", " git "]) {
+    if has(&[
+        " echo ",
+        " cd ",
+        "upload",
+        "codecov",
+        "coverage report",
+        " git ",
+    ]) {
         return None;
     }
     if has(&[
-        " mypy", " pyright", " tsc", "type-check", "typecheck", " cargo check",
+        " mypy",
+        " pyright",
+        " tsc",
+        "type-check",
+        "typecheck",
+        " cargo check",
     ]) {
         return Some(Task::Typecheck);
     }
     if has(&[
-        "--check", " black --check", "cargo fmt", " gofmt", "prettier", " rustfmt", " isort",
+        "--check",
+        " black --check",
+        "cargo fmt",
+        " gofmt",
+        "prettier",
+        " rustfmt",
+        " isort",
     ]) && !has(&[" clippy", " lint"])
     {
         return Some(Task::Format);
     }
     if has(&[
-        " clippy", " ruff", " flake8", " pylint", " eslint", "golangci", "pre-commit", " lint",
+        " clippy",
+        " ruff",
+        " flake8",
+        " pylint",
+        " eslint",
+        "golangci",
+        "pre-commit",
+        " lint",
         " go vet",
     ]) {
         return Some(Task::Lint);
@@ -192,13 +221,25 @@ pub fn task_of(command: &str) -> Option<Task> {
         return Some(Task::Docs);
     }
     if has(&[
-        " build", " make", " cmake", " compile", " mvn package", " gradle assemble",
+        " build",
+        " make",
+        " cmake",
+        " compile",
+        " mvn package",
+        " gradle assemble",
     ]) {
         return Some(Task::Build);
     }
     if has(&[
-        "pip install", "npm ci", "npm install", "pnpm install", "yarn install", "poetry install",
-        "uv sync", "bundle install", " go mod download",
+        "pip install",
+        "npm ci",
+        "npm install",
+        "pnpm install",
+        "yarn install",
+        "poetry install",
+        "uv sync",
+        "bundle install",
+        " go mod download",
     ]) {
         return Some(Task::Install);
     }
@@ -232,7 +273,8 @@ pub fn commands(root: &Path) -> Vec<Found> {
         add(Task::Test, "go test ./...", "go.mod");
         add(Task::Lint, "go vet ./...", "go.mod");
     }
-    if let Some(pkg) = read(root, "package.json").and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    if let Some(pkg) =
+        read(root, "package.json").and_then(|t| serde_json::from_str::<Value>(&t).ok())
     {
         let runner = if exists("pnpm-lock.yaml") {
             "pnpm"
@@ -263,7 +305,10 @@ pub fn commands(root: &Path) -> Vec<Found> {
                     "typecheck" | "type-check" | "tsc" => Some(Task::Typecheck),
                     "format" | "fmt" | "prettier" => Some(Task::Format),
                     "docs" => Some(Task::Docs),
-                    _ => body.as_str().and_then(task_of).filter(|t| *t != Task::Install),
+                    _ => body
+                        .as_str()
+                        .and_then(task_of)
+                        .filter(|t| *t != Task::Install),
                 };
                 if let Some(task) = task {
                     let command = match (runner, name.as_str()) {
@@ -292,14 +337,22 @@ pub fn commands(root: &Path) -> Vec<Found> {
         }
     }
     if exists("CMakeLists.txt") {
-        add(Task::Build, "cmake -S . -B build && cmake --build build", "CMakeLists.txt");
+        add(
+            Task::Build,
+            "cmake -S . -B build && cmake --build build",
+            "CMakeLists.txt",
+        );
         add(Task::Test, "ctest --test-dir build", "CMakeLists.txt");
     }
     if exists("pom.xml") {
         add(Task::Test, "mvn -q test", "pom.xml");
     }
     if exists("build.gradle") || exists("build.gradle.kts") {
-        let gradle = if exists("gradlew") { "./gradlew" } else { "gradle" };
+        let gradle = if exists("gradlew") {
+            "./gradlew"
+        } else {
+            "gradle"
+        };
         add(Task::Build, &format!("{gradle} build"), "build.gradle");
         add(Task::Test, &format!("{gradle} test"), "build.gradle");
     }
@@ -373,7 +426,11 @@ fn python_commands(root: &Path, add: &mut dyn FnMut(Task, &str, &str)) {
         add(Task::Typecheck, "mypy", "pyproject.toml (tool.mypy)");
     }
     if tool("poetry").is_some() {
-        add(Task::Install, "poetry install", "pyproject.toml (tool.poetry)");
+        add(
+            Task::Install,
+            "poetry install",
+            "pyproject.toml (tool.poetry)",
+        );
     } else if root.join("uv.lock").exists() {
         add(Task::Install, "uv sync", "uv.lock");
     }
@@ -407,7 +464,11 @@ fn parse_ini(text: &str) -> Vec<(String, String, String)> {
         if let Some(name) = trimmed.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
             section = name.trim().to_string();
         } else if let Some((key, value)) = trimmed.split_once('=') {
-            out.push((section.clone(), key.trim().to_string(), value.trim().to_string()));
+            out.push((
+                section.clone(),
+                key.trim().to_string(),
+                value.trim().to_string(),
+            ));
         }
     }
     for entry in &mut out {
@@ -430,7 +491,8 @@ fn make_targets(text: &str) -> Vec<String> {
             continue; // `X := value`
         }
         for t in target.split_whitespace() {
-            if t.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            if t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
                 && !out.contains(&t.to_string())
             {
                 out.push(t.to_string());
@@ -468,7 +530,12 @@ fn ci_lines(root: &Path) -> Vec<(String, String)> {
         let mut scripts = Vec::new();
         if let Some(jobs) = doc.get("jobs").and_then(|j| j.as_mapping()) {
             for job in jobs.values() {
-                for step in job.get("steps").and_then(|s| s.as_sequence()).into_iter().flatten() {
+                for step in job
+                    .get("steps")
+                    .and_then(|s| s.as_sequence())
+                    .into_iter()
+                    .flatten()
+                {
                     if let Some(run) = step.get("run").and_then(|r| r.as_str()) {
                         scripts.push(run.to_string());
                     }
@@ -522,7 +589,12 @@ fn facts_text(facts: &Facts) -> String {
     out.push_str(&format!("Folders: {}\n", folders.join(", ")));
     out.push_str(&format!("Central modules: {}\n", facts.central.join(", ")));
     for f in &facts.commands {
-        out.push_str(&format!("{}: {} ({})\n", f.task.title(), f.command, f.source));
+        out.push_str(&format!(
+            "{}: {} ({})\n",
+            f.task.title(),
+            f.command,
+            f.source
+        ));
     }
     out
 }
@@ -671,7 +743,12 @@ impl Agent {
         let output = if write {
             if existed {
                 // The write tools change only what was read.
-                self.call_tool("read_file", &json!({"path": FILE}), &mut AlwaysApprove, cancel);
+                self.call_tool(
+                    "read_file",
+                    &json!({"path": FILE}),
+                    &mut AlwaysApprove,
+                    cancel,
+                );
             }
             let mut create = CreateApprover {
                 inner: approver,
@@ -706,7 +783,12 @@ impl Agent {
 
     /// Two or three sentences on the project from the model, when the judge
     /// finds them about this repository.
-    fn overview(&mut self, root: &Path, facts: &Facts, cancel: &CancelToken) -> Result<String, String> {
+    fn overview(
+        &mut self,
+        root: &Path,
+        facts: &Facts,
+        cancel: &CancelToken,
+    ) -> Result<String, String> {
         let readme = ["README.md", "README.rst", "README.txt", "README"]
             .iter()
             .find_map(|name| read(root, name))
@@ -755,7 +837,12 @@ ws ::= " "?
         let overview = serde_json::from_str::<Value>(text)
             .ok()
             .and_then(|v| v["overview"].as_str().map(|s| s.trim().to_string()))
-            .ok_or_else(|| format!("the model's reply was not the JSON asked for ({})", truncate(text, 120)))?;
+            .ok_or_else(|| {
+                format!(
+                    "the model's reply was not the JSON asked for ({})",
+                    truncate(text, 120)
+                )
+            })?;
         if let Some(fault) = self.judge.check(&overview, "", Some(&evidence)) {
             return Err(format!("the model's overview {}", fault.reason()));
         }
@@ -777,7 +864,11 @@ mod tests {
              [testenv:update-requirements]\ncommands =\n    pip-compile -U build.in\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("pyproject.toml"), "[project]\nname = \"demo\"\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n").unwrap();
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[project]\nname = \"demo\"\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        )
+        .unwrap();
         let found = commands(dir.path());
         let got: Vec<(Task, &str)> = found.iter().map(|f| (f.task, f.command.as_str())).collect();
         assert_eq!(
@@ -809,7 +900,11 @@ mod tests {
         )
         .unwrap();
         std::fs::write(root.join("package-lock.json"), "{}").unwrap();
-        std::fs::write(root.join("Makefile"), "CC := gcc\n.PHONY: test\ntest: build\n\tnpm test\nrelease:\n\tnpm publish\n").unwrap();
+        std::fs::write(
+            root.join("Makefile"),
+            "CC := gcc\n.PHONY: test\ntest: build\n\tnpm test\nrelease:\n\tnpm publish\n",
+        )
+        .unwrap();
         let found = commands(root);
         let has = |task: Task, cmd: &str, source: &str| {
             found
@@ -818,11 +913,25 @@ mod tests {
         };
         assert!(has(Task::Install, "npm ci", "package.json"), "{found:?}");
         assert!(has(Task::Test, "npm test", "package.json"), "{found:?}");
-        assert!(has(Task::Build, "npm run build", "package.json"), "{found:?}");
+        assert!(
+            has(Task::Build, "npm run build", "package.json"),
+            "{found:?}"
+        );
         assert!(has(Task::Test, "make test", "Makefile"), "{found:?}");
-        assert!(has(Task::Lint, "npm run lint", ".github/workflows/ci.yml"), "{found:?}");
-        assert!(has(Task::Test, "npx vitest run", ".github/workflows/ci.yml"), "{found:?}");
-        assert!(!found.iter().any(|f| f.command.contains("dev") || f.command.contains("publish")), "{found:?}");
+        assert!(
+            has(Task::Lint, "npm run lint", ".github/workflows/ci.yml"),
+            "{found:?}"
+        );
+        assert!(
+            has(Task::Test, "npx vitest run", ".github/workflows/ci.yml"),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|f| f.command.contains("dev") || f.command.contains("publish")),
+            "{found:?}"
+        );
         assert_eq!(identity(root), (Some("web".into()), Some("A shop".into())));
     }
 

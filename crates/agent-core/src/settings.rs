@@ -182,7 +182,10 @@ mod tests {
             ("compact_at = 1.5\n", "not a share"),
             ("compact = 0.5\n", "unknown key `compact`"),
             ("[[hooks.pre_tool]]\ncommand = \"\"\n", "empty command"),
-            ("[[hooks.pre_tool]]\ncommand = \"x\"\ntimeout_s = 0\n", "timeout_s"),
+            (
+                "[[hooks.pre_tool]]\ncommand = \"x\"\ntimeout_s = 0\n",
+                "timeout_s",
+            ),
             ("[[hooks.pre_tools]]\ncommand = \"x\"\n", "pre_tools"),
             ("[[hooks.pre_tool]]\ncmd = \"x\"\n", "cmd"),
             ("compact_at = \n", "invalid config"),

@@ -285,18 +285,19 @@ fn load_skill(skill: &Skill, ctx: &ToolContext<'_>) -> ToolOutput {
 
 /// One file of a skill's folder; nothing outside it.
 fn read_skill_file(skill: &Skill, file: &str) -> ToolOutput {
-    let dir = skill.dir.canonicalize().unwrap_or_else(|_| skill.dir.clone());
+    let dir = skill
+        .dir
+        .canonicalize()
+        .unwrap_or_else(|_| skill.dir.clone());
     let path = match dir.join(file).canonicalize() {
         Ok(p) if p.starts_with(&dir) && p.is_file() => p,
-        _ => {
-            return ToolOutput::error(
-                ErrorClass::NotFound,
-                format!(
-                    "no file `{file}` in skill `{}`; load the skill without `file` to list its files",
-                    skill.name
-                ),
-            )
-        }
+        _ => return ToolOutput::error(
+            ErrorClass::NotFound,
+            format!(
+                "no file `{file}` in skill `{}`; load the skill without `file` to list its files",
+                skill.name
+            ),
+        ),
     };
     match std::fs::read(&path) {
         Ok(bytes) if bytes.contains(&0) => ToolOutput::error(
@@ -378,7 +379,11 @@ mod tests {
             "bad-yaml",
             "---\nname: x\ndescription: a: b: c\n---\n",
         );
-        skill(&personal, "Bad_Name", "---\nname: Bad_Name\ndescription: d\n---\n");
+        skill(
+            &personal,
+            "Bad_Name",
+            "---\nname: Bad_Name\ndescription: d\n---\n",
+        );
         skill(&personal, "unclosed", "---\nname: u\ndescription: d\n");
         std::fs::create_dir_all(personal.join("empty")).unwrap();
 
@@ -390,7 +395,10 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            [("release-notes", ".agent/skills"), ("pdf", ".claude/skills")]
+            [
+                ("release-notes", ".agent/skills"),
+                ("pdf", ".claude/skills")
+            ]
         );
         assert_eq!(
             s.skills[0].description,

@@ -8,6 +8,7 @@ mod common;
 mod agent;
 mod architecture;
 mod basics;
+mod conventions;
 mod languages;
 mod shared_index;
 mod trust;

@@ -289,15 +289,17 @@ fn read_skill_file(skill: &Skill, file: &str) -> ToolOutput {
         .dir
         .canonicalize()
         .unwrap_or_else(|_| skill.dir.clone());
-    let path = match dir.join(file).canonicalize() {
-        Ok(p) if p.starts_with(&dir) && p.is_file() => p,
-        _ => return ToolOutput::error(
-            ErrorClass::NotFound,
-            format!(
-                "no file `{file}` in skill `{}`; load the skill without `file` to list its files",
-                skill.name
-            ),
-        ),
+    let Some(path) = dir
+        .join(file)
+        .canonicalize()
+        .ok()
+        .filter(|p| p.starts_with(&dir) && p.is_file())
+    else {
+        let why = format!(
+            "no file `{file}` in skill `{}`; load the skill without `file` to list its files",
+            skill.name
+        );
+        return ToolOutput::error(ErrorClass::NotFound, why);
     };
     match std::fs::read(&path) {
         Ok(bytes) if bytes.contains(&0) => ToolOutput::error(

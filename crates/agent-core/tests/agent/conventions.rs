@@ -198,3 +198,168 @@ fn hooks_deny_add_to_observations_are_cut_off_and_are_audited() {
         "{not_exec}"
     );
 }
+
+/// Three files of about 2,300 tokens each: reading them all passes 80% of
+/// an 8k window.
+fn big_repo() -> tempfile::TempDir {
+    let dir = repo();
+    for name in ["alpha", "beta", "gamma"] {
+        let body: String = (0..150)
+            .map(|i| format!("def {name}_{i:03}(x):\n    return x * {i} + len('{name}')\n"))
+            .collect();
+        write(dir.path(), &format!("src/{name}.py"), &body);
+    }
+    dir
+}
+
+fn read(path: &str) -> String {
+    serde_json::json!({"thought": "read", "tool": "read_file", "args": {"path": path}}).to_string()
+}
+
+const SUMMARY: &str = r#"{"goal": "Say which of src/alpha.py, src/beta.py and src/gamma.py defines gamma_042", "decisions": ["read all three files"], "files": [{"path": "src/gamma.py", "why": "defines gamma_042"}], "open_questions": [], "next_step": "answer: src/gamma.py"}"#;
+
+fn agent_with_window(dir: &Path, turns: &[&str]) -> (agent_core::Agent, crate::scripted::Recorder) {
+    let model = crate::scripted::Recorder::with_context(turns, 8192);
+    let config = agent_core::AgentConfig {
+        mode: Mode::Confirm,
+        repo_map: false,
+        prefetch: 0,
+        ..agent_core::AgentConfig::new(dir)
+    };
+    let agent = agent_core::Agent::new(Box::new(model.clone()), config, None).unwrap();
+    (agent, model)
+}
+
+const QUESTION: &str = "Which file in src defines gamma_042?";
+
+#[test]
+fn a_conversation_past_the_threshold_is_compacted_once_and_goes_on_from_the_summary() {
+    let dir = big_repo();
+    let root = dir.path();
+    let answer = finish("src/gamma.py defines gamma_042.");
+    let turns = [
+        &read("src/alpha.py")[..],
+        &read("src/beta.py"),
+        &read("src/gamma.py"),
+        SUMMARY,
+        &answer,
+    ];
+    let (mut agent, model) = agent_with_window(root, &turns);
+    let outcome = ask(&mut agent, QUESTION).unwrap();
+    assert!(
+        outcome.answer.contains("src/gamma.py"),
+        "{}",
+        outcome.answer
+    );
+    assert_eq!(outcome.compactions.len(), 1, "{:?}", outcome.compactions);
+    let c = &outcome.compactions[0];
+    assert!(c.compacted && c.fallback.is_none(), "{c:?}");
+    assert!(c.tokens_after < c.tokens_before / 2, "{c:?}");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5);
+    // The summary request: the conversation, then the question, under a grammar.
+    let asked = last_user_message(&requests[3]);
+    assert!(
+        asked.contains("structured") || asked.contains("summary"),
+        "{asked}"
+    );
+    assert!(requests[3].grammar.is_some());
+    // The step after: system prompt, the summary (with the request), the kept turns.
+    let after = &requests[4].messages;
+    assert!(
+        after[1]
+            .content
+            .contains("Summary of the conversation so far")
+            && after[1].content.contains("Goal: Say which of")
+            && after[1].content.contains(QUESTION),
+        "{}",
+        after[1].content
+    );
+    assert!(!after.iter().any(|m| m.content.contains("def alpha_000")));
+    assert!(after.iter().any(|m| m.content.contains("def gamma_000")));
+
+    // The prompt changed once: every other step extended the one before.
+    let kept: Vec<bool> = events(root, "trace.jsonl")
+        .iter()
+        .filter(|e| e["event"] == "llm_request")
+        .map(|e| e["prefix_kept"].as_bool().unwrap())
+        .collect();
+    assert_eq!(kept, [true, true, true, false], "{kept:?}");
+
+    // Stored: a resumed session starts from the summary.
+    let session = agent.session_id().to_string();
+    let (resumed, _) = start(root, Mode::Confirm, &[], None, |c| {
+        c.resume = Some(session.clone())
+    });
+    let resumed_turns = resumed.turns();
+    assert_eq!(resumed_turns[1].kind, agent_core::context::Kind::Summary);
+    assert!(resumed_turns[1].message.content.contains(QUESTION));
+    assert!(!resumed_turns
+        .iter()
+        .any(|t| t.message.content.contains("def alpha_000")));
+    let audit: Vec<serde_json::Value> = events(root, "audit.jsonl")
+        .into_iter()
+        .filter(|e| e["event"] == "compact")
+        .collect();
+    assert_eq!(audit.len(), 1);
+}
+
+#[test]
+fn a_summary_the_judge_rejects_falls_back_to_pruning_and_says_so() {
+    let dir = big_repo();
+    let root = dir.path();
+    let answer = finish("src/gamma.py defines gamma_042.");
+    // The question copied back is no summary.
+    let echo = serde_json::json!({"goal": QUESTION, "decisions": [], "files": [],
+        "open_questions": [], "next_step": ""})
+    .to_string();
+    let turns = [
+        &read("src/alpha.py")[..],
+        &read("src/beta.py"),
+        &read("src/gamma.py"),
+        &echo,
+        &answer,
+    ];
+    let (mut agent, model) = agent_with_window(root, &turns);
+    let outcome = ask(&mut agent, QUESTION).unwrap();
+    assert!(
+        outcome.answer.contains("src/gamma.py"),
+        "{}",
+        outcome.answer
+    );
+    assert_eq!(outcome.compactions.len(), 1);
+    let c = &outcome.compactions[0];
+    assert!(!c.compacted, "{c:?}");
+    let why = c.fallback.as_deref().unwrap();
+    assert!(why.contains("pruned") && why.contains("/compact"), "{why}");
+    // No summary went in; the old turns were pruned instead.
+    let last = &model.requests()[4].messages;
+    assert!(!last
+        .iter()
+        .any(|m| m.content.contains("Summary of the conversation")));
+}
+
+#[test]
+fn compact_on_request_summarizes_with_the_focus() {
+    let dir = big_repo();
+    let root = dir.path();
+    let answer = finish("src/alpha.py defines alpha_001.");
+    let turns = [&read("src/alpha.py")[..], &answer, SUMMARY];
+    let (mut agent, model) = agent_with_window(root, &turns);
+    let first = ask(&mut agent, "Which file in src defines alpha_001?").unwrap();
+    assert!(first.compactions.is_empty());
+    let c = agent
+        .compact(
+            Some("the gamma functions"),
+            &mut agent_core::ui::QuietUi,
+            &agent_base::cancel::CancelToken::new(),
+        )
+        .unwrap();
+    assert!(c.compacted, "{c:?}");
+    let asked = last_user_message(model.requests().last().unwrap()).to_string();
+    assert!(
+        asked.contains("Focus the summary on: the gamma functions"),
+        "{asked}"
+    );
+}

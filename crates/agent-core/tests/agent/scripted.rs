@@ -29,6 +29,16 @@ impl Recorder {
             ))),
         }
     }
+    /// One that claims a context window of `tokens`.
+    pub(crate) fn with_context(turns: &[&str], tokens: usize) -> Self {
+        let model = Self::new(turns);
+        let inner = std::mem::replace(
+            &mut *model.inner.lock().unwrap(),
+            ScriptedProvider::new(Vec::new()),
+        );
+        *model.inner.lock().unwrap() = inner.with_context_size(tokens);
+        model
+    }
     pub(crate) fn requests(&self) -> Vec<CompletionRequest> {
         self.inner.lock().unwrap().requests.clone()
     }
@@ -43,7 +53,7 @@ impl Provider for Recorder {
         false
     }
     fn context_size(&self) -> usize {
-        32_768
+        self.inner.lock().unwrap().context_size()
     }
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
         self.inner.lock().unwrap().count_tokens(text)

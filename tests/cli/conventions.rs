@@ -232,3 +232,111 @@ fn init_on_a_real_sdist_writes_agents_md_with_its_test_command_and_never_overwri
         "# Ours\nkeep me\n"
     );
 }
+
+/// A repository whose three files pass 80% of an 8k window when read, and
+/// the replay that reads them, summarizes, and answers.
+fn long_session() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = repo();
+    let root = dir.path();
+    let mut turns = Vec::new();
+    for name in ["alpha", "beta", "gamma"] {
+        let body: String = (0..150)
+            .map(|i| format!("def {name}_{i:03}(x):\n    return x * {i} + len('{name}')\n"))
+            .collect();
+        write(root, &format!("{name}.py"), &body);
+        turns.push(
+            serde_json::json!({"thought": "read", "tool": "read_file", "args": {"path": format!("{name}.py")}})
+                .to_string(),
+        );
+    }
+    turns.push(
+        r#"{"goal": "Say which of alpha.py, beta.py and gamma.py defines gamma_042", "decisions": ["read all three"], "files": [{"path": "gamma.py", "why": "defines gamma_042"}], "open_questions": [], "next_step": "answer gamma.py"}"#.into(),
+    );
+    turns.push(
+        r#"{"thought": "done", "tool": "finish", "args": {"answer": "gamma.py defines gamma_042 (def gamma_042)."}}"#.into(),
+    );
+    let script = write_script(root, serde_json::json!(turns));
+    (dir, script)
+}
+
+#[test]
+fn json_and_stream_json_report_a_compaction() {
+    let (dir, script) = long_session();
+    let root = dir.path();
+    let question = "Which file defines gamma_042?";
+    let out = agent_in(root)
+        .args(["ask", "--json", "--ctx-size", "8192", "--script"])
+        .arg(&script)
+        .arg(question)
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v = json_of(&out);
+    let c = &v["compactions"][0];
+    assert_eq!(c["compacted"], true, "{v}");
+    assert_eq!(c["trigger"], "auto");
+    assert!(c["summary"]
+        .as_str()
+        .unwrap()
+        .contains("Goal: Say which of"));
+
+    let out = agent_in(root)
+        .args([
+            "ask",
+            "--output-format",
+            "stream-json",
+            "--ctx-size",
+            "8192",
+            "--script",
+        ])
+        .arg(&script)
+        .arg(question)
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let compact: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "compact")
+        .collect();
+    assert_eq!(compact.len(), 1, "{stdout}");
+    assert_eq!(compact[0]["compacted"], true, "{stdout}");
+}
+
+#[test]
+fn chat_compact_shows_the_summary_and_nothing_to_compact_says_so() {
+    let (dir, _) = long_session();
+    let root = dir.path();
+    let script = write_script(
+        root,
+        serde_json::json!([
+            r#"{"thought": "read", "tool": "read_file", "args": {"path": "alpha.py"}}"#,
+            r#"{"thought": "done", "tool": "finish", "args": {"answer": "alpha.py defines alpha_001 (def alpha_001)."}}"#,
+            r#"{"goal": "Find where alpha_001 is defined", "decisions": [], "files": [{"path": "alpha.py", "why": "defines alpha_001"}], "open_questions": [], "next_step": "none"}"#
+        ]),
+    );
+    let mut child = common::agent_bin()
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".git/test-config"))
+        .args(["chat", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        b"/compact\nWhich file defines alpha_001?\n/compact the alpha file\n/exit\n",
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    common::assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing to compact yet"), "{err}");
+    assert!(
+        err.contains("compacted:") && err.contains("Goal: Find where alpha_001"),
+        "{err}"
+    );
+}

@@ -253,19 +253,24 @@ impl Agent {
         let (used, _) = self.context_usage();
         match self.compact_turns(Trigger::Request, focus, ui, cancel)? {
             Some((compaction, _)) => Ok(compaction),
-            None => Ok(Compaction {
-                trigger: Trigger::Request,
-                compacted: false,
-                summary: None,
-                fallback: Some(format!(
+            None => {
+                let why = format!(
                     "nothing to compact yet: the conversation has {} turns and takes {used} tokens",
                     self.turns.len()
-                )),
-                replaced_turns: 0,
-                kept_turns: self.turns.len().saturating_sub(1),
-                tokens_before: used,
-                tokens_after: used,
-            }),
+                );
+                let nothing = Compaction {
+                    trigger: Trigger::Request,
+                    compacted: false,
+                    summary: None,
+                    fallback: Some(why),
+                    replaced_turns: 0,
+                    kept_turns: self.turns.len().saturating_sub(1),
+                    tokens_before: used,
+                    tokens_after: used,
+                };
+                ui.compacted(&nothing);
+                Ok(nothing)
+            }
         }
     }
 
@@ -299,7 +304,12 @@ impl Agent {
                 .count_message_tokens(std::slice::from_ref(&t.message))
                 .unwrap_or(t.message.content.len() / 3 + 4)
         };
-        let Some(k) = split(&self.turns, window / 4, &tokens) else {
+        // On request, as much as can go: only the last model turn stays.
+        let keep_budget = match trigger {
+            Trigger::Auto => window / 4,
+            Trigger::Request => 0,
+        };
+        let Some(k) = split(&self.turns, keep_budget, &tokens) else {
             return Ok(None);
         };
         let summarized: usize = self.turns[1..k].iter().map(&tokens).sum();

@@ -8,7 +8,9 @@
 //!
 //! - stdin: `{"session_id", "cwd", "permission_mode", "hook_event_name":
 //!   "PreToolUse"|"PostToolUse", "tool_name", "tool_input", "tool_use_id"}`,
-//!   and for `PostToolUse` `tool_response`. `tool_input` is the call's
+//!   and for `PostToolUse` `tool_response`. `tool_name` is Claude Code's name
+//!   for the tool where it has one (`Bash` for `run_cmd`), ours is in
+//!   `agent_tool_name`. `tool_input` is the call's
 //!   arguments, plus `file_path` (absolute) when they name a `path`.
 //! - exit 2: a pre hook denies the call, a post hook's stderr goes to the
 //!   model; either way stderr is the reason.
@@ -474,7 +476,10 @@ impl Agent {
             "cwd": self.workspace.root(),
             "permission_mode": permission_mode(self.policy.mode),
             "hook_event_name": event.claude_name(),
-            "tool_name": call.tool,
+            // Claude Code's name where there is one, so scripts that check
+            // for "Bash" or "Edit" work; ours alongside.
+            "tool_name": claude_name(&call.tool).unwrap_or(&call.tool),
+            "agent_tool_name": call.tool,
             "tool_input": tool_input,
             "tool_use_id": format!("{}-{}", self.log.trace_id, self.hooks.calls),
         });

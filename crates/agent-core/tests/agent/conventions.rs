@@ -163,7 +163,8 @@ fn hooks_deny_add_to_observations_are_cut_off_and_are_audited() {
         serde_json::from_str(&std::fs::read_to_string(root.join("hook-input.json")).unwrap())
             .unwrap();
     assert_eq!(input["hook_event_name"], "PreToolUse");
-    assert_eq!(input["tool_name"], "run_cmd");
+    assert_eq!(input["tool_name"], "Bash");
+    assert_eq!(input["agent_tool_name"], "run_cmd");
     assert_eq!(input["tool_input"]["command"], "rm -rf src");
     assert_eq!(input["permission_mode"], "bypassPermissions");
     assert!(input["session_id"].as_str().is_some_and(|s| !s.is_empty()));

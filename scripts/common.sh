@@ -57,6 +57,25 @@ ensure_mcp_python() {
     export AGENT_TEST_MCP_PYTHON="$venv/bin/python"
 }
 
+# A real Python project's source release (flask 3.0.3, from PyPI; checked by
+# sha256), for the tests that run the agent on a real repository (`agent
+# init`); exported as AGENT_TEST_SDIST. Without it those tests say they were skipped.
+ensure_test_sdist() {
+    local dir="${XDG_CACHE_HOME:-$HOME/.cache}/agent/sdists"
+    local file="$dir/flask-3.0.3.tar.gz"
+    local sha=ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842
+    if ! echo "$sha  $file" | sha256sum -c --status 2>/dev/null; then
+        log "fetching the flask 3.0.3 sdist (for the tests on a real repository) into $dir"
+        mkdir -p "$dir"
+        if ! python3 -m pip download -q --no-deps --no-binary :all: -d "$dir" 'flask==3.0.3' >&2 \
+            || ! echo "$sha  $file" | sha256sum -c --status; then
+            log "warning: could not fetch flask 3.0.3; the tests on a real repository will be skipped"
+            return 0
+        fi
+    fi
+    export AGENT_TEST_SDIST="$file"
+}
+
 # Checkers the agent runs after edits (ruff, tsc), for the tests that use
 # them: under the cache folder, exported as AGENT_TEST_RUFF and
 # AGENT_TEST_NODE_MODULES. Without them those tests say they were skipped.

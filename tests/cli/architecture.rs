@@ -92,15 +92,11 @@ fn the_crate_graph_keeps_the_documented_invariants() {
     assert_eq!(users_of(&g, "landlock"), ["agent-sandbox"]);
 
     // The bottom of the graph depends on nothing of ours.
-    for leaf in [
-        "agent-base",
-        "agent-lang",
-        "agent-llm",
-        "agent-chat",
-        "agent-sandbox",
-    ] {
+    for leaf in ["agent-base", "agent-lang", "agent-chat", "agent-sandbox"] {
         assert!(ours(&g[leaf]).is_empty(), "{leaf}: {:?}", g[leaf]);
     }
+    // The providers speak each model's language through agent-chat only.
+    assert_eq!(ours(&g["agent-llm"]), BTreeSet::from(["agent-chat"]));
 
     // Tree-sitter's grammars belong to agent-lang.
     for (name, deps) in &g {

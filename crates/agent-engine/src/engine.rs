@@ -5,11 +5,20 @@
 //! token with what the cache already holds, the divergent tail is dropped,
 //! and only the new suffix is evaluated. Agent turns share a long, byte-stable
 //! system prompt, so a second turn costs a fraction of the first.
+//!
+//! Prompts are rendered with the model's own chat template (the GGUF's
+//! `tokenizer.chat_template`, or `--chat-template-file`) by `agent_chat`
+//! ([`ChatFormat`], with llama.cpp's built-in matcher and ChatML as
+//! fallbacks). A turn is generated in two phases: reasoning, unconstrained
+//! and sampled as the model's makers advise, closed by the engine at the
+//! think budget; then the answer, under the family's call grammar (lazy:
+//! from the call's opener on). The turn is then read in the family's syntax.
 
+use std::ffi::{CStr, CString};
 use std::mem::ManuallyDrop;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -17,16 +26,24 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token_type::LlamaTokenAttr;
 use llama_cpp_2::LlamaBackendDeviceType;
 
 use crate::gguf;
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
+use agent_chat::SpecialTokens;
+use agent_llm::chat::{
+    reasoning_markers, reasoning_open_text, reasoning_sampling, reasoning_state, BuiltinRender,
+    Constraint, ReasoningState, Rendered, TemplateSource,
+};
+use agent_llm::scripted::turn_kind;
+use agent_llm::stream::TurnStreamer;
 use agent_llm::{
-    template, Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message,
-    Placement, Provider, StopScanner,
+    ChatFormat, Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message,
+    Placement, Provider, Sampling, StopScanner, TemplateInfo, Think, ToolChoice, ToolSpec,
 };
 
 /// How to load the model, where, and with how large a context.
@@ -44,6 +61,13 @@ pub struct EngineConfig {
     pub gpu_layers: GpuLayers,
     /// ggml device index of the GPU (`--gpu-device`).
     pub gpu_device: Option<usize>,
+    /// A Jinja chat template to use instead of the GGUF's (`--chat-template-file`).
+    pub chat_template_file: Option<PathBuf>,
+    /// Reason before answering (`--think`).
+    pub think: Think,
+    /// Most tokens a turn may reason (`--think-budget`); default: an eighth
+    /// of the context, between 256 and 4096.
+    pub think_budget: Option<usize>,
 }
 
 impl EngineConfig {
@@ -55,6 +79,9 @@ impl EngineConfig {
             batch_size: 512,
             gpu_layers: GpuLayers::Auto,
             gpu_device: None,
+            chat_template_file: None,
+            think: Think::Auto,
+            think_budget: None,
         }
     }
 
@@ -162,12 +189,13 @@ pub struct LlamaEngine {
     // Field order matters only for clarity: Drop frees `ctx` before `model`.
     ctx: ManuallyDrop<LlamaContext<'static>>,
     model: &'static LlamaModel,
-    template: Option<LlamaChatTemplate>,
-    /// Texts of the control tokens (`<|im_end|>`, ...). Rendered prompts are
-    /// tokenized with special-token parsing (the template's markup needs it),
-    /// so these are defused inside message contents: a file that contains
-    /// `<|im_start|>system` must stay text, not become a turn.
-    specials: Vec<String>,
+    /// The chat template, the call grammars and the parser of the model's
+    /// family. Rendered prompts are tokenized with special-token parsing
+    /// (the template's markup needs it), so the format defuses control-token
+    /// texts inside message contents: a file that contains
+    /// `<|im_start|>system` or `</think>` must stay text, not become markup.
+    format: ChatFormat,
+    think_budget: usize,
     model_path: PathBuf,
     /// Tokens whose keys and values are in the context's KV cache (sequence 0).
     cached: Vec<LlamaToken>,
@@ -279,22 +307,23 @@ impl LlamaEngine {
                 )));
             }
         };
-        let template = model.chat_template(None).ok();
-        let vocab = model.vocab();
-        let mut specials: Vec<String> = vocab
-            .tokens()
-            .filter(|&t| vocab.is_control(t))
-            .filter_map(|t| vocab.text(t).map(|c| c.to_string_lossy().into_owned()))
-            .filter(|text| text.chars().count() >= 2)
-            .collect();
-        specials.sort();
-        specials.dedup();
+        let format = match chat_format(model, config) {
+            Ok(format) => format,
+            Err(e) => {
+                drop(ctx);
+                // SAFETY: the context that borrowed the model is gone.
+                unsafe { drop(Box::from_raw(model as *const LlamaModel as *mut LlamaModel)) };
+                return Err(e);
+            }
+        };
         tracing::info!("model placed: {}", plan.summary());
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),
             model,
-            template,
-            specials,
+            format,
+            think_budget: config
+                .think_budget
+                .unwrap_or_else(|| default_think_budget(n_ctx as usize)),
             model_path: path.clone(),
             cached: Vec::new(),
             n_ctx: n_ctx as usize,
@@ -344,47 +373,28 @@ impl LlamaEngine {
         self.cached.clear();
     }
 
-    /// The prompt text for `messages`: the model's own chat template when
-    /// llama.cpp can apply it, ChatML otherwise.
-    pub fn render(&self, messages: &[Message]) -> String {
-        if let Some(tmpl) = &self.template {
-            let chat: Result<Vec<_>, _> = messages
-                .iter()
-                .map(|m| LlamaChatMessage::new(m.role.as_str().into(), self.defuse(&m.content)))
-                .collect();
-            match chat.map(|chat| self.model.apply_chat_template(tmpl, &chat, true)) {
-                Ok(Ok(text)) => return text,
-                Ok(Err(e)) => tracing::debug!("model chat template not usable ({e}); using ChatML"),
-                Err(e) => tracing::debug!("message not representable ({e}); using ChatML"),
-            }
-        }
-        let defused: Vec<Message> = messages
-            .iter()
-            .map(|m| Message::new(m.role, self.defuse(&m.content)))
-            .collect();
-        template::chatml(&defused, true)
+    /// The chat template prompts are rendered with, and its family.
+    pub fn chat_format(&self) -> &ChatFormat {
+        &self.format
     }
 
-    /// Message content with control-token texts broken by a zero-width space
-    /// (and NULs dropped), so tokenizing it never yields a control token.
-    fn defuse(&self, content: &str) -> String {
-        let mut out = content.replace('\0', "");
-        for special in &self.specials {
-            if out.contains(special.as_str()) {
-                let mut chars = special.chars();
-                let first = chars.next().expect("at least two chars");
-                out = out.replace(
-                    special.as_str(),
-                    &format!("{first}\u{200B}{}", chars.as_str()),
-                );
-            }
-        }
-        out
+    /// The prompt for `request`, as generation starts from it.
+    pub fn render(&mut self, request: &CompletionRequest) -> Rendered {
+        self.format.render(request)
     }
 
-    /// Tokenizes a rendered prompt (special tokens such as `<|im_start|>` are parsed).
+    /// The prompt text for a conversation without tools (tests, benchmarks).
+    pub fn render_messages(&self, messages: &[Message]) -> Result<String, LlmError> {
+        self.format
+            .try_render(&CompletionRequest::new(messages.to_vec()))
+            .map(|r| r.text)
+            .map_err(|e| LlmError::Template(e.to_string()))
+    }
+
+    /// Tokenizes a rendered prompt (special tokens such as `<|im_start|>` are
+    /// parsed). The vocabulary's BOS is added unless the template wrote it.
     pub fn tokenize_prompt(&self, text: &str) -> Vec<LlamaToken> {
-        self.model.vocab().tokenize(text.as_bytes(), true, true)
+        tokenize_prompt(self.model, &self.format.tokens().bos, text)
     }
 
     fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), LlmError> {
@@ -396,33 +406,57 @@ impl LlamaEngine {
         })
     }
 
-    fn sampler(&self, request: &CompletionRequest) -> Result<LlamaSampler, LlmError> {
-        let mut chain = Vec::new();
-        if let Some(g) = &request.grammar {
-            chain.push(
-                LlamaSampler::grammar(self.model, &g.gbnf, &g.root).map_err(|e| {
-                    LlmError::Grammar(format!("llama.cpp rejected the grammar ({e})"))
-                })?,
-            );
-        }
-        let s = request.sampling;
-        if s.repeat_penalty != 1.0 {
-            chain.push(LlamaSampler::penalties(
-                self.model.n_vocab(),
-                64,
-                s.repeat_penalty.max(0.01),
-                0.0,
-                0.0,
-            ));
-        }
-        if s.is_greedy() {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            chain.push(LlamaSampler::top_p(s.top_p.clamp(0.0, 1.0), 1));
-            chain.push(LlamaSampler::temp(s.temperature));
-            chain.push(LlamaSampler::dist(s.seed));
-        }
-        Ok(LlamaSampler::chain_simple(chain))
+    /// Sampling while the model reasons: free of any grammar, as the
+    /// model's makers advise (greedy decoding loops inside think blocks).
+    fn reasoning_sampler(&self, family: agent_chat::Family, seed: u32) -> LlamaSampler {
+        sampling_chain(self.model, Vec::new(), reasoning_sampling(family, seed))
+    }
+
+    /// Sampling of the answer: the request's sampling, under the call
+    /// grammar (or the request's own). Made when the answer begins, so a
+    /// lazy grammar's triggers never see the reasoning.
+    fn answer_sampler(
+        &self,
+        request: &CompletionRequest,
+        constraint: Option<&Constraint>,
+    ) -> Result<LlamaSampler, LlmError> {
+        let rejected = |e| LlmError::Grammar(format!("llama.cpp rejected the grammar ({e})"));
+        let grammar = match constraint {
+            None => None,
+            Some(Constraint::Full(g)) => {
+                Some(LlamaSampler::grammar(self.model, &g.gbnf, &g.root).map_err(rejected)?)
+            }
+            Some(Constraint::Lazy {
+                grammar,
+                trigger_patterns,
+                trigger_words,
+            }) => {
+                // An opener that is one token of the vocabulary also
+                // triggers as that token.
+                let vocab = self.model.vocab();
+                let tokens: Vec<LlamaToken> = trigger_words
+                    .iter()
+                    .map(|w| vocab.tokenize(w.as_bytes(), false, true))
+                    .filter(|t| t.len() == 1)
+                    .map(|t| t[0])
+                    .collect();
+                Some(
+                    LlamaSampler::grammar_lazy_patterns(
+                        self.model,
+                        &grammar.gbnf,
+                        &grammar.root,
+                        trigger_patterns,
+                        &tokens,
+                    )
+                    .map_err(rejected)?,
+                )
+            }
+        };
+        Ok(sampling_chain(
+            self.model,
+            grammar.into_iter().collect(),
+            request.sampling,
+        ))
     }
 
     /// Drops the cached tokens that differ from `prompt` and returns how many
@@ -480,8 +514,38 @@ impl Provider for LlamaEngine {
             .len())
     }
 
-    fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
-        Ok(self.tokenize_prompt(&self.render(messages)).len())
+    fn template(&self) -> Option<TemplateInfo> {
+        Some(self.format.info().clone())
+    }
+
+    fn native_calls(&self) -> bool {
+        self.format.family() != agent_chat::Family::Generic
+    }
+
+    fn think_budget(&self) -> usize {
+        if self.format.thinking(&CompletionRequest::default()) {
+            self.think_budget
+        } else {
+            0
+        }
+    }
+
+    fn count_prompt_tokens(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<usize, LlmError> {
+        let request = CompletionRequest {
+            tools: tools.to_vec(),
+            ..CompletionRequest::new(messages.to_vec())
+        };
+        match self.format.try_render(&request) {
+            Ok(rendered) => Ok(self.tokenize_prompt(&rendered.text).len()),
+            // The template refuses it: the request itself will fall back.
+            Err(_) => messages
+                .iter()
+                .try_fold(0, |sum, m| Ok(sum + 4 + self.count_tokens(&m.content)?)),
+        }
     }
 
     /// Runs the request; when the GPU fails before any text was shown (a
@@ -514,7 +578,8 @@ impl LlamaEngine {
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
         let started = Instant::now();
-        let prompt = self.tokenize_prompt(&self.render(&request.messages));
+        let rendered = self.format.render(request);
+        let prompt = self.tokenize_prompt(&rendered.text);
         let reserve = request.max_tokens.min(self.n_ctx / 4).max(1);
         if prompt.is_empty() || prompt.len() + reserve > self.n_ctx {
             return Err(LlmError::ContextOverflow {
@@ -523,24 +588,76 @@ impl LlamaEngine {
                 reserve,
             });
         }
-        let mut sampler = self.sampler(request)?;
+        let constraint = self.format.constraint(request);
+        // A grammar llama.cpp refuses is an error before any work is done.
+        drop(self.answer_sampler(request, constraint.as_ref())?);
 
         let reused = self.reuse_prefix(&prompt);
-        let suffix = &prompt[reused..];
-        let mut batch = LlamaBatch::new(self.n_batch, 1);
-        let mut done = 0;
         let mut result = Completion {
-            text: String::new(),
-            finish: FinishReason::Stop,
             prompt_tokens: prompt.len(),
             reused_tokens: reused,
-            prefilled_tokens: 0,
-            completion_tokens: 0,
-            tokens: Vec::new(),
-            prefill_ms: 0.0,
-            decode_ms: 0.0,
-            ttft_ms: 0.0,
+            ..Completion::default()
         };
+        let Some(logits_at) = self.prefill(&prompt[reused..], &mut result, on_event)? else {
+            result.finish = FinishReason::Cancelled;
+            result.prefill_ms = ms_since(started);
+            return Ok(result);
+        };
+        result.prefill_ms = ms_since(started);
+
+        let decode_started = Instant::now();
+        let kind = turn_kind(&self.format, request);
+        let mut turn = TurnText::new(&rendered, kind, &request.stop);
+        let finish = self.generate(
+            request,
+            &rendered,
+            constraint.as_ref(),
+            &mut turn,
+            logits_at,
+            &mut result,
+            started,
+            on_event,
+        )?;
+        result.finish = finish;
+        turn.end(finish, on_event);
+        result.text = turn.text().to_string();
+        result.completion_tokens = result.tokens.len();
+        result.decode_ms = ms_since(decode_started);
+        let mut parsed = self
+            .format
+            .parse(&result.text, request, rendered.reasoning_open);
+        if parsed.is_err() && finish == FinishReason::Length {
+            // Cut off inside a further call: the complete ones before it
+            // stand (the loop acts on the first).
+            let family = rendered.family;
+            let last_opener = family
+                .openers()
+                .iter()
+                .filter_map(|o| result.text.rfind(o))
+                .max();
+            if let Some(cut) = last_opener.filter(|&at| at > 0) {
+                let before =
+                    self.format
+                        .parse(&result.text[..cut], request, rendered.reasoning_open);
+                if before.as_ref().is_ok_and(|t| !t.calls.is_empty()) {
+                    parsed = before;
+                }
+            }
+        }
+        result.set_turn(parsed);
+        Ok(result)
+    }
+
+    /// Evaluates `suffix` after the cached prefix. Returns the index of the
+    /// logits to sample from, or None when the caller stopped it.
+    fn prefill(
+        &mut self,
+        suffix: &[LlamaToken],
+        result: &mut Completion,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Option<i32>, LlmError> {
+        let mut batch = LlamaBatch::new(self.n_batch, 1);
+        let mut done = 0;
         for chunk in suffix.chunks(self.n_batch) {
             batch.clear();
             for (i, &token) in chunk.iter().enumerate() {
@@ -558,24 +675,67 @@ impl LlamaEngine {
                 total: suffix.len(),
             }) == Flow::Stop
             {
-                result.finish = FinishReason::Cancelled;
-                result.prefill_ms = ms_since(started);
-                return Ok(result);
+                return Ok(None);
             }
         }
-        result.prefill_ms = ms_since(started);
+        Ok(Some(batch.n_tokens() - 1))
+    }
 
-        let decode_started = Instant::now();
+    /// Generates the turn: the reasoning (opened by the engine when
+    /// thinking is on and the prompt did not open it; closed by the engine
+    /// at the think budget), then the answer under its grammar.
+    #[allow(clippy::too_many_arguments)]
+    fn generate(
+        &mut self,
+        request: &CompletionRequest,
+        rendered: &Rendered,
+        constraint: Option<&Constraint>,
+        turn: &mut TurnText,
+        mut logits_at: i32,
+        result: &mut Completion,
+        started: Instant,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<FinishReason, LlmError> {
+        let family = rendered.family;
+        let (_, close) = reasoning_markers(family);
+        let budget = if rendered.thinking {
+            self.think_budget
+        } else {
+            0
+        };
+        let seed = request.sampling.seed;
+        if rendered.thinking && !rendered.reasoning_open {
+            let open = reasoning_open_text(family);
+            if let Some(finish) = self.force(open, turn, &mut logits_at, result, on_event)? {
+                return Ok(finish);
+            }
+        }
+        let mut state = turn.state();
+        let mut sampler = match state {
+            ReasoningState::Open { .. } => self.reasoning_sampler(family, seed),
+            _ => self.answer_sampler(request, constraint)?,
+        };
+        let may_call = request.tool_choice != ToolChoice::None || request.tools.is_empty();
+        let mut answer_tokens = 0;
         let vocab = self.model.vocab();
-        let mut utf8 = Utf8Stream::default();
-        let mut stops = StopScanner::new(&request.stop);
-        let mut logits_at = batch.n_tokens() - 1;
-        result.finish = loop {
-            if result.tokens.len() >= request.max_tokens {
-                break FinishReason::Length;
+        loop {
+            let reasoning = matches!(state, ReasoningState::Open { .. });
+            if reasoning && result.reasoning_tokens >= budget {
+                // The budget is spent (or thinking is off where the prompt
+                // opened the block): close it, and the answer follows.
+                let close = family.reasoning_close();
+                if let Some(finish) = self.force(close, turn, &mut logits_at, result, on_event)? {
+                    return Ok(finish);
+                }
+                state = turn.state();
+                sampler = self.answer_sampler(request, constraint)?;
+                continue;
+            }
+            if answer_tokens >= request.max_tokens {
+                return Ok(FinishReason::Length);
             }
             if self.cached.len() >= self.n_ctx {
-                break FinishReason::ContextFull;
+                return Ok(FinishReason::ContextFull);
             }
             // Damaged weights compute NaN, and sampling NaN yields noise or
             // nothing: say so rather than answer with it.
@@ -597,41 +757,338 @@ impl LlamaEngine {
             if result.tokens.is_empty() {
                 result.ttft_ms = ms_since(started);
             }
-            if vocab.is_eog(token) && !request.ignore_eos {
-                break FinishReason::Stop;
+            // Special tokens keep their text: they are the family's markup.
+            let piece = vocab.token_to_piece(token, true, None);
+            let closes_reasoning = reasoning && piece == close.as_bytes();
+            if vocab.is_eog(token) && !request.ignore_eos && !closes_reasoning {
+                if reasoning {
+                    // It ended while thinking: close the block, as at the
+                    // budget; the answer (or the call) must still follow.
+                    let close = family.reasoning_close();
+                    if let Some(finish) =
+                        self.force(close, turn, &mut logits_at, result, on_event)?
+                    {
+                        return Ok(finish);
+                    }
+                    state = turn.state();
+                    sampler = self.answer_sampler(request, constraint)?;
+                    continue;
+                }
+                return Ok(FinishReason::Stop);
             }
             result.tokens.push(token.0);
-            let text = utf8.push(&vocab.token_to_piece(token, false, None));
-            if let Some(finish) = stops.feed(&text, on_event) {
-                break finish;
+            if reasoning {
+                result.reasoning_tokens += 1;
+            } else {
+                answer_tokens += 1;
             }
-            batch.clear();
-            batch
-                .add(token, self.cached.len() as i32, &[0], true)
-                .map_err(|e| LlmError::Backend(e.to_string()))?;
-            self.decode(&mut batch)?;
-            self.cached.push(token);
+            if let Some(finish) = turn.push(&piece, on_event) {
+                return Ok(finish);
+            }
+            if !may_call && turn.cut_at_call(&self.format) {
+                return Ok(FinishReason::StopSequence);
+            }
+            self.decode_one(token)?;
             logits_at = 0;
-        };
-        // An incomplete UTF-8 sequence left at the end becomes U+FFFD.
-        let tail = utf8.flush();
-        match result.finish {
-            FinishReason::StopSequence => {}
-            FinishReason::Cancelled => {
-                stops.push(&tail);
-            }
-            _ => {
-                if let Some(finish) = stops.feed(&tail, on_event) {
-                    result.finish = finish;
+            let next = turn.state();
+            match (state, next) {
+                (ReasoningState::Open { .. }, ReasoningState::Answer { .. }) => {
+                    sampler = self.answer_sampler(request, constraint)?;
                 }
+                (ReasoningState::Undecided, ReasoningState::Open { .. }) => {
+                    sampler = self.reasoning_sampler(family, seed);
+                }
+                _ => {}
             }
+            state = next;
         }
-        stops.end(result.finish, on_event);
-        result.text = stops.text().to_string();
-        result.completion_tokens = result.tokens.len();
-        result.decode_ms = ms_since(decode_started);
-        Ok(result)
     }
+
+    /// Writes `text` into the turn as if the model had generated it (the
+    /// reasoning's opening or closing). Returns why the turn must end, if it
+    /// must.
+    fn force(
+        &mut self,
+        text: &str,
+        turn: &mut TurnText,
+        logits_at: &mut i32,
+        result: &mut Completion,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Option<FinishReason>, LlmError> {
+        let tokens = self.model.vocab().tokenize(text.as_bytes(), false, true);
+        if self.cached.len() + tokens.len() >= self.n_ctx {
+            return Ok(Some(FinishReason::ContextFull));
+        }
+        let mut batch = LlamaBatch::new(tokens.len().max(1), 1);
+        for (i, &token) in tokens.iter().enumerate() {
+            batch
+                .add(
+                    token,
+                    (self.cached.len() + i) as i32,
+                    &[0],
+                    i + 1 == tokens.len(),
+                )
+                .map_err(|e| LlmError::Backend(e.to_string()))?;
+        }
+        self.decode(&mut batch)?;
+        self.cached.extend_from_slice(&tokens);
+        result.tokens.extend(tokens.iter().map(|t| t.0));
+        *logits_at = batch.n_tokens() - 1;
+        Ok(turn.push(text.as_bytes(), on_event))
+    }
+
+    fn decode_one(&mut self, token: LlamaToken) -> Result<(), LlmError> {
+        let mut batch = LlamaBatch::new(1, 1);
+        batch
+            .add(token, self.cached.len() as i32, &[0], true)
+            .map_err(|e| LlmError::Backend(e.to_string()))?;
+        self.decode(&mut batch)?;
+        self.cached.push(token);
+        Ok(())
+    }
+}
+
+/// A turn's text as it is generated: held back where it may be the start
+/// of a stop sequence, shown through the [`TurnStreamer`] (reasoning apart,
+/// no call syntax), and read for where its reasoning stands.
+struct TurnText {
+    family: agent_chat::Family,
+    reasoning_open: bool,
+    utf8: Utf8Stream,
+    stops: StopScanner,
+    streamer: TurnStreamer,
+}
+
+impl TurnText {
+    fn new(rendered: &Rendered, kind: agent_llm::stream::TurnKind, stops: &[String]) -> Self {
+        Self {
+            family: rendered.family,
+            reasoning_open: rendered.reasoning_open,
+            utf8: Utf8Stream::default(),
+            stops: StopScanner::new(stops),
+            streamer: TurnStreamer::new(rendered.family, rendered.reasoning_open, kind),
+        }
+    }
+
+    fn text(&self) -> &str {
+        self.stops.text()
+    }
+
+    fn state(&self) -> ReasoningState {
+        reasoning_state(self.family, self.text(), self.reasoning_open)
+    }
+
+    /// Adds a token's bytes; returns why the turn ends, if it does.
+    fn push(
+        &mut self,
+        bytes: &[u8],
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Option<FinishReason> {
+        let piece = self.utf8.push(bytes);
+        let (visible, stopped) = self.stops.push(&piece);
+        if self.streamer.push(&visible).emit(on_event) == Flow::Stop {
+            return Some(FinishReason::Cancelled);
+        }
+        stopped.then_some(FinishReason::StopSequence)
+    }
+
+    /// Ends the text where a call begins in the answer, if one does.
+    fn cut_at_call(&mut self, format: &ChatFormat) -> bool {
+        let ReasoningState::Answer { from } = self.state() else {
+            return false;
+        };
+        match format.call_start(&self.text()[from..]) {
+            Some(at) => {
+                self.stops.truncate(from + at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The turn is over: an incomplete UTF-8 sequence left at the end
+    /// becomes U+FFFD, and what was held back is shown.
+    fn end(&mut self, finish: FinishReason, on_event: &mut dyn FnMut(Event<'_>) -> Flow) {
+        let tail = self.utf8.flush();
+        if matches!(finish, FinishReason::Cancelled | FinishReason::StopSequence) {
+            return;
+        }
+        let (visible, _) = self.stops.push(&tail);
+        let rest = self.stops.finish();
+        self.streamer.push(&visible).emit(on_event);
+        self.streamer.push(&rest).emit(on_event);
+        self.streamer.finish().emit(on_event);
+    }
+}
+
+/// The samplers after the grammar (if any): repetition penalty, then
+/// greedy or nucleus sampling.
+fn sampling_chain(model: &LlamaModel, mut chain: Vec<LlamaSampler>, s: Sampling) -> LlamaSampler {
+    if s.repeat_penalty != 1.0 {
+        chain.push(LlamaSampler::penalties(
+            model.n_vocab(),
+            64,
+            s.repeat_penalty.max(0.01),
+            0.0,
+            0.0,
+        ));
+    }
+    if s.is_greedy() {
+        chain.push(LlamaSampler::greedy());
+    } else {
+        chain.push(LlamaSampler::top_p(s.top_p.clamp(0.0, 1.0), 1));
+        chain.push(LlamaSampler::temp(s.temperature));
+        chain.push(LlamaSampler::dist(s.seed));
+    }
+    LlamaSampler::chain_simple(chain)
+}
+
+/// The default think budget: an eighth of the context, between 256 and
+/// 4096 tokens.
+pub fn default_think_budget(n_ctx: usize) -> usize {
+    (n_ctx / 8).clamp(256, 4096)
+}
+
+/// The chat format of a loaded model (with its weights, or its vocabulary
+/// only): `--chat-template-file` or the GGUF's `tokenizer.chat_template`,
+/// with llama.cpp's built-in matcher and ChatML as fallbacks; `bos_token`
+/// and `eos_token` from the vocabulary; control-token texts defused.
+pub fn chat_format(model: &LlamaModel, config: &EngineConfig) -> Result<ChatFormat, LlmError> {
+    let own = match &config.chat_template_file {
+        Some(path) => Some(TemplateSource::read(path)?),
+        None => model.chat_template(None).ok().and_then(|t| {
+            t.to_string().ok().map(|text| TemplateSource {
+                name: format!(
+                    "the GGUF's template ({})",
+                    config
+                        .model_path
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                ),
+                text,
+            })
+        }),
+    };
+    let builtin = own.as_ref().and_then(|t| builtin_matcher(&t.text));
+    let mut format = ChatFormat::select(own, special_tokens(model), builtin)
+        .with_specials(vocab_specials(model));
+    format.think = config.think;
+    Ok(format)
+}
+
+/// The texts of the vocabulary's markup tokens: control tokens
+/// (`<|im_end|>`) and added tokens written as markup (`<tool_call>`,
+/// `</think>`, `[TOOL_CALLS]`), which the tokenizer matches in any text.
+fn vocab_specials(model: &LlamaModel) -> Vec<String> {
+    let vocab = model.vocab();
+    let mut specials: Vec<String> = vocab
+        .tokens()
+        .filter(|&t| vocab.is_control(t) || vocab.attr(t).contains(LlamaTokenAttr::UserDefined))
+        .filter_map(|t| vocab.text(t).map(|c| c.to_string_lossy().into_owned()))
+        .filter(|text| {
+            let markup = (text.starts_with('<') && text.ends_with('>'))
+                || (text.starts_with('[') && text.ends_with(']'));
+            text.chars().count() >= 2 && markup
+        })
+        .collect();
+    specials.sort();
+    specials.dedup();
+    specials
+}
+
+/// `bos_token` and `eos_token` as the template prints them.
+fn special_tokens(model: &LlamaModel) -> SpecialTokens {
+    let vocab = model.vocab();
+    let text = |t: LlamaToken| {
+        (t.0 >= 0)
+            .then(|| vocab.text(t))
+            .flatten()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    SpecialTokens::new(text(vocab.bos()), text(vocab.eos()))
+}
+
+/// A rendered prompt as tokens; the vocabulary's BOS is added only when
+/// the template did not write it (else the prompt would start with two).
+fn tokenize_prompt(model: &LlamaModel, bos: &str, text: &str) -> Vec<LlamaToken> {
+    let add_bos = bos.is_empty() || !text.starts_with(bos);
+    model.vocab().tokenize(text.as_bytes(), add_bos, true)
+}
+
+/// llama.cpp's built-in matcher for `template` (it recognises a family by
+/// markers in the text and applies its own code): the first fallback.
+fn builtin_matcher(template: &str) -> Option<(String, BuiltinRender)> {
+    let template = CString::new(template).ok()?;
+    let render: BuiltinRender = Arc::new(move |pairs| apply_builtin(&template, pairs));
+    Some(("llama.cpp's built-in template matcher".into(), render))
+}
+
+fn apply_builtin(template: &CStr, pairs: &[(String, String)]) -> Result<String, String> {
+    let owned = pairs
+        .iter()
+        .map(|(role, content)| {
+            Ok((
+                CString::new(role.as_str())?,
+                CString::new(content.as_str())?,
+            ))
+        })
+        .collect::<Result<Vec<_>, std::ffi::NulError>>()
+        .map_err(|e| e.to_string())?;
+    let chat: Vec<llama_cpp_sys_2::llama_chat_message> = owned
+        .iter()
+        .map(|(role, content)| llama_cpp_sys_2::llama_chat_message {
+            role: role.as_ptr(),
+            content: content.as_ptr(),
+        })
+        .collect();
+    let mut buf = vec![0u8; 2 * pairs.iter().map(|(r, c)| r.len() + c.len()).sum::<usize>() + 256];
+    for _ in 0..2 {
+        // SAFETY: the messages' strings outlive the call; the buffer's
+        // length is passed with it.
+        let n = unsafe {
+            llama_cpp_sys_2::llama_chat_apply_template(
+                template.as_ptr(),
+                chat.as_ptr(),
+                chat.len(),
+                true,
+                buf.as_mut_ptr().cast(),
+                buf.len().try_into().unwrap_or(i32::MAX),
+            )
+        };
+        if n < 0 {
+            return Err("llama.cpp does not recognise this template".into());
+        }
+        let n = n as usize;
+        if n <= buf.len() {
+            buf.truncate(n);
+            return String::from_utf8(buf).map_err(|e| e.to_string());
+        }
+        buf.resize(n, 0);
+    }
+    Err("llama.cpp's template output kept growing".into())
+}
+
+/// A model's chat template and tokenizer without its weights: what
+/// `--print-prompt` renders and counts with (the GGUF header and the
+/// vocabulary only, no inference).
+pub fn load_chat_format(
+    config: &EngineConfig,
+) -> Result<(ChatFormat, agent_llm::scripted::TokenCounter), LlmError> {
+    let backend = backend()?;
+    inspect(&config.model_path)?;
+    let params = LlamaModelParams::default().with_vocab_only(true);
+    let model = LlamaModel::load_from_file(backend, &config.model_path, &params).map_err(|e| {
+        LlmError::InvalidModel {
+            path: config.model_path.display().to_string(),
+            reason: format!("llama.cpp could not read its vocabulary ({e})"),
+        }
+    })?;
+    let format = chat_format(&model, config)?;
+    let bos = format.tokens().bos.clone();
+    let model = Arc::new(model);
+    let count = move |text: &str| tokenize_prompt(&model, &bos, text).len();
+    Ok((format, Box::new(count)))
 }
 
 fn ms_since(t: Instant) -> f64 {

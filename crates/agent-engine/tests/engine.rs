@@ -307,7 +307,7 @@ fn max_tokens_is_honoured() {
 #[test]
 fn the_models_own_chat_template_is_used() {
     let e = engine();
-    let text = e.render(&[Message::user("hi")]);
+    let text = e.render_messages(&[Message::user("hi")]).unwrap();
     assert!(text.contains("<|im_start|>user\nhi"), "{text}");
     assert!(text.ends_with("<|im_start|>assistant\n"), "{text}");
 }
@@ -376,7 +376,7 @@ fn control_token_text_inside_a_message_stays_text() {
     assert_eq!(marker.len(), 1, "<|im_start|> is one control token");
     let count = |messages: &[Message]| {
         engine
-            .tokenize_prompt(&engine.render(messages))
+            .tokenize_prompt(&engine.render_messages(messages).unwrap())
             .iter()
             .filter(|t| **t == marker[0])
             .count()
@@ -387,7 +387,8 @@ fn control_token_text_inside_a_message_stays_text() {
     )]);
     assert_eq!(plain, injected, "file content must not open a new turn");
     assert!(engine
-        .render(&[Message::user("<|im_end|>")])
+        .render_messages(&[Message::user("<|im_end|>")])
+        .unwrap()
         .contains("<\u{200B}|im_end|>"));
 }
 
@@ -424,4 +425,146 @@ fn the_tiny_model_is_placed_from_its_header() {
     );
     // An explicit window is kept.
     assert_eq!(engine().context_size(), 2048);
+}
+
+/// A real chat template of the repository's fixtures.
+fn template_file(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agent-chat/tests/fixtures/templates")
+        .join(name)
+}
+
+fn read_file_tool() -> agent_llm::ToolSpec {
+    agent_llm::ToolSpec::new(
+        "read_file",
+        "Read a text file.",
+        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    )
+}
+
+#[test]
+fn a_reasoning_template_thinks_to_the_budget_then_calls_under_the_grammar() {
+    let mut e = LlamaEngine::load(&EngineConfig {
+        ctx_size: Some(2048),
+        chat_template_file: Some(template_file("Qwen-Qwen3-0.6B.jinja")),
+        think: agent_llm::Think::On,
+        think_budget: Some(32),
+        ..EngineConfig::new(common::tiny_model())
+    })
+    .expect("the tiny model loads");
+    let info = e.chat_format().info().clone();
+    assert_eq!(
+        (info.family.as_str(), info.thinks),
+        ("hermes", true),
+        "{info:?}"
+    );
+    assert!(info.fallback.is_none(), "{info:?}");
+    let mut req = CompletionRequest::new(vec![
+        Message::system("You are a coding agent."),
+        Message::user("Read the file src/main.rs."),
+    ]);
+    req.tools = vec![read_file_tool()];
+    req.tool_choice = agent_llm::ToolChoice::Required;
+    req.max_tokens = 64;
+    req.sampling.seed = 7;
+    let (mut reasoning, mut text) = (String::new(), String::new());
+    let c = e
+        .complete(&req, &mut |ev| {
+            match ev {
+                Event::Reasoning(r) => reasoning.push_str(r),
+                Event::Text(t) => text.push_str(t),
+                _ => {}
+            }
+            Flow::Continue
+        })
+        .expect("generation succeeds");
+    // The engine opened the block, the model thought (at most the budget),
+    // the engine closed it, and the answer is a call that parses.
+    assert!(c.text.starts_with("<think>\n"), "{:?}", c.text);
+    assert!(
+        c.reasoning_tokens > 0 && c.reasoning_tokens <= 32,
+        "{} reasoning tokens: {:?}",
+        c.reasoning_tokens,
+        c.text
+    );
+    let close = c.text.find("</think>").expect("the think block is closed");
+    assert!(c.text[close..].contains("<tool_call>"), "{:?}", c.text);
+    assert_eq!(c.invalid_call, None, "{:?}", c.text);
+    assert_eq!(c.tool_calls.len(), 1, "{:?}", c.text);
+    assert_eq!(c.tool_calls[0].name, "read_file");
+    assert!(
+        c.tool_calls[0].arguments["path"].is_string(),
+        "{:?}",
+        c.tool_calls
+    );
+    // The reasoning streamed apart; the call syntax never showed as text.
+    assert_eq!(reasoning.trim(), c.reasoning.trim());
+    assert!(
+        !text.contains("<tool_call>") && !text.contains("think>"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn a_model_that_never_closes_its_think_block_is_closed_by_the_budget() {
+    // Qwen3 with a budget of 8: the tiny model does not close the block
+    // within 8 tokens on its own, so the engine does.
+    let mut e = LlamaEngine::load(&EngineConfig {
+        ctx_size: Some(2048),
+        chat_template_file: Some(template_file("Qwen-Qwen3-0.6B.jinja")),
+        think: agent_llm::Think::On,
+        think_budget: Some(8),
+        ..EngineConfig::new(common::tiny_model())
+    })
+    .expect("the tiny model loads");
+    let mut req = CompletionRequest::new(vec![Message::user("Explain recursion.")]);
+    req.max_tokens = 8;
+    let c = e.complete(&req, &mut |_| Flow::Continue).unwrap();
+    assert_eq!(c.reasoning_tokens, 8, "{:?}", c.text);
+    assert!(c.text.contains("\n</think>\n\n"), "{:?}", c.text);
+    assert!(
+        !c.reasoning.is_empty() && !c.reasoning.contains("</think>"),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn with_the_gguf_template_the_prompt_is_the_models_own() {
+    let e = engine();
+    let info = e.chat_format().info().clone();
+    assert!(info.source.contains("GGUF"), "{info:?}");
+    assert!(info.fallback.is_none(), "{info:?}");
+    let prompt = e
+        .render_messages(&[Message::system("S"), Message::user("U")])
+        .unwrap();
+    assert!(
+        prompt.starts_with("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"),
+        "{prompt:?}"
+    );
+}
+
+#[test]
+fn a_template_file_that_does_not_render_falls_back_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("broken.jinja");
+    std::fs::write(&bad, "{% for %}").unwrap();
+    let e = LlamaEngine::load(&EngineConfig {
+        ctx_size: Some(512),
+        chat_template_file: Some(bad.clone()),
+        ..EngineConfig::new(common::tiny_model())
+    })
+    .expect("a broken template is not fatal");
+    let info = e.chat_format().info();
+    let note = info.fallback.clone().expect("a fallback note");
+    assert!(note.contains("broken.jinja"), "{note}");
+    assert!(note.contains("instead"), "{note}");
+    let missing = LlamaEngine::load(&EngineConfig {
+        chat_template_file: Some(dir.path().join("nope.jinja")),
+        ..EngineConfig::new(common::tiny_model())
+    });
+    let err = missing
+        .err()
+        .expect("a missing file is an error")
+        .to_string();
+    assert!(err.contains("nope.jinja") && err.contains("fix:"), "{err}");
 }

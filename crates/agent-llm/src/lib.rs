@@ -1,19 +1,29 @@
 //! Language-model providers behind one trait.
 //!
-//! The agent loop talks to a [`Provider`]; three implement it:
-//! - [`engine::LlamaEngine`]: llama.cpp in-process (the default; KV-cache reuse,
-//!   grammar-constrained decoding, exact token counts);
-//! - [`scripted::ScriptedProvider`]: replays canned turns, for deterministic tests and replays;
-//! - [`openai::OpenAiProvider`]: an OpenAI-compatible HTTP server (llama-server, vLLM) for teams
-//!   with a GPU box.
+//! The agent loop talks to a [`Provider`] in OpenAI's chat shape: messages
+//! (assistant `tool_calls`, `tool` results), the tools, a tool choice; it
+//! gets back a turn taken apart: reasoning, text, calls. Three implement it:
+//! - `agent_engine::engine::LlamaEngine`: llama.cpp in-process (the default;
+//!   the model's own chat template, native calls under a lazy grammar,
+//!   reasoning with a budget, KV-cache reuse, exact token counts);
+//! - [`scripted::ScriptedProvider`]: replays recorded turns written in the
+//!   model's own syntax (tests, replays, `--print-prompt`);
+//! - [`openai::OpenAiProvider`]: an OpenAI-compatible HTTP server
+//!   (llama-server, vLLM, Ollama) through its `tools` / `tool_calls` API.
+//!
+//! [`chat`] is what the engine and the replay share: the template, the call
+//! grammar and the parser of a family's syntax (from `agent_chat`).
 
+pub mod chat;
 pub mod grammar;
 pub mod openai;
 pub mod scripted;
-pub mod template;
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 
+pub use agent_chat::{Message, Role, ToolCall, ToolSpec};
+pub use chat::{ChatFormat, TemplateInfo, Think};
 pub use grammar::Grammar;
 
 /// Where a running model is, as `--json` output and traces record it.
@@ -27,50 +37,6 @@ pub struct Placement {
     pub model_layers: u32,
     pub n_ctx: u32,
     pub summary: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-}
-
-impl Message {
-    pub fn new(role: Role, content: impl Into<String>) -> Self {
-        Self {
-            role,
-            content: content.into(),
-        }
-    }
-    pub fn system(content: impl Into<String>) -> Self {
-        Self::new(Role::System, content)
-    }
-    pub fn user(content: impl Into<String>) -> Self {
-        Self::new(Role::User, content)
-    }
-    pub fn assistant(content: impl Into<String>) -> Self {
-        Self::new(Role::Assistant, content)
-    }
 }
 
 /// How the next token is picked.
@@ -105,12 +71,35 @@ impl Default for Sampling {
     }
 }
 
+/// Which calls a request admits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// A call of an allowed tool, or text (the answer).
+    #[default]
+    Auto,
+    /// A call of an allowed tool; no answer yet.
+    Required,
+    /// Only the answer: no calls (the last step of a budget, chat).
+    None,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct CompletionRequest {
     pub messages: Vec<Message>,
+    /// Every tool of the session, rendered into the prompt. The same list
+    /// for every request keeps the prompt's prefix (and the KV cache) stable;
+    /// [`CompletionRequest::allowed_tools`] narrows what may be called.
+    pub tools: Vec<ToolSpec>,
+    /// The names the model may call now (None: all of `tools`).
+    pub allowed_tools: Option<Vec<String>>,
+    pub tool_choice: ToolChoice,
+    /// Reason first or not, for this request (None: the provider's `--think`).
+    pub thinking: Option<bool>,
     pub max_tokens: usize,
     pub sampling: Sampling,
-    /// Constrain the output to this grammar (tool calls, labels, JSON).
+    /// Constrain the whole output (after any reasoning) to this grammar:
+    /// labels, a JSON Schema. Tool calls get their grammar from `tools`.
     pub grammar: Option<Grammar>,
     /// Stop (and drop the match) when the output contains one of these.
     pub stop: Vec<String>,
@@ -126,14 +115,37 @@ impl CompletionRequest {
             ..Self::default()
         }
     }
+
+    /// The tools the model may call now.
+    pub fn callable(&self) -> Vec<ToolSpec> {
+        if self.tool_choice == ToolChoice::None {
+            return Vec::new();
+        }
+        self.tools
+            .iter()
+            .filter(|t| {
+                self.allowed_tools
+                    .as_ref()
+                    .is_none_or(|names| names.contains(&t.name))
+            })
+            .cloned()
+            .collect()
+    }
 }
 
 /// Progress reported while a request runs. The callback's return value lets
 /// the caller stop early (Ctrl-C) at any step, prefill included.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
-    Prefill { done: usize, total: usize },
+    Prefill {
+        done: usize,
+        total: usize,
+    },
+    /// A piece of the turn's text: the answer, or what the model says
+    /// before its calls (never reasoning, never call syntax).
     Text(&'a str),
+    /// A piece of the model's reasoning (shown dimmed, never sent back).
+    Reasoning(&'a str),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,10 +154,11 @@ pub enum Flow {
     Stop,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     /// The model ended its turn.
+    #[default]
     Stop,
     /// A stop sequence matched.
     StopSequence,
@@ -157,9 +170,24 @@ pub enum FinishReason {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
+    /// Everything the model generated, as generated (reasoning and call
+    /// syntax included): for traces.
     pub text: String,
+    /// The turn's text outside reasoning and calls: the answer when there
+    /// are no calls.
+    pub content: String,
+    /// What the model thought first; never sent back to it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
+    /// The calls, with ids, checked against the request's tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the turn's calls could not be read, written for the model (the
+    /// family's own syntax shown); `tool_calls` is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_call: Option<String>,
     pub finish: FinishReason,
     /// Tokens in the rendered prompt.
     pub prompt_tokens: usize,
@@ -168,6 +196,9 @@ pub struct Completion {
     /// Prompt tokens actually evaluated in this call.
     pub prefilled_tokens: usize,
     pub completion_tokens: usize,
+    /// Of the completion tokens, those spent reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: usize,
     /// Generated token ids, where the provider knows them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens: Vec<i32>,
@@ -175,6 +206,32 @@ pub struct Completion {
     pub decode_ms: f64,
     /// Time from the call to the first generated token.
     pub ttft_ms: f64,
+}
+
+impl Completion {
+    /// A completion whose text is all answer (no tools, no reasoning).
+    pub fn with_text(text: String) -> Self {
+        Self {
+            content: text.clone(),
+            text,
+            ..Self::default()
+        }
+    }
+
+    /// Fills reasoning, content and calls from a parsed turn (or its error).
+    pub fn set_turn(&mut self, turn: Result<agent_chat::ParsedTurn, agent_chat::ParseError>) {
+        match turn {
+            Ok(turn) => {
+                self.reasoning = turn.reasoning;
+                self.content = turn.content;
+                self.tool_calls = turn.calls;
+            }
+            Err(e) => {
+                self.reasoning = e.reasoning;
+                self.invalid_call = Some(e.message);
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -215,26 +272,60 @@ pub trait Provider: Send {
     fn placement(&self) -> Option<Placement> {
         None
     }
+    /// The chat template prompts are rendered with, where the provider
+    /// renders them (a server renders its own).
+    fn template(&self) -> Option<TemplateInfo> {
+        None
+    }
+    /// Most tokens a reply may spend reasoning before it answers (0: the
+    /// model does not reason); the loop keeps room for them.
+    fn think_budget(&self) -> usize {
+        0
+    }
     /// Tokens `text` takes with this model's tokenizer (an estimate where the
     /// tokenizer is remote).
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError>;
-    /// Tokens the rendered conversation takes. Providers that render prompts
-    /// themselves count exactly; the default adds a small per-message overhead.
-    fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+    /// Tokens the rendered conversation takes, its tools included. Providers
+    /// that render prompts themselves count exactly; the default estimates.
+    fn count_prompt_tokens(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<usize, LlmError> {
+        let tools = serde_json::to_string(tools).unwrap_or_default();
         messages
             .iter()
-            .try_fold(0, |sum, m| Ok(sum + 4 + self.count_tokens(&m.content)?))
+            .try_fold(self.count_tokens(&tools)?, |sum, m| {
+                let calls = if m.tool_calls.is_empty() {
+                    0
+                } else {
+                    self.count_tokens(&serde_json::to_string(&m.tool_calls).unwrap_or_default())?
+                };
+                Ok(sum + 4 + calls + self.count_tokens(&m.content)?)
+            })
+    }
+    /// Tokens the rendered conversation takes, without tools.
+    fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        self.count_prompt_tokens(messages, &[])
+    }
+    /// Whether `CompletionRequest::grammar` is enforced. A loop that writes
+    /// calls in its own JSON relies on constrained calls only when it is.
+    fn supports_grammar(&self) -> bool {
+        false
+    }
+    /// Whether the model calls tools in its own syntax: the loop then sends
+    /// `tools`, calls as assistant `tool_calls` and results as `tool`
+    /// messages, and reads [`Completion::tool_calls`] and
+    /// [`Completion::content`]. False for models whose template has no
+    /// tools (the loop's own JSON calls, under its grammar).
+    fn native_calls(&self) -> bool {
+        false
     }
     /// Whether the provider answers requests beyond the loop's own turns
     /// (the intent gate's label question). A replay of recorded turns cannot:
     /// it holds only what the loop asked.
     fn answers_side_requests(&self) -> bool {
         true
-    }
-    /// Whether `CompletionRequest::grammar` is enforced. The agent loop only
-    /// relies on constrained calls when it is; otherwise it parses leniently.
-    fn supports_grammar(&self) -> bool {
-        false
     }
     /// Runs one request, streaming through `on_event`.
     fn complete(
@@ -325,6 +416,12 @@ impl StopScanner {
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Cuts the text at byte `len` (nothing past it will be shown).
+    pub fn truncate(&mut self, len: usize) {
+        self.text.truncate(len);
+        self.emitted = self.emitted.min(len);
     }
 }
 

@@ -1,70 +1,197 @@
-//! A provider that replays canned model turns: deterministic tests of the
-//! agent loop, and `--script FILE` replays of a recorded session.
+//! A provider that replays recorded model turns: deterministic tests of the
+//! agent loop, `--script FILE` replays of a session, and `--print-prompt`.
+//!
+//! Each request is rendered with the model's chat template (ChatML unless
+//! given one) exactly as the engine renders it, and each turn is read as
+//! the engine reads a generated one: a turn is the model's text in its
+//! family's own syntax (reasoning, calls and all), or an already parsed
+//! turn (`{"content", "tool_calls"}`, as `agent sessions show --script`
+//! exports them).
 
+use std::io::Write;
 use std::path::Path;
 
 use serde::Deserialize;
+use serde_json::json;
 
-use super::{
-    Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Provider, StopScanner,
+use crate::chat::{ChatFormat, Constraint, Rendered};
+use crate::stream::{Deltas, TurnKind, TurnStreamer};
+use crate::{
+    Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message, Provider,
+    TemplateInfo, ToolCall, ToolSpec,
 };
 
+/// One recorded turn.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ScriptTurn {
+    /// Already taken apart: the text and the calls.
+    Parsed {
+        #[serde(default, deserialize_with = "null_as_empty")]
+        content: String,
+        tool_calls: Vec<ToolCall>,
+        #[serde(default)]
+        reasoning_content: Option<String>,
+    },
+    /// The model's output as it wrote it.
+    Raw {
+        content: String,
+    },
+    Text(String),
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Where `--print-prompt` writes each request's prompt.
+pub struct PromptPrinter {
+    pub json: bool,
+    pub out: Box<dyn Write + Send>,
+    printed: usize,
+}
+
+impl PromptPrinter {
+    pub fn new(json: bool, out: Box<dyn Write + Send>) -> Self {
+        Self {
+            json,
+            out,
+            printed: 0,
+        }
+    }
+
+    fn print(
+        &mut self,
+        format: &ChatFormat,
+        request: &CompletionRequest,
+        rendered: &Rendered,
+    ) -> std::io::Result<()> {
+        self.printed += 1;
+        let info = format.info();
+        if self.json {
+            let adapted = format.adapted(request);
+            let tools: Vec<serde_json::Value> = format
+                .prompt_tools(request)
+                .iter()
+                .map(ToolSpec::to_openai)
+                .collect();
+            let tokens = format.tokens();
+            let line = json!({
+                "request": self.printed,
+                "template": info,
+                "messages": adapted.messages,
+                "tools": tools,
+                "bos_token": tokens.bos,
+                "eos_token": tokens.eos,
+                "thinking": rendered.thinking,
+                "prompt": rendered.text,
+            });
+            writeln!(self.out, "{line}")?;
+        } else {
+            writeln!(
+                self.out,
+                "── request {} · {} ({}) ──\n{}",
+                self.printed, info.source, info.family, rendered.text
+            )?;
+        }
+        self.out.flush()
+    }
+}
+
+/// A model's tokenizer, as a count of tokens.
+pub type TokenCounter = Box<dyn Fn(&str) -> usize + Send>;
+
+/// What a request was rendered to, for tests to inspect.
 #[derive(Debug, Clone)]
+pub struct Prompted {
+    pub text: String,
+    pub constraint: Option<Constraint>,
+}
+
 pub struct ScriptedProvider {
-    turns: Vec<String>,
+    turns: Vec<ScriptTurn>,
     next: usize,
+    format: ChatFormat,
+    printer: Option<PromptPrinter>,
+    /// The model's tokenizer, when there is one (else an estimate).
+    counter: Option<TokenCounter>,
     /// The window it claims (`--ctx-size`), so replays can test a small one.
     context: usize,
     /// Every request received, in order, for tests to inspect.
     pub requests: Vec<CompletionRequest>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Turn {
-    Text(String),
-    Object { content: String },
+    /// Every request's prompt and grammar, as the engine would get them.
+    pub prompts: Vec<Prompted>,
 }
 
 impl ScriptedProvider {
+    /// Turns of a `Generic` model (ChatML, calls in our JSON).
     pub fn new(turns: Vec<String>) -> Self {
+        Self::with_turns(turns.into_iter().map(ScriptTurn::Text).collect())
+    }
+
+    pub fn with_turns(turns: Vec<ScriptTurn>) -> Self {
         Self {
             turns,
             next: 0,
+            format: ChatFormat::chatml(),
+            printer: None,
+            counter: None,
             context: 32_768,
             requests: Vec::new(),
+            prompts: Vec::new(),
         }
     }
 
+    /// Reads a JSON list of turns: strings (the model's text), objects with
+    /// a `content` field (the same), or parsed turns with `tool_calls`.
+    pub fn from_file(path: &Path) -> Result<Self, LlmError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            LlmError::Template(format!("cannot read script {}: {e}", path.display()))
+        })?;
+        let turns: Vec<ScriptTurn> = serde_json::from_str(&text).map_err(|e| {
+            LlmError::Template(format!(
+                "script {} is not a JSON list of turns (strings, {{\"content\": ...}} or {{\"content\": ..., \"tool_calls\": [...]}} objects): {e}",
+                path.display()
+            ))
+        })?;
+        Ok(Self::with_turns(turns))
+    }
+
+    /// Renders with `format` (the model's template) instead of ChatML, and
+    /// reads turns in its family's syntax.
     /// Claims a context window of `tokens` (default 32,768).
     pub fn with_context_size(mut self, tokens: usize) -> Self {
         self.context = tokens;
         self
     }
 
-    /// Reads a JSON list of turns: strings, or objects with a `content` field.
-    pub fn from_file(path: &Path) -> Result<Self, LlmError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            LlmError::Template(format!("cannot read script {}: {e}", path.display()))
-        })?;
-        let turns: Vec<Turn> = serde_json::from_str(&text).map_err(|e| {
-            LlmError::Template(format!(
-                "script {} is not a JSON list of turns (strings or {{\"content\": ...}} objects): {e}",
-                path.display()
-            ))
-        })?;
-        Ok(Self::new(
-            turns
-                .into_iter()
-                .map(|t| match t {
-                    Turn::Text(s) | Turn::Object { content: s } => s,
-                })
-                .collect(),
-        ))
+    pub fn with_format(mut self, format: ChatFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Counts tokens with the model's own tokenizer.
+    pub fn with_counter(mut self, counter: TokenCounter) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+
+    /// Prints each request's prompt (`--print-prompt`); once the turns run
+    /// out, the next request ends the replay quietly.
+    pub fn printing(mut self, printer: PromptPrinter) -> Self {
+        self.printer = Some(printer);
+        self
     }
 
     pub fn remaining(&self) -> usize {
         self.turns.len() - self.next
+    }
+
+    fn count(&self, text: &str) -> usize {
+        match &self.counter {
+            Some(count) => count(text),
+            None => estimate_tokens(text),
+        }
     }
 }
 
@@ -72,6 +199,17 @@ impl ScriptedProvider {
 /// characters per token for English and code.
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
+}
+
+/// How a turn for `request` is shown while it streams.
+pub fn turn_kind(format: &ChatFormat, request: &CompletionRequest) -> TurnKind {
+    if request.tools.is_empty() {
+        TurnKind::Plain
+    } else if format.family() == agent_chat::Family::Generic {
+        TurnKind::FinishAnswer
+    } else {
+        TurnKind::Native
+    }
 }
 
 impl Provider for ScriptedProvider {
@@ -87,14 +225,39 @@ impl Provider for ScriptedProvider {
         self.context
     }
 
+    fn template(&self) -> Option<TemplateInfo> {
+        Some(self.format.info().clone())
+    }
+
     /// Replies are canned, but claiming grammar support lets tests check the
     /// grammar the loop asks for, exactly as the engine would receive it.
     fn supports_grammar(&self) -> bool {
         true
     }
 
+    fn native_calls(&self) -> bool {
+        self.format.family() != agent_chat::Family::Generic
+    }
+
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
-        Ok(estimate_tokens(text))
+        Ok(self.count(text))
+    }
+
+    fn count_prompt_tokens(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<usize, LlmError> {
+        let request = CompletionRequest {
+            tools: tools.to_vec(),
+            ..CompletionRequest::new(messages.to_vec())
+        };
+        match self.format.try_render(&request) {
+            Ok(rendered) => Ok(self.count(&rendered.text)),
+            Err(_) => Ok(estimate_tokens(
+                &serde_json::to_string(&request.messages).unwrap_or_default(),
+            )),
+        }
     }
 
     fn complete(
@@ -103,43 +266,96 @@ impl Provider for ScriptedProvider {
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
         self.requests.push(request.clone());
-        let turn = self
-            .turns
-            .get(self.next)
-            .cloned()
-            .ok_or(LlmError::ScriptExhausted(self.turns.len()))?;
+        let rendered = self.format.render(request);
+        let constraint = self.format.constraint(request);
+        if let Some(printer) = &mut self.printer {
+            printer
+                .print(&self.format, request, &rendered)
+                .map_err(|e| LlmError::Backend(format!("cannot print the prompt: {e}")))?;
+        }
+        self.prompts.push(Prompted {
+            text: rendered.text.clone(),
+            constraint,
+        });
+        let prompt_tokens = self.count(&rendered.text);
+        let Some(turn) = self.turns.get(self.next).cloned() else {
+            if self.printer.is_some() {
+                return Ok(Completion {
+                    finish: FinishReason::Cancelled,
+                    prompt_tokens,
+                    ..Completion::default()
+                });
+            }
+            return Err(LlmError::ScriptExhausted(self.turns.len()));
+        };
         self.next += 1;
-        let prompt_tokens = self.count_message_tokens(&request.messages)?;
-        let mut stops = StopScanner::new(&request.stop);
-        let mut finish = FinishReason::Stop;
-        // Stream word by word, like a model would.
-        for piece in turn.split_inclusive(' ') {
-            if let Some(end) = stops.feed(piece, on_event) {
-                finish = end;
-                break;
+        let mut completion = Completion {
+            prompt_tokens,
+            prefilled_tokens: prompt_tokens,
+            ..Completion::default()
+        };
+        match turn {
+            ScriptTurn::Text(text) | ScriptTurn::Raw { content: text } => {
+                let text = match request
+                    .stop
+                    .iter()
+                    .filter_map(|s| text.find(s.as_str()))
+                    .min()
+                {
+                    Some(at) => {
+                        completion.finish = FinishReason::StopSequence;
+                        text[..at].to_string()
+                    }
+                    None => text,
+                };
+                let mut streamer = TurnStreamer::new(
+                    rendered.family,
+                    rendered.reasoning_open,
+                    turn_kind(&self.format, request),
+                );
+                // Word by word, like a model would.
+                for piece in text.split_inclusive(' ') {
+                    if streamer.push(piece).emit(on_event) == Flow::Stop {
+                        completion.finish = FinishReason::Cancelled;
+                        break;
+                    }
+                }
+                if completion.finish != FinishReason::Cancelled {
+                    streamer.finish().emit(on_event);
+                }
+                completion.completion_tokens = self.count(&text);
+                completion.set_turn(self.format.parse(&text, request, rendered.reasoning_open));
+                completion.text = text;
+            }
+            ScriptTurn::Parsed {
+                content,
+                tool_calls,
+                reasoning_content,
+            } => {
+                let reasoning = reasoning_content.unwrap_or_default();
+                Deltas {
+                    reasoning: reasoning.clone(),
+                    text: content.clone(),
+                }
+                .emit(on_event);
+                completion.text = serde_json::to_string(&json!({
+                    "content": content, "tool_calls": tool_calls}))
+                .expect("a turn serializes");
+                completion.completion_tokens = self.count(&completion.text);
+                completion.content = content;
+                completion.reasoning = reasoning;
+                completion.tool_calls = tool_calls;
             }
         }
-        stops.end(finish, on_event);
-        let text = stops.text().to_string();
-        Ok(Completion {
-            completion_tokens: estimate_tokens(&text),
-            text,
-            finish,
-            prompt_tokens,
-            reused_tokens: 0,
-            prefilled_tokens: prompt_tokens,
-            tokens: Vec::new(),
-            prefill_ms: 0.0,
-            decode_ms: 0.0,
-            ttft_ms: 0.0,
-        })
+        completion.reasoning_tokens = self.count(&completion.reasoning);
+        Ok(completion)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Message;
+    use crate::chat::TemplateSource;
 
     #[test]
     fn replays_turns_in_order_then_reports_exhaustion() {
@@ -155,11 +371,11 @@ mod tests {
             })
             .unwrap();
         assert_eq!(
-            (c.text.as_str(), streamed.as_str()),
+            (c.content.as_str(), streamed.as_str()),
             ("first answer", "first answer")
         );
         assert_eq!(
-            p.complete(&req, &mut |_| Flow::Continue).unwrap().text,
+            p.complete(&req, &mut |_| Flow::Continue).unwrap().content,
             "second"
         );
         assert!(matches!(
@@ -170,12 +386,81 @@ mod tests {
     }
 
     #[test]
-    fn reads_strings_and_objects_from_a_script_file() {
+    fn reads_strings_raw_and_parsed_turns_from_a_script_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
-        std::fs::write(&path, r#"["a", {"content": "b"}]"#).unwrap();
-        assert_eq!(ScriptedProvider::from_file(&path).unwrap().remaining(), 2);
+        std::fs::write(
+            &path,
+            r#"["a", {"content": "b"}, {"content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{\"pattern\": \"x\"}"}}]}]"#,
+        )
+        .unwrap();
+        let p = ScriptedProvider::from_file(&path).unwrap();
+        assert_eq!(p.remaining(), 3);
+        assert_eq!(
+            p.turns[1],
+            ScriptTurn::Raw {
+                content: "b".into()
+            }
+        );
+        assert!(
+            matches!(&p.turns[2], ScriptTurn::Parsed { tool_calls, .. } if tool_calls[0].name == "grep")
+        );
         std::fs::write(&path, "{not json").unwrap();
         assert!(ScriptedProvider::from_file(&path).is_err());
+    }
+
+    #[test]
+    fn native_turns_are_read_in_the_family_syntax_and_think_text_is_not_searched() {
+        let source = std::fs::read_to_string(format!(
+            "{}/../agent-chat/tests/fixtures/templates/Qwen-Qwen3-0.6B.jinja",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let format = ChatFormat::select(
+            Some(TemplateSource {
+                name: "qwen3".into(),
+                text: source,
+            }),
+            agent_chat::SpecialTokens::default(),
+            None,
+        );
+        let turn = "<think>\nMaybe <tool_call>\n{\"name\": \"run_cmd\", \"arguments\": {}}\n</tool_call>?\n</think>\n\nLet me grep.\n<tool_call>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"add\"}}\n</tool_call>";
+        let mut p = ScriptedProvider::new(vec![turn.into()]).with_format(format);
+        let req = CompletionRequest {
+            tools: vec![
+                ToolSpec::new(
+                    "grep",
+                    "Search.",
+                    json!({"type": "object", "properties": {"pattern": {"type": "string"}}}),
+                ),
+                ToolSpec::new("run_cmd", "Run.", json!({"type": "object"})),
+            ],
+            ..CompletionRequest::new(vec![Message::user("where is add?")])
+        };
+        let (mut text, mut reasoning) = (String::new(), String::new());
+        let c = p
+            .complete(&req, &mut |e| {
+                match e {
+                    Event::Text(t) => text.push_str(t),
+                    Event::Reasoning(t) => reasoning.push_str(t),
+                    _ => {}
+                }
+                Flow::Continue
+            })
+            .unwrap();
+        assert_eq!(c.tool_calls.len(), 1, "{c:?}");
+        assert_eq!(c.tool_calls[0].name, "grep");
+        assert_eq!(c.content, "Let me grep.");
+        assert!(c.reasoning.contains("Maybe"), "{c:?}");
+        assert!(
+            reasoning.contains("Maybe") && !text.contains("tool_call"),
+            "{text}"
+        );
+        assert!(
+            p.prompts[0].text.contains("<tools>"),
+            "{}",
+            p.prompts[0].text
+        );
     }
 }

@@ -296,8 +296,19 @@ pub struct ModelArgs {
     )]
     pub server_model: String,
     /// Replay model turns from a JSON list instead of running a model (tests, bug reports).
+    /// With --chat-template-file, the turns are read in that template's call syntax.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// A Jinja chat template to use instead of the model's own (as llama-server's flag).
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    pub chat_template_file: Option<PathBuf>,
+    /// Let the model reason before it answers: on, off, or auto (on for templates that think).
+    #[arg(long, value_name = "on|off|auto", default_value = "auto")]
+    pub think: agent_llm::Think,
+    /// Most tokens a reply may spend reasoning; the engine closes the reasoning there
+    /// (default: an eighth of the context, between 256 and 4096).
+    #[arg(long, value_name = "N")]
+    pub think_budget: Option<usize>,
 }
 
 #[derive(Debug, Args)]

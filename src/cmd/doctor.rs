@@ -241,10 +241,11 @@ fn chat_model_check(config: &EngineConfig) -> Check {
         let mut req = CompletionRequest::new(vec![Message::user("Say OK.")]);
         req.max_tokens = 1;
         let c = engine.complete(&req, &mut |_| Flow::Continue)?;
-        Ok((c, engine.plan().clone()))
+        let template = engine.chat_format().info().clone();
+        Ok((c, engine.plan().clone(), template))
     });
     match result {
-        Ok((c, plan)) => {
+        Ok((c, plan, template)) => {
             check.ok = true;
             check.fix = None;
             let placed = match &plan.device {
@@ -263,6 +264,16 @@ fn chat_model_check(config: &EngineConfig) -> Check {
                 info.file_size as f64 / 1e6,
                 c.ttft_ms
             );
+            // Which template renders its prompts, and why not its own.
+            check.detail.push_str(&format!(
+                "; chat template: {} (calls: {}{})",
+                template.source,
+                template.family,
+                if template.thinks { ", thinks" } else { "" }
+            ));
+            if let Some(fallback) = &template.fallback {
+                check.detail.push_str(&format!("; {fallback}"));
+            }
         }
         Err(e) => {
             check.detail = e.to_string();

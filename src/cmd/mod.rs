@@ -16,9 +16,10 @@ use anyhow::Result;
 use crate::cli::ModelArgs;
 use agent_base::paths;
 use agent_engine::engine::{EngineConfig, LlamaEngine};
+use agent_llm::chat::TemplateSource;
 use agent_llm::openai::OpenAiProvider;
 use agent_llm::scripted::ScriptedProvider;
-use agent_llm::Provider;
+use agent_llm::{ChatFormat, Provider};
 
 /// Exit codes shared by all subcommands.
 pub mod exit {
@@ -34,6 +35,15 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
         let mut replay = ScriptedProvider::from_file(script)?;
         if let Some(tokens) = args.ctx_size {
             replay = replay.with_context_size(tokens as usize);
+        }
+        if let Some(path) = &args.chat_template_file {
+            let mut format = ChatFormat::select(
+                Some(TemplateSource::read(path)?),
+                agent_chat::SpecialTokens::default(),
+                None,
+            );
+            format.think = args.think;
+            replay = replay.with_format(format);
         }
         return Ok(Box::new(replay));
     }
@@ -55,6 +65,9 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
         threads: args.threads,
         gpu_layers: args.gpu.gpu_layers,
         gpu_device: args.gpu.gpu_device,
+        chat_template_file: args.chat_template_file.clone(),
+        think: args.think,
+        think_budget: args.think_budget,
         ..EngineConfig::new("")
     };
     let spinner = spinner(format!("loading {}", config.model_path.display()));

@@ -110,6 +110,8 @@ Reply with the label only.";
     let mut req = CompletionRequest::new(messages);
     req.max_tokens = 12;
     req.grammar = Some(Grammar::one_of(&labels));
+    // A label, not a problem to think through.
+    req.thinking = Some(false);
     let completion = model.complete(&req, &mut |_| {
         if cancel.is_cancelled() {
             Flow::Stop

@@ -31,6 +31,7 @@ pub mod init;
 pub mod instructions;
 pub mod intent;
 pub mod log;
+pub mod native;
 pub mod prompt;
 pub mod protocol;
 mod run;
@@ -151,6 +152,8 @@ pub struct Outcome {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,
     pub reused_tokens: usize,
+    /// Of the completion tokens, those the model spent reasoning.
+    pub reasoning_tokens: usize,
     pub session_id: String,
     pub trace_id: String,
     pub changed_files: Vec<String>,
@@ -239,6 +242,8 @@ struct Step<'a> {
 /// One model reply in the loop.
 struct Reply {
     text: String,
+    /// Why a native reply's calls could not be read (for the model).
+    format_error: Option<String>,
     /// Ended by the token budget or a detected loop, not by the model.
     cut_off: bool,
     /// The `answer` of a finish call, as far as it was generated.
@@ -379,6 +384,7 @@ impl Agent {
             skills: &self.skills.prompt_section(),
             repo_map: map.as_deref(),
             tools: &specs,
+            native: self.provider.native_calls(),
         });
         self.push(Turn::new(Kind::System, system))
     }
@@ -599,7 +605,8 @@ a larger --model does better)"
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> Result<Option<Reply>> {
-        let grammar = self.provider.supports_grammar().then(|| {
+        let native = self.provider.native_calls();
+        let grammar = (self.provider.supports_grammar() && !native).then(|| {
             if last_step {
                 protocol::finish_grammar(allowed)
             } else {
@@ -614,12 +621,30 @@ a larger --model does better)"
                 .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
         };
         let (messages, fitted) = context::fit(&self.turns, limit, &count);
+        // A model whose template has tools gets them, and its history, in
+        // its own language; the last step admits only the answer.
+        let (messages, tools, tool_choice) = if native {
+            let choice = if last_step {
+                agent_llm::ToolChoice::None
+            } else {
+                agent_llm::ToolChoice::Auto
+            };
+            (
+                native::messages(&messages),
+                native::tool_specs(allowed),
+                choice,
+            )
+        } else {
+            (messages, Vec::new(), agent_llm::ToolChoice::Auto)
+        };
         // Whether this prompt extends the last one: then the engine's KV
         // cache holds, and only the new turns are prefilled.
         let prefix_kept = messages.starts_with(&self.last_prompt);
         self.last_prompt = messages.clone();
         let request = CompletionRequest {
             messages,
+            tools,
+            tool_choice,
             max_tokens: self.config.max_tokens,
             sampling: self.config.sampling,
             grammar,
@@ -639,8 +664,17 @@ a larger --model does better)"
             if cancel.is_cancelled() {
                 return Flow::Stop;
             }
+            if let Event::Reasoning(piece) = event {
+                ui.reasoning_text(piece);
+            }
             if let Event::Text(piece) = event {
-                let visible = streamer.push(piece);
+                // A native model's text is its answer (or what it says
+                // before a call); the loop's JSON holds its answer inside.
+                let visible = if native {
+                    piece.to_string()
+                } else {
+                    streamer.push(piece)
+                };
                 if !visible.is_empty() {
                     ui.answer_text(&visible);
                     answer.push_str(&visible);
@@ -658,10 +692,13 @@ a larger --model does better)"
         outcome.prompt_tokens += completion.prompt_tokens;
         outcome.completion_tokens += completion.completion_tokens;
         outcome.reused_tokens += completion.reused_tokens;
+        outcome.reasoning_tokens += completion.reasoning_tokens;
         outcome.decode_ms += completion.decode_ms.round() as u64;
         self.log.trace(
             "llm_response",
             json!({"step": step + 1, "text": completion.text, "finish": completion.finish,
+                   "reasoning": completion.reasoning, "reasoning_tokens": completion.reasoning_tokens,
+                   "tool_calls": completion.tool_calls, "invalid_call": completion.invalid_call,
                    "prompt_tokens": completion.prompt_tokens, "reused_tokens": completion.reused_tokens,
                    "completion_tokens": completion.completion_tokens, "ttft_ms": completion.ttft_ms,
                    "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
@@ -669,8 +706,17 @@ a larger --model does better)"
         if cancel.is_cancelled() {
             return Ok(None);
         }
+        let (text, format_error) = if native {
+            match native::reply_call(&completion) {
+                Ok(call) => (call, None),
+                Err(problem) => (completion.content.clone(), Some(problem)),
+            }
+        } else {
+            (completion.text, None)
+        };
         Ok(Some(Reply {
-            text: completion.text,
+            text,
+            format_error,
             cut_off: looped || completion.finish == FinishReason::Length,
             partial_answer: answer,
         }))

@@ -21,6 +21,9 @@ pub struct PromptParts<'a> {
     pub repo_map: Option<&'a str>,
     /// The tools of this request; empty for answers without the loop.
     pub tools: &'a [ToolSpec],
+    /// The model's own template shows the tools and its call syntax
+    /// ([`super::native`]): the prompt describes neither.
+    pub native: bool,
 }
 
 const IDENTITY: &str =
@@ -33,6 +36,10 @@ const RULES: &str = "Rules:
 - After a change, verify it (run the tests or the code) when you can.
 - Paths are relative to the workspace root.
 - When you know the answer, call finish with a short, specific answer (name files and functions).";
+
+/// The last rule for a model that answers in text rather than with `finish`.
+const NATIVE_ANSWER_RULE: &str =
+    "- When you know the answer, reply with it in plain text: short and specific (name files and functions).";
 
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut out = String::new();
@@ -53,6 +60,14 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
         return out;
     }
     out.push('\n');
+    if parts.native {
+        let (rules, _) = RULES.rsplit_once('\n').expect("the rules have lines");
+        out.push_str(rules);
+        out.push('\n');
+        out.push_str(NATIVE_ANSWER_RULE);
+        out.push('\n');
+        return out;
+    }
     out.push_str(RULES);
     out.push_str("\n\nTools:\n");
     out.push_str(&describe_tools(parts.tools));
@@ -129,6 +144,7 @@ mod tests {
             skills: "\nSkills (...):\n- pdf: Fill PDF forms\n",
             repo_map: Some("src/lib.rs:\n  fn main()\n"),
             tools: &tools,
+            native: false,
         };
         let a = system_prompt(&parts);
         assert_eq!(a, system_prompt(&parts));
@@ -142,5 +158,17 @@ mod tests {
             ..parts
         });
         assert!(!plain.contains("Tools:"), "{plain}");
+        let native = system_prompt(&PromptParts {
+            native: true,
+            ..parts
+        });
+        assert!(
+            !native.contains("Tools:") && !native.contains("finish"),
+            "{native}"
+        );
+        assert!(
+            native.contains("plain text") && native.contains("Use tabs."),
+            "{native}"
+        );
     }
 }

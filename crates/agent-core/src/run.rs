@@ -149,6 +149,7 @@ impl Agent {
             prompt_tokens: 0,
             completion_tokens: 0,
             reused_tokens: 0,
+            reasoning_tokens: 0,
             session_id: self.log.session_id.clone(),
             trace_id: self.log.trace_id.clone(),
             changed_files: Vec::new(),
@@ -203,7 +204,11 @@ impl Agent {
         let outcome = &mut run.outcome;
         let text = reply.text;
 
-        let call = match protocol::parse_call(&text) {
+        let parsed = match reply.format_error {
+            Some(problem) => Err(protocol::FormatError(problem)),
+            None => protocol::parse_call(&text),
+        };
+        let call = match parsed {
             Ok(call) => call,
             Err(_) if reply.cut_off && !reply.partial_answer.trim().is_empty() => {
                 // A finish call cut off (token budget or a loop): the

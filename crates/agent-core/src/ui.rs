@@ -24,6 +24,9 @@ pub trait Ui {
     fn step_start(&mut self, step: usize);
     /// A piece of the final answer, as it is generated.
     fn answer_text(&mut self, text: &str);
+    /// A piece of the model's reasoning, as it is generated (never part of
+    /// the answer).
+    fn reasoning_text(&mut self, _text: &str) {}
     fn step_end(&mut self);
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);
@@ -99,6 +102,9 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
     }
     fn answer_text(&mut self, text: &str) {
         self.event("text", serde_json::json!({ "delta": text }));
+    }
+    fn reasoning_text(&mut self, text: &str) {
+        self.event("reasoning", serde_json::json!({ "delta": text }));
     }
     fn step_end(&mut self) {}
     fn tool_call(&mut self, call: &ToolCall) {
@@ -188,6 +194,19 @@ impl Ui for TerminalUi {
         let text = escape_controls(text);
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    }
+
+    /// Dimmed, on stderr: what the model thinks is not the answer.
+    fn reasoning_text(&mut self, text: &str) {
+        self.clear_spinner();
+        let text = escape_controls(text);
+        let mut err = std::io::stderr().lock();
+        let written = if err.is_terminal() {
+            write!(err, "\x1b[2m{text}\x1b[0m")
+        } else {
+            write!(err, "{text}")
+        };
+        let _ = written.and_then(|_| err.flush());
     }
 
     fn step_end(&mut self) {

@@ -6,5 +6,6 @@
 mod common;
 
 mod conventions;
+mod native;
 mod real_model;
 mod scripted;

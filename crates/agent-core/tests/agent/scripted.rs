@@ -39,8 +39,21 @@ impl Recorder {
         *model.inner.lock().unwrap() = inner.with_context_size(tokens);
         model
     }
+
+    /// Turns written in the syntax of `format`'s family.
+    pub(crate) fn with_format(turns: &[String], format: agent_llm::ChatFormat) -> Self {
+        let replay = ScriptedProvider::new(turns.to_vec()).with_format(format);
+        Self {
+            inner: std::sync::Arc::new(std::sync::Mutex::new(replay)),
+        }
+    }
     pub(crate) fn requests(&self) -> Vec<CompletionRequest> {
         self.inner.lock().unwrap().requests.clone()
+    }
+    /// The prompts the requests were rendered to.
+    pub(crate) fn prompts(&self) -> Vec<String> {
+        let replay = self.inner.lock().unwrap();
+        replay.prompts.iter().map(|p| p.text.clone()).collect()
     }
 }
 
@@ -60,6 +73,9 @@ impl Provider for Recorder {
     }
     fn supports_grammar(&self) -> bool {
         true
+    }
+    fn native_calls(&self) -> bool {
+        self.inner.lock().unwrap().native_calls()
     }
     fn complete(
         &mut self,

@@ -662,3 +662,39 @@ fn secrets_never_reach_commands_or_the_logs() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&show.stdout).contains("s3cr3t-v4lue-42"));
 }
+
+/// `--script` with `--chat-template-file`: turns written in Qwen3's own
+/// syntax, thinking first, reach the real tools; the call inside the think
+/// block is not made; `--json` counts the reasoning tokens.
+#[test]
+fn a_replay_in_a_templates_own_syntax_reaches_the_tools_and_counts_reasoning() {
+    let dir = repo();
+    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/agent-chat/tests/fixtures/templates/Qwen-Qwen3-0.6B.jinja");
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            "<think>\nMaybe <tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"README.md\"}}\n</tool_call>\n</think>\n\n<tool_call>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"def add\"}}\n</tool_call>",
+            "<think>\nfound it\n</think>\n\nadd is in calc.py"
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("--chat-template-file")
+        .arg(&template)
+        .arg("Where is the function add defined?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v = json_of(&out);
+    assert_eq!(v["answer"], "add is in calc.py");
+    assert_eq!(
+        (v["tool_calls"].as_u64(), v["invalid_tool_calls"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(v["reasoning_tokens"].as_u64().unwrap() > 0, "{v}");
+    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    assert!(audit.contains("\"tool\":\"grep\""), "{audit}");
+    assert!(!audit.contains("\"tool\":\"read_file\""), "{audit}");
+}

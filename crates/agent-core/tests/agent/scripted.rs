@@ -47,6 +47,7 @@ impl Recorder {
             inner: std::sync::Arc::new(std::sync::Mutex::new(replay)),
         }
     }
+
     pub(crate) fn requests(&self) -> Vec<CompletionRequest> {
         self.inner.lock().unwrap().requests.clone()
     }

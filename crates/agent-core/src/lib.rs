@@ -39,6 +39,7 @@ pub mod session;
 pub mod settings;
 pub mod skills;
 pub mod ui;
+pub mod vocabulary;
 
 use std::path::{Path, PathBuf};
 
@@ -197,6 +198,13 @@ pub struct Agent {
     /// The previous step's prompt: whether the next one extends it (and the
     /// KV cache holds) goes into the trace.
     last_prompt: Vec<agent_llm::Message>,
+    /// Tools added beyond the built-in ones (MCP servers'): the intent gate
+    /// must know them.
+    extra_tools: Vec<ToolSpec>,
+    /// The repository map: the system prompt's outline and the gate's
+    /// vocabulary. Opened on first use.
+    map: Option<agent_repomap::RepoMap>,
+    vocabulary: Option<vocabulary::Vocabulary>,
 }
 
 /// Most lines of search results given as a fallback answer.
@@ -332,6 +340,9 @@ impl Agent {
             hook_notes: Vec::new(),
             skills,
             last_prompt: Vec::new(),
+            extra_tools: Vec::new(),
+            map: None,
+            vocabulary: None,
         })
     }
 
@@ -396,29 +407,41 @@ impl Agent {
 
     /// Adds tools (an MCP server's) before the session's system prompt is built.
     pub fn add_tools(&mut self, tools: Vec<Box<dyn agent_tools::Tool>>) {
+        self.extra_tools.extend(tools.iter().map(|t| t.spec()));
         self.toolbox.extend(tools);
+    }
+
+    /// The workspace's words for the intent gate, from the repo map's tags;
+    /// rebuilt when files changed.
+    fn refresh_vocabulary(&mut self) {
+        let Some((map, changed)) = refreshed_map(&mut self.map, self.workspace.root()) else {
+            return;
+        };
+        if changed || self.vocabulary.is_none() {
+            let vocabulary = vocabulary::Vocabulary::from_tags(map.files());
+            self.vocabulary = Some(vocabulary);
+        }
     }
 
     /// The repo map for the system prompt, or None when it cannot be built
     /// (the loop works without it).
-    fn repo_map(&self, request: &str) -> Option<String> {
-        use agent_repomap::{
-            budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
-        };
-        let root = self.workspace.root();
-        let mut map = RepoMap::open(root, &default_cache_path(root));
-        if let Err(e) = map.refresh() {
-            tracing::warn!("no repo map: {e:#}");
-            return None;
-        }
+    fn repo_map(&mut self, request: &str) -> Option<String> {
+        use agent_repomap::{budget_for_context, focus_from_request, MapOptions};
+        let context = self.provider.context_size();
         // A smaller share than `agent map` shows: the loop needs room for tool output.
         let options = MapOptions {
-            token_budget: budget_for_context(self.provider.context_size(), 0.08),
+            token_budget: budget_for_context(context, 0.08),
             focus: focus_from_request(request),
             recent_files: Vec::new(),
         };
+        // Brought up to date by the intent gate a moment ago.
+        let map = match self.map.as_ref() {
+            Some(map) => map,
+            None => refreshed_map(&mut self.map, self.workspace.root())?.0,
+        };
+        let provider = &self.provider;
         let count = |s: &str| {
-            self.provider
+            provider
                 .count_tokens(s)
                 .unwrap_or_else(|_| s.len().div_ceil(4))
         };
@@ -928,6 +951,24 @@ pub(crate) fn strip_notes(text: &str) -> &str {
         .filter_map(|note| text.rfind(&format!("\n\n{note}")))
         .min()
         .map_or(text, |end| &text[..end])
+}
+
+/// The repository map of `root`, opened on first use and brought up to
+/// date (None when it cannot be built: the loop works without it), and
+/// whether files changed since the last refresh.
+fn refreshed_map<'a>(
+    map: &'a mut Option<agent_repomap::RepoMap>,
+    root: &Path,
+) -> Option<(&'a agent_repomap::RepoMap, bool)> {
+    use agent_repomap::{default_cache_path, RepoMap};
+    let map = map.get_or_insert_with(|| RepoMap::open(root, &default_cache_path(root)));
+    match map.refresh() {
+        Ok(stats) => Some((map, stats.parsed + stats.removed > 0)),
+        Err(e) => {
+            tracing::warn!("no repo map: {e:#}");
+            None
+        }
+    }
 }
 
 fn request_message(request: &str, allowed: &[ToolSpec]) -> String {

@@ -60,6 +60,10 @@ impl Agent {
         cancel: &CancelToken,
     ) -> Result<Run> {
         let started = Instant::now();
+        // The gate's knowledge of the workspace first: the session's repo
+        // map (its system prompt) is made from the same refresh.
+        self.refresh_vocabulary();
+        let vocabulary_ms = started.elapsed().as_millis() as u64;
         self.start_session(request)?;
         if self
             .turns
@@ -85,19 +89,27 @@ impl Agent {
         // `agent sessions show --script` exports), so it is not asked for
         // labels.
         let system = self.turns.first().map(|t| t.message.clone());
+        let gate_started = Instant::now();
+        let knowledge = intent::Knowledge {
+            vocabulary: self.vocabulary.as_ref(),
+            tools: &self.extra_tools,
+        };
         let intent = if self.provider.answers_side_requests() {
             intent::classify(
                 request,
+                &knowledge,
                 Some(self.provider.as_mut()),
                 system.as_ref(),
                 cancel,
             )
         } else {
-            intent::classify(request, None, None, cancel)
+            intent::classify(request, &knowledge, None, None, cancel)
         };
+        let gate_ms = vocabulary_ms + gate_started.elapsed().as_millis() as u64;
         self.log.audit(
             "intent",
-            json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason}),
+            json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason,
+                   "tool": intent.tool, "ms": gate_ms}),
         );
         let (tools, access): (ToolAccess, &'static [Access]) = match intent.label {
             Label::CodingTask => (

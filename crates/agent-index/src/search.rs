@@ -912,22 +912,7 @@ fn mentions_any(query: &str, words: &[&str]) -> bool {
 /// code by words almost as well as the code itself does.
 const TEST_WEIGHT: f32 = 0.8;
 
-/// Test code, by path: a `tests`/`test`/`testing` folder, or a file named
-/// `test_*.py`, `*_test.py`, `*_test.go`, `*_spec.rb`, `*.test.ts`, ...
-pub fn is_test(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let mut parts = lower.split('/').rev();
-    let file = parts.next().unwrap_or("");
-    let stem = file.split('.').next().unwrap_or("");
-    parts.any(|d| matches!(d, "tests" | "test" | "testing" | "__tests__" | "spec"))
-        || stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_tests")
-        || stem.ends_with("_spec")
-        || file.contains(".test.")
-        || file.contains(".spec.")
-        || stem == "conftest"
-}
+pub use agent_lang::walk::is_test;
 
 /// Whether a query is about tests.
 pub fn wants_tests(query: &str) -> bool {

@@ -211,6 +211,11 @@ impl RepoMap {
         self.files.is_empty()
     }
 
+    /// Every tagged file (path relative to the root) with its tags, in path order.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &FileTags)> {
+        self.files.iter().map(|(rel, f)| (rel.as_str(), &f.tags))
+    }
+
     /// Tags of one file (path relative to the root), if it is tagged.
     pub fn tags(&self, rel: &str) -> Option<&FileTags> {
         self.files.get(rel).map(|f| &f.tags)

@@ -7,5 +7,6 @@ mod common;
 
 mod conventions;
 mod native;
+mod intent_set;
 mod real_model;
 mod scripted;

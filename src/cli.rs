@@ -165,7 +165,8 @@ Examples:
   agent ask --model ~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf \"...\"
 
 Exit codes: 0 answered, 1 error, 3 no answer (none within --max-steps, or the model's reply was
-not an answer: what the search found is printed instead), 130 interrupted (Ctrl-C).";
+not an answer: what the search found is printed instead) or not done (a coding task whose
+changes were all declined or refused), 130 interrupted (Ctrl-C).";
 
 const CHAT_HELP: &str = "\
 Type a request and press Enter; /exit or Ctrl-D ends the chat (empty lines are ignored). Ctrl-C

@@ -78,7 +78,9 @@ pub fn print_outcome(outcome: &Outcome) {
         Finish::Answered => {}
         // The streamed text was no answer; this is what the search found.
         Finish::Evidence => println!("\n{}", escape_controls(&outcome.answer)),
-        Finish::NoAnswer | Finish::StepBudget => eprintln!("{}", escape_controls(&outcome.answer)),
+        Finish::NoAnswer | Finish::StepBudget | Finish::NotDone => {
+            eprintln!("{}", escape_controls(&outcome.answer))
+        }
         Finish::Cancelled => eprintln!("(stopped)"),
     }
     if let Some(line) = changes_line(outcome) {
@@ -146,7 +148,7 @@ fn thousands(n: usize) -> String {
 pub fn exit_code(outcome: &Outcome) -> i32 {
     match outcome.finish {
         Finish::Answered => exit::OK,
-        Finish::Evidence | Finish::NoAnswer | Finish::StepBudget => NO_ANSWER,
+        Finish::Evidence | Finish::NoAnswer | Finish::StepBudget | Finish::NotDone => NO_ANSWER,
         Finish::Cancelled => exit::INTERRUPTED,
     }
 }

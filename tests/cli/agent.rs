@@ -297,7 +297,9 @@ fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
         .arg("Fix the login timeout, then close ticket 8")
         .output()
         .unwrap();
-    common::assert_success(&out);
+    // Its one action declined, the task is not done (exit 3).
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json_of(&out)["finish"], "not_done");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
         "7 fixed\n"
@@ -378,15 +380,65 @@ fn without_a_terminal_confirm_mode_declines_writes() {
         .arg("Create new.py with x = 1")
         .output()
         .unwrap();
-    common::assert_success(&out);
+    // Every change declined: not done (exit 3, as for no answer).
+    assert_eq!(out.status.code(), Some(3));
     assert!(!dir.path().join("new.py").exists());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--mode yolo"), "{err}");
     // Said plainly: nothing was changed.
+    assert!(err.contains("not done: no file was changed"), "{err}");
     assert!(
         err.contains("0 files changed (1 change(s) or command(s) declined)"),
         "{err}"
     );
+}
+
+#[test]
+fn a_coding_task_whose_changes_were_all_refused_is_not_done() {
+    let dir = repo();
+    // The edit is refused (calc.py was not read first); the model claims success anyway.
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "edit", "args": {"path": "calc.py", "old_text": "a + b", "new_text": "a + b + 0"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py: add now returns a + b + 0"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("In calc.py, make add also add zero")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    // The claim is not printed as the answer; why it is not done is.
+    assert!(!stdout.contains("a + b + 0"), "{stdout}");
+    assert!(!stderr.contains("now returns"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "not done: no file was changed; 1 change(s) refused: you have not read calc.py yet"
+        ),
+        "{stderr}"
+    );
+    assert!(std::fs::read_to_string(dir.path().join("calc.py"))
+        .unwrap()
+        .contains("return a + b\n"));
+
+    // --json says the same: finish "not_done", the reason as the answer.
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("In calc.py, make add also add zero")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["finish"], "not_done", "{v}");
+    assert!(v["answer"].as_str().unwrap().starts_with("not done"), "{v}");
 }
 
 #[test]

@@ -123,6 +123,9 @@ pub enum Finish {
     StepBudget,
     /// Ctrl-C.
     Cancelled,
+    /// A coding task whose changes were all declined or refused: nothing
+    /// changed, whatever the model says.
+    NotDone,
 }
 
 /// Which tools a request was given, from its intent.
@@ -198,6 +201,13 @@ pub struct Agent {
     /// The previous step's prompt: whether the next one extends it (and the
     /// KV cache holds) goes into the trace.
     last_prompt: Vec<agent_llm::Message>,
+    /// Writes refused during the current request (not read first, no
+    /// match, outside the workspace, ...), and the last one's reason.
+    refused: usize,
+    last_refusal: Option<String>,
+    /// A write or command (an MCP server's action included) went through
+    /// during the current request.
+    acted: bool,
     /// Tools added beyond the built-in ones (MCP servers'): the intent gate
     /// must know them.
     extra_tools: Vec<ToolSpec>,
@@ -340,6 +350,9 @@ impl Agent {
             hook_notes: Vec::new(),
             skills,
             last_prompt: Vec::new(),
+            refused: 0,
+            last_refusal: None,
+            acted: false,
             extra_tools: Vec::new(),
             map: None,
             vocabulary: None,
@@ -680,6 +693,12 @@ a larger --model does better)"
                    "tools": allowed.iter().map(|t| t.name).collect::<Vec<_>>()}),
         );
         ui.step_start(step + 1);
+        // A coding task whose every change was declined or refused ends
+        // "not done": its claim of success is not shown as the answer.
+        let hold_answer = outcome.tools == ToolAccess::All
+            && outcome.changed_files.is_empty()
+            && !self.acted
+            && self.declined + self.refused > 0;
         let mut streamer = protocol::AnswerStreamer::default();
         let mut answer = String::new();
         let mut looped = false;
@@ -699,7 +718,9 @@ a larger --model does better)"
                     streamer.push(piece)
                 };
                 if !visible.is_empty() {
-                    ui.answer_text(&visible);
+                    if !hold_answer {
+                        ui.answer_text(&visible);
+                    }
                     answer.push_str(&visible);
                     // A small model's answer can loop until the token budget
                     // runs out; stop it early and keep what it said once.
@@ -861,6 +882,14 @@ a larger --model does better)"
             .filter(|(r, d)| *d == Decision::Decline && !matches!(r, Approval::Read { .. }))
             .count();
         self.log_decisions(&decisions);
+        let declined = output.error == Some(agent_tools::ErrorClass::Declined);
+        if spec.access == Access::Write && !output.ok && !declined {
+            self.refused += 1;
+            self.last_refusal = output.content.lines().next().map(str::to_string);
+        }
+        if matches!(spec.access, Access::Write | Access::Execute) && output.ok {
+            self.acted = true;
+        }
         if output.error == Some(agent_tools::ErrorClass::PolicyDenied) {
             self.log.audit(
                 "policy_deny",

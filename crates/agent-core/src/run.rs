@@ -128,6 +128,9 @@ impl Agent {
         };
         ui.intent(&intent, tools);
         self.declined = 0;
+        self.refused = 0;
+        self.last_refusal = None;
+        self.acted = false;
         let allowed: Vec<ToolSpec> = self
             .toolbox
             .specs()
@@ -372,19 +375,16 @@ Another copy of this call ends the request.",
             );
         }
         outcome.declined = self.declined;
-        if run.tools == ToolAccess::All
+        let unchanged = run.tools == ToolAccess::All
             && outcome.changed_files.is_empty()
-            && outcome.finish == Finish::Answered
-        {
+            && outcome.finish == Finish::Answered;
+        if unchanged && !self.acted && self.declined + self.refused > 0 {
+            // Every change was blocked: whatever the model claims, the task is not done.
+            outcome.finish = Finish::NotDone;
+            outcome.answer = self.not_done();
+        } else if unchanged {
             // The model may say it made the change; it did not.
-            outcome.answer.push_str(&if self.declined > 0 {
-                format!(
-                    "\n\n(0 files changed: {} change(s) or command(s) declined.)",
-                    self.declined
-                )
-            } else {
-                "\n\n(0 files changed.)".to_string()
-            });
+            outcome.answer.push_str("\n\n(0 files changed.)");
         }
         outcome.wall_ms = run.started.elapsed().as_millis() as u64;
         self.log.audit(
@@ -396,6 +396,31 @@ Another copy of this call ends the request.",
                    "wall_ms": outcome.wall_ms}),
         );
         outcome
+    }
+}
+
+impl Agent {
+    /// Why a coding task whose changes were all blocked is not done, and
+    /// what to do about it.
+    fn not_done(&self) -> String {
+        let mut why = Vec::new();
+        if self.declined > 0 {
+            why.push(format!(
+                "{} change(s) or command(s) declined (answer y when asked, or use --mode yolo)",
+                self.declined
+            ));
+        }
+        if self.refused > 0 {
+            why.push(format!(
+                "{} change(s) refused{} (a larger --model does better)",
+                self.refused,
+                self.last_refusal
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+        format!("not done: no file was changed; {}.", why.join("; "))
     }
 }
 

@@ -338,8 +338,12 @@ fn a_declined_write_changes_nothing_and_the_model_is_told() {
     // The model's "declined" is not taken as a change made.
     assert!(r.outcome.changed_files.is_empty());
     assert_eq!(r.outcome.declined, 1);
+    // Its only change declined, the task is not done (issue 30).
+    assert_eq!(r.outcome.finish, Finish::NotDone);
     assert!(
-        r.outcome.answer.contains("0 files changed"),
+        r.outcome
+            .answer
+            .starts_with("not done: no file was changed; 1 change(s) or command(s) declined"),
         "{}",
         r.outcome.answer
     );

@@ -575,6 +575,11 @@ pub struct MapArgs {
     /// Print JSON: the text, its token count and the ranked files.
     #[arg(long)]
     pub json: bool,
-    #[command(flatten)]
-    pub model: ModelArgs,
+    /// The GGUF chat model whose tokenizer counts the budget (default: the
+    /// default chat model). Only its tokenizer and context size are used.
+    #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
+    pub model: Option<PathBuf>,
+    /// Context window the default budget is a share of (default: the model's).
+    #[arg(long, value_name = "N", env = "AGENT_CTX_SIZE")]
+    pub ctx_size: Option<u32>,
 }

@@ -24,7 +24,8 @@ const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
 pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     let mut question = args.prompt.join(" ");
     if question.trim().is_empty() {
-        bail!("the prompt is empty\n  fix: agent ask \"your question\"");
+        eprintln!("error: the prompt is empty\n  fix: agent ask \"your question\"");
+        return Ok(super::exit::USAGE);
     }
     // `agent ask /review src/app.py`: the team's prompt file, filled in.
     if let Some((name, rest)) = agent_core::commands::parse_invocation(&question) {

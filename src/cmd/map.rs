@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::MapArgs;
+use crate::cli::{GpuArgs, MapArgs, ModelArgs};
 use agent_base::paths;
 use agent_repomap::{
     budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
@@ -12,8 +12,17 @@ use agent_repomap::{
 
 pub fn run(args: &MapArgs) -> Result<i32> {
     let root = paths::repo_root(args.root.as_deref())?;
-    // The budget is counted with the chat model's own tokenizer.
-    let provider = super::provider(&args.model)?;
+    // The budget is counted with the chat model's own tokenizer; how the
+    // model would run (GPU, threads, a server) does not matter here.
+    let provider = super::provider(&ModelArgs {
+        model: args.model.clone(),
+        ctx_size: args.ctx_size,
+        gpu: GpuArgs::default(),
+        threads: None,
+        server: None,
+        server_model: "default".into(),
+        script: None,
+    })?;
     let mut map = RepoMap::open(&root, &default_cache_path(&root));
     map.refresh()?;
     let options = MapOptions {

@@ -11,7 +11,7 @@ pub mod models;
 pub mod search;
 pub mod sessions;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::cli::ModelArgs;
 use agent_base::paths;
@@ -25,6 +25,8 @@ use agent_llm::{ChatFormat, Provider};
 pub mod exit {
     pub const OK: i32 = 0;
     pub const FAILURE: i32 = 1;
+    /// Bad usage, as clap exits for a missing argument.
+    pub const USAGE: i32 = 2;
     pub const INTERRUPTED: i32 = 130;
 }
 
@@ -58,6 +60,12 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
             key,
             ctx,
         )));
+    }
+    if let Some(model) = args.model.as_deref().filter(|m| !m.is_file()) {
+        bail!(
+            "model file not found: {}\n  fix: check the path (any GGUF chat model), or leave out --model to use the default model (`agent models` shows it)",
+            model.display()
+        );
     }
     let config = EngineConfig {
         model_path: args.model.clone().unwrap_or_else(paths::default_chat_model),

@@ -99,10 +99,68 @@ fn a_missing_model_names_the_fix_and_exits_1() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // The user named the file: the fix is the path, not a script of the
+    // source tree an installed binary's user does not have.
     assert!(
-        stderr.contains("scripts/fetch-models") && stderr.contains("--model"),
+        stderr.contains("/definitely/not/here.gguf")
+            && stderr.contains("check the path")
+            && stderr.contains("--model")
+            && !stderr.contains("scripts/fetch-models"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_file_where_a_folder_is_needed_says_so() {
+    let out = agent_bin().args(["index", "/etc/passwd"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/etc/passwd is a file; this needs a folder")
+            && stderr.contains("such as /etc")
+            && !stderr.contains("Not a directory"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_empty_prompt_is_bad_usage_like_a_missing_one() {
+    for args in [&["ask", ""][..], &["ask", "  "][..]] {
+        let out = agent_bin().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("the prompt is empty"));
+    }
+    let missing = agent_bin().args(["ask"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn doctor_lists_only_the_checkers_of_the_workspace_languages() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname = \"x\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("app.py"), "def f():\n    return 1\n").unwrap();
+    let out = agent_bin()
+        .args(["doctor", "--json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checkers = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "checkers")
+        .unwrap_or_else(|| panic!("no checkers line: {v}"));
+    let detail = checkers["detail"].as_str().unwrap();
+    assert!(detail.contains("ruff"), "{detail}");
+    for other in ["cargo check", "tsc", "go vet"] {
+        assert!(!detail.contains(other), "{detail}");
+    }
 }
 
 #[test]
@@ -423,4 +481,24 @@ fn a_closed_pipe_ends_output_quietly() {
     assert_ne!(out.status.code(), Some(101), "{err}");
     const SIGPIPE: i32 = 13;
     assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}", out.status);
+}
+
+#[test]
+fn map_help_lists_no_gpu_or_server_options() {
+    let out = agent_bin().args(["map", "--help"]).output().unwrap();
+    common::assert_success(&out);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for option in [
+        "--gpu-layers",
+        "--gpu-device",
+        "--threads",
+        "--server",
+        "--script",
+    ] {
+        assert!(!help.contains(option), "{option} in:\n{help}");
+    }
+    assert!(
+        help.contains("--model") && help.contains("--tokens"),
+        "{help}"
+    );
 }

@@ -61,9 +61,20 @@ pub fn ignore_state_dir(state_dir: &std::path::Path) {
 pub fn repo_root(explicit: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     use anyhow::Context;
     match explicit {
-        Some(path) => path
-            .canonicalize()
-            .with_context(|| format!("cannot open {}", path.display())),
+        Some(path) => {
+            let root = path
+                .canonicalize()
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            if !root.is_dir() {
+                let parent = root.parent().unwrap_or(std::path::Path::new("/"));
+                anyhow::bail!(
+                    "{} is a file; this needs a folder (a repository)\n  fix: give its folder instead, such as {}",
+                    path.display(),
+                    parent.display()
+                );
+            }
+            Ok(root)
+        }
         None => Ok(workspace_root(
             &std::env::current_dir().context("no current directory")?,
         )),

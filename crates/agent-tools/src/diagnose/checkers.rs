@@ -511,13 +511,51 @@ fn resolve(root: &Path, printed: &str) -> Option<PathBuf> {
         .map(|p| p.components().collect())
 }
 
-/// Each checker by name, and the program it would run from `root` (for
-/// `doctor`).
+/// Each checker that applies to the workspace at `root` (files of its
+/// language, and its marker file when it needs one), by name, and the
+/// program it would run from `root` (for `doctor`).
 pub fn programs(root: &Path) -> Vec<(&'static str, Option<PathBuf>)> {
+    let (langs, names) = shallow_tree(root);
     CHECKERS
         .iter()
+        .filter(|c| c.langs.iter().any(|l| langs.contains(l)))
+        .filter(|c| !c.needs_marker || c.markers.iter().any(|m| names.contains(*m)))
         .map(|c| (c.name, find_program(root, c.program)))
         .collect()
+}
+
+/// The languages and file names in the top levels of `root` (enough to
+/// tell a Python repository from a Rust one without walking all of it).
+fn shallow_tree(root: &Path) -> (HashSet<Lang>, HashSet<String>) {
+    const DEPTH: usize = 3;
+    const MOST_ENTRIES: usize = 5000;
+    let (mut langs, mut names) = (HashSet::new(), HashSet::new());
+    let mut folders = vec![(root.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((dir, depth)) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MOST_ENTRIES {
+                return (langs, names);
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let skip = name.starts_with('.') || matches!(name.as_str(), "node_modules" | "target");
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && !skip && depth + 1 < DEPTH => {
+                    folders.push((entry.path(), depth + 1))
+                }
+                Ok(t) if t.is_file() => {
+                    langs.insert(Lang::from_path(&entry.path()));
+                    names.insert(name);
+                }
+                _ => {}
+            }
+        }
+    }
+    (langs, names)
 }
 
 /// The nearest folder at or above `file` holding one of the checker's

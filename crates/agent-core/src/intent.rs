@@ -521,7 +521,7 @@ pub fn heuristic(request: &str, knowledge: &Knowledge<'_>) -> Intent {
     let about_assistant = CAPABILITY_PHRASES.iter().any(|p| text.contains(p));
     // "can you add type hints to db.py": a request, though phrased as a
     // question ("can you run tests?" without a target asks what it can do).
-    let polite = !(about_assistant && !target)
+    let polite = (!about_assistant || target)
         && words
             .iter()
             .take(6)

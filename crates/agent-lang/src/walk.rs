@@ -176,54 +176,6 @@ pub fn is_secret_file(rel: &str) -> bool {
         || rel.ends_with("/.git/config")
 }
 
-/// What a file is to its project, by path: the project's own code, or
-/// code around it (tests, examples, benchmarks, documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Code,
-    Test,
-    /// Examples, tutorials, benchmarks, docs: code shown to readers, not the package's.
-    Example,
-}
-
-/// The role of the file at `rel` (relative, `/`-separated).
-pub fn role(rel: &str) -> Role {
-    if is_test(rel) {
-        return Role::Test;
-    }
-    let lower = rel.to_ascii_lowercase();
-    let mut folders = lower.split('/').rev().skip(1);
-    let example = folders.any(|d| {
-        matches!(
-            d,
-            "examples"
-                | "example"
-                | "samples"
-                | "sample"
-                | "demo"
-                | "demos"
-                | "tutorial"
-                | "tutorials"
-                | "docs"
-                | "doc"
-                | "documentation"
-                | "benches"
-                | "bench"
-                | "benchmarks"
-                | "fixtures"
-                | "testdata"
-                | "test_apps"
-                | "support"
-        )
-    });
-    if example {
-        Role::Example
-    } else {
-        Role::Code
-    }
-}
-
 /// Test code, by path: a `tests`/`test`/`testing` folder, or a file named
 /// `test_*.py`, `*_test.py`, `*_test.go`, `*_spec.rb`, `*.test.ts`, ...
 pub fn is_test(path: &str) -> bool {

@@ -200,7 +200,8 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
     if resumed > 0 {
         print_history(&session.agent.exchanges(), RESUME_SHOWN);
     }
-    let watcher = IndexWatcher::start(session.agent.workspace());
+    // The index stays live, the agent's own edits included.
+    let watcher = agent_index::watch::Background::start(session.agent.workspace(), false);
     let mut ui = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let mut totals = Totals::default();
     let stdin = std::io::stdin();
@@ -445,63 +446,4 @@ context now: {} of {} tokens ({:.0}%)",
         }
     }
     Command::Done
-}
-
-/// Keeps the code index live during a chat, the agent's own edits included,
-/// when the workspace has an index and no other writer (`agent index
-/// --watch`) already keeps it. Stops when dropped.
-struct IndexWatcher {
-    stop: CancelToken,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl IndexWatcher {
-    fn start(root: &std::path::Path) -> Option<Self> {
-        // A shared index is kept by its own writer; this machine's changes
-        // reach searches through its overlay, refreshed at each search.
-        if !root.join(".agent/index").is_dir() || agent_index::shared::configured().is_some() {
-            return None;
-        }
-        let stop = CancelToken::new();
-        let thread_stop = stop.clone();
-        let root = root.to_path_buf();
-        let thread = std::thread::spawn(move || {
-            // Before the index starts its threads, so they inherit it.
-            agent_index::watch::lower_priority(agent_index::watch::Scope::Thread);
-            let mut index = match agent_index::Index::open_writer(&root, Default::default()) {
-                Ok(index) => index,
-                Err(e) => {
-                    // Usually another writer: it keeps the index live already.
-                    tracing::info!("no background indexing in this chat: {e:#}");
-                    return;
-                }
-            };
-            let result = agent_index::watch::watch(
-                &mut index,
-                agent_index::watch::DEFAULT_DEBOUNCE,
-                &thread_stop,
-                &mut |r| {
-                    if let Err(e) = r {
-                        tracing::warn!("background index update failed: {e:#}");
-                    }
-                },
-            );
-            if let Err(e) = result {
-                tracing::warn!("background indexing stopped: {e:#}");
-            }
-        });
-        Some(Self {
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for IndexWatcher {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }

@@ -22,60 +22,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&status)?);
         } else {
-            println!("index of {}", status.root.display());
-            if let Some(store) = &status.store {
-                println!("  store        {store} (shared)");
-            }
-            let langs: Vec<String> = status
-                .languages
-                .iter()
-                .map(|(lang, n)| format!("{n} {lang}"))
-                .collect();
-            println!("  files        {} ({})", status.files, langs.join(", "));
-            println!("  chunks       {}", status.chunks);
-            if status.embedded_chunks < status.chunks {
-                println!(
-                    "  vectors      {} of {} chunks ({:.0}%); the rest are found by keyword only until `agent index` fills them in",
-                    status.embedded_chunks,
-                    status.chunks,
-                    100.0 * status.embedded_chunks as f64 / status.chunks.max(1) as f64
-                );
-            }
-            println!("  embeddings   {} cached", status.cached_embeddings);
-            println!("  embedder     {}", status.embedder.describe());
-            println!(
-                "  BM25 index   {}",
-                if status.text_index { "yes" } else { "not yet" }
-            );
-            match &status.vector_index {
-                Some(v) if v.unindexed_rows > 0 => println!(
-                    "  vector index {} over {} chunks ({} newer ones searched exactly)",
-                    v.kind, v.indexed_rows, v.unindexed_rows
-                ),
-                Some(v) => println!("  vector index {} over {} chunks", v.kind, v.indexed_rows),
-                None => println!(
-                    "  vector index none: exact search (built from {} chunks)",
-                    agent_index::store::ANN_MIN_ROWS
-                ),
-            }
-            println!(
-                "  last update  {}",
-                status.last_update.as_deref().unwrap_or("never")
-            );
-            println!(
-                "  on disk      {:.1} MB in {}",
-                status.disk_bytes as f64 / 1e6,
-                status.index_dir.display()
-            );
-            if let Some(damage) = &status.damage {
-                println!("  DAMAGED      {damage}; run `agent index` to repair it");
-            }
-            if !status.complete {
-                println!("  partial      the last update was interrupted; run `agent index` to finish it");
-            }
-            if status.writer_active {
-                println!("  a writer (agent index --watch?) is running");
-            }
+            print!("{}", status.describe());
         }
         // A damaged index is not "all is well": scripts see it in the code.
         return Ok(if status.damage.is_some() {

@@ -168,6 +168,87 @@ pub struct Status {
     pub damage: Option<String>,
 }
 
+impl Status {
+    /// The status as `agent index --status` prints it: one line per fact,
+    /// what is missing or broken said with the command that fixes it.
+    pub fn describe(&self) -> String {
+        let status = self;
+        let mut lines = Vec::new();
+        lines.push(format!("index of {}", status.root.display()));
+        if let Some(store) = &status.store {
+            lines.push(format!("  store        {store} (shared)"));
+        }
+        let langs: Vec<String> = status
+            .languages
+            .iter()
+            .map(|(lang, n)| format!("{n} {lang}"))
+            .collect();
+        lines.push(format!(
+            "  files        {} ({})",
+            status.files,
+            langs.join(", ")
+        ));
+        lines.push(format!("  chunks       {}", status.chunks));
+        if status.embedded_chunks < status.chunks {
+            lines.push(format!(
+                "  vectors      {} of {} chunks ({:.0}%); the rest are found by keyword only until `agent index` fills them in",
+                status.embedded_chunks,
+                status.chunks,
+                100.0 * status.embedded_chunks as f64 / status.chunks.max(1) as f64
+            ));
+        }
+        lines.push(format!(
+            "  embeddings   {} cached",
+            status.cached_embeddings
+        ));
+        lines.push(format!("  embedder     {}", status.embedder.describe()));
+        lines.push(format!(
+            "  BM25 index   {}",
+            if status.text_index { "yes" } else { "not yet" }
+        ));
+        match &status.vector_index {
+            Some(v) if v.unindexed_rows > 0 => lines.push(format!(
+                "  vector index {} over {} chunks ({} newer ones searched exactly)",
+                v.kind, v.indexed_rows, v.unindexed_rows
+            )),
+            Some(v) => lines.push(format!(
+                "  vector index {} over {} chunks",
+                v.kind, v.indexed_rows
+            )),
+            None => lines.push(format!(
+                "  vector index none: exact search (built from {} chunks)",
+                store::ANN_MIN_ROWS
+            )),
+        }
+        lines.push(format!(
+            "  last update  {}",
+            status.last_update.as_deref().unwrap_or("never")
+        ));
+        lines.push(format!(
+            "  on disk      {:.1} MB in {}",
+            status.disk_bytes as f64 / 1e6,
+            status.index_dir.display()
+        ));
+        if let Some(damage) = &status.damage {
+            lines.push(format!(
+                "  DAMAGED      {damage}; run `agent index` to repair it"
+            ));
+        }
+        if !status.complete {
+            lines.push(
+                "  partial      the last update was interrupted; run `agent index` to finish it"
+                    .into(),
+            );
+        }
+        if status.writer_active {
+            lines.push("  a writer (agent index --watch?) is running".into());
+        }
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+}
+
 /// The note searches of a partial index carry.
 pub const PARTIAL_NOTE: &str = "the index is partial (its last update was interrupted), so some files are missing from these results; run `agent index` to finish it";
 

@@ -5,6 +5,8 @@
 //! an ordinary incremental update, which stats every file but re-reads only
 //! those whose mtime or size moved: one code path for create, modify,
 //! delete, rename and ignore-file edits, with nothing to get out of sync.
+//! [`Background`] runs the same on a thread of a process that does other
+//! work meanwhile.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -140,6 +142,66 @@ pub fn watch(
         }
     }
     Ok(())
+}
+
+/// Keeps a repository's index live from a thread of its own while the
+/// process does something else (`agent chat`, `agent acp`, `agent mcp
+/// serve`), when the repository has an index and no other writer (`agent
+/// index --watch`) keeps it already. Stops when dropped.
+pub struct Background {
+    stop: CancelToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts watching `root`; `catch_up` first brings the index up to date
+    /// with what changed while nothing watched. None when there is no local
+    /// index to keep: a shared index is kept by its own writer, and this
+    /// machine's changes reach searches through its overlay.
+    pub fn start(root: &Path, catch_up: bool) -> Option<Self> {
+        if !super::index_dir(root).is_dir() || super::shared::configured().is_some() {
+            return None;
+        }
+        let stop = CancelToken::new();
+        let thread_stop = stop.clone();
+        let root = root.to_path_buf();
+        let thread = std::thread::spawn(move || {
+            // Before the index starts its threads, so they inherit it.
+            lower_priority(Scope::Thread);
+            let mut index = match Index::open_writer(&root, Default::default()) {
+                Ok(index) => index,
+                Err(e) => {
+                    // Usually another writer: it keeps the index live already.
+                    tracing::info!("no background indexing: {e:#}");
+                    return;
+                }
+            };
+            let report = &mut |r: Result<UpdateStats>| {
+                if let Err(e) = r {
+                    tracing::warn!("background index update failed: {e:#}");
+                }
+            };
+            if catch_up {
+                report(index.update(&thread_stop, &mut |_| {}));
+            }
+            if let Err(e) = watch(&mut index, DEFAULT_DEBOUNCE, &thread_stop, report) {
+                tracing::warn!("background indexing stopped: {e:#}");
+            }
+        });
+        Some(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -135,6 +135,20 @@ pub struct MapOutput {
     pub ranked_files: Vec<(String, f64)>,
 }
 
+/// One place a symbol is defined ([`RepoMap::definitions`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Definition {
+    /// Relative to the root, with `/`.
+    pub path: String,
+    /// 1-based.
+    pub line: u32,
+    pub kind: DefKind,
+    /// The definition's head on one line, as the map shows it.
+    pub signature: String,
+    /// The headers of its enclosing scopes, outermost first (`impl Engine`).
+    pub scopes: Vec<String>,
+}
+
 /// What a refresh did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct RefreshStats {
@@ -219,6 +233,49 @@ impl RepoMap {
     /// Tags of one file (path relative to the root), if it is tagged.
     pub fn tags(&self, rel: &str) -> Option<&FileTags> {
         self.files.get(rel).map(|f| &f.tags)
+    }
+
+    /// Where `symbol` is defined: a bare name (`load`) or one qualified by
+    /// its enclosing scopes (`LlamaEngine::load`, `Engine.load`), in path
+    /// and line order.
+    pub fn definitions(&self, symbol: &str) -> Vec<Definition> {
+        let mut parts: Vec<&str> = symbol
+            .split("::")
+            .flat_map(|p| p.split('.'))
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let Some(name) = parts.pop() else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for (rel, file) in &self.files {
+            for def in file.tags.defs.iter().filter(|d| d.name == name) {
+                let scopes: Vec<String> = file
+                    .tags
+                    .scope_names(def)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                // Each qualifier names an enclosing scope, as a word of its header.
+                let qualified = parts.iter().all(|q| {
+                    scopes.iter().any(|s| {
+                        s.split(|c: char| !c.is_alphanumeric() && c != '_')
+                            .any(|w| w == *q)
+                    })
+                });
+                if qualified {
+                    found.push(Definition {
+                        path: rel.clone(),
+                        line: def.line,
+                        kind: def.kind,
+                        signature: def.signature.clone(),
+                        scopes,
+                    });
+                }
+            }
+        }
+        found
     }
 
     /// Walks the repository and brings the tags up to date: files with an

@@ -152,6 +152,27 @@ fn refresh_extracts_rust_and_python_tags() {
 }
 
 #[test]
+fn definitions_are_found_by_name_and_by_qualified_name() {
+    let dir = repo();
+    let mut map = open(dir.path());
+    map.refresh().unwrap();
+    let load = map.definitions("load");
+    assert_eq!(load.len(), 1, "{load:?}");
+    assert_eq!(
+        (load[0].path.as_str(), load[0].line, load[0].kind),
+        ("src/engine.rs", 9, DefKind::Method)
+    );
+    assert_eq!(load[0].scopes, ["impl LlamaEngine"]);
+    assert_eq!(map.definitions("LlamaEngine::load"), load);
+    assert!(map.definitions("EngineConfig::load").is_empty());
+    let run = map.definitions("ToolRunner.run_tool");
+    assert_eq!((run[0].path.as_str(), run[0].line), ("py/tools.py", 13));
+    assert_eq!(map.definitions("EngineConfig")[0].path, "src/config.rs");
+    assert!(map.definitions("no_such_symbol").is_empty());
+    assert!(map.definitions(" :: ").is_empty());
+}
+
+#[test]
 fn map_ranks_used_definitions_first_and_fits() {
     let dir = repo();
     let mut map = open(dir.path());

@@ -124,6 +124,24 @@ pub enum McpCommand {
         #[arg(long)]
         revoke: bool,
     },
+    /// Serve this repository's code index and map to other agents and editors (MCP over stdio).
+    #[command(
+        after_help = "Tools (all read-only, no model needed): search (hybrid, issue texts welcome;
+lang and path filters, k), map (ranked outline focused on paths or symbols, token budget),
+definitions (where a symbol is defined), index_status. While it runs, the index is kept live as
+files change; without an index, search says how to build one (`agent index`) and the rest works.
+Stdout carries only MCP messages, logs go to stderr; it ends when the client closes stdin.
+
+Examples:
+  claude mcp add agent-code -- agent mcp serve --repo /path/to/repo
+  .mcp.json: {\"mcpServers\": {\"agent-code\": {\"command\": \"agent\", \"args\": [\"mcp\", \"serve\"]}}}
+  ~/.codex/config.toml: [mcp_servers.agent-code] command = \"agent\" args = [\"mcp\", \"serve\"]"
+    )]
+    Serve {
+        /// The repository to serve (default: the one containing the current directory).
+        #[arg(long, value_name = "DIR")]
+        repo: Option<PathBuf>,
+    },
 }
 
 const ASK_HELP: &str = "\

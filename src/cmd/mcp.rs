@@ -1,4 +1,4 @@
-//! `agent mcp list` and `agent mcp trust`, and how the agent's sessions
+//! `agent mcp list`, `agent mcp trust` and `agent mcp serve`, and how the agent's sessions
 //! start the workspace's MCP servers: trusted ones only, after asking on a
 //! terminal where it may.
 
@@ -16,10 +16,36 @@ use agent_mcp::{Hub, ServerState};
 use agent_policy::{Mode, Policy};
 
 pub fn run(args: &McpArgs) -> Result<i32> {
+    if let McpCommand::Serve { repo } = &args.command {
+        let root = agent_base::paths::repo_root(repo.as_deref())?;
+        agent_mcp_server::serve(&root, protocol_output()?)?;
+        return Ok(crate::cmd::exit::OK);
+    }
     let root = agent_base::paths::repo_root(None)?;
     match &args.command {
         McpCommand::List { json } => list(&root, *json),
         McpCommand::Trust { names, revoke } => trust(&root, names, *revoke),
+        McpCommand::Serve { .. } => unreachable!("served above"),
+    }
+}
+
+/// The real stdout, for the protocol alone: file descriptor 1 is pointed at
+/// stderr, so whatever else writes there (a library's print, ONNX Runtime's
+/// or llama.cpp's C code) lands in the log instead of corrupting a message.
+fn protocol_output() -> Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let stdout = std::io::stdout().as_raw_fd();
+    // SAFETY: dup and dup2 of the process's own open descriptors; the
+    // duplicate is owned by the returned File alone.
+    unsafe {
+        let protocol = libc::dup(stdout);
+        if protocol < 0 || libc::dup2(std::io::stderr().as_raw_fd(), stdout) < 0 {
+            bail!(
+                "cannot set stdout aside for the protocol: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(std::fs::File::from_raw_fd(protocol))
     }
 }
 

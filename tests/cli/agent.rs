@@ -165,7 +165,7 @@ fn stream_json_prints_one_event_per_line_as_it_happens() {
 }
 
 /// The Python that runs the test MCP server (set up by scripts/test).
-fn mcp_python() -> Option<String> {
+pub(crate) fn mcp_python() -> Option<String> {
     let python = std::env::var("AGENT_TEST_MCP_PYTHON").ok()?;
     let ok = Command::new(&python)
         .args(["-c", "import mcp.server.fastmcp"])

@@ -10,5 +10,6 @@ mod architecture;
 mod basics;
 mod conventions;
 mod languages;
+mod mcp_serve;
 mod shared_index;
 mod trust;

@@ -128,7 +128,10 @@ pub fn serve(root: &Path, output: std::fs::File) -> Result<()> {
             .serve((tokio::io::stdin(), output))
             .await
             .context("the MCP handshake failed")?;
-        service.waiting().await.context("the MCP connection failed")?;
+        service
+            .waiting()
+            .await
+            .context("the MCP connection failed")?;
         anyhow::Ok(())
     });
     // A pending read of stdin cannot be cancelled: do not wait for it. The

@@ -20,7 +20,8 @@ use agent_repomap::{default_cache_path, MapOptions, RepoMap, DEFAULT_TOKEN_BUDGE
 use crate::{Answer, Failure};
 
 /// What the server tells a client about itself at the handshake.
-pub const INSTRUCTIONS: &str = "The code index and repo map of one repository, kept live as files change. \
+pub const INSTRUCTIONS: &str =
+    "The code index and repo map of one repository, kept live as files change. \
 Use `search` to find the code a question or an issue text is about (hybrid: meaning and keywords), \
 `definitions` to find where a symbol is defined, `map` for a ranked outline of the repository's \
 definitions (focused on paths or symbols), and `index_status` to see how complete the index is.";
@@ -91,7 +92,11 @@ fn read_only(title: &str) -> ToolAnnotations {
         .open_world(false)
 }
 
-fn tool<T: JsonSchema + 'static>(name: &'static str, title: &str, description: &'static str) -> Tool {
+fn tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    title: &str,
+    description: &'static str,
+) -> Tool {
     Tool::new(name, description, schema_for_type::<T>())
         .with_title(title)
         .with_annotations(read_only(title))
@@ -225,7 +230,9 @@ impl Tools {
         let out = self.map.render(&options, &estimate_tokens);
         let mut text = self.index_notes();
         if out.text.trim().is_empty() {
-            text.push_str("The map is empty: no definitions were found in the repository's code files.\n");
+            text.push_str(
+                "The map is empty: no definitions were found in the repository's code files.\n",
+            );
             return Ok(text);
         }
         text.push_str(&out.text);
@@ -284,10 +291,15 @@ impl Tools {
         if !has_index(&self.root) {
             return format!("{}\n", no_index_note(&self.root));
         }
+        let watching = self.watching;
         let described = self.reader().and_then(|index| {
             index
                 .status()
-                .map(|s| s.describe())
+                .map(|mut s| {
+                    // The writer is this server's own watcher, said below.
+                    s.writer_active &= !watching;
+                    s.describe()
+                })
                 .map_err(|e| format!("The index cannot be read: {e:#}"))
         });
         let mut text = described.unwrap_or_else(|e| {
@@ -356,7 +368,10 @@ fn estimate_tokens(text: &str) -> usize {
 }
 
 /// Parses a call's arguments, or says what was expected.
-fn parse<T: DeserializeOwned + JsonSchema + 'static>(tool: &str, args: Value) -> Result<T, Failure> {
+fn parse<T: DeserializeOwned + JsonSchema + 'static>(
+    tool: &str,
+    args: Value,
+) -> Result<T, Failure> {
     serde_json::from_value(args).map_err(|e| {
         Failure::Tool(format!(
             "invalid arguments for `{tool}`: {e}. Expected an object matching this schema: {}",
@@ -443,7 +458,10 @@ mod tests {
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);
         }
         let search = serde_json::to_value(&specs[0]).unwrap();
-        assert_eq!(search["inputSchema"]["required"], serde_json::json!(["query"]));
+        assert_eq!(
+            search["inputSchema"]["required"],
+            serde_json::json!(["query"])
+        );
         assert!(search["inputSchema"]["properties"]["k"]["description"]
             .as_str()
             .unwrap()
@@ -453,12 +471,19 @@ mod tests {
     #[test]
     fn bad_arguments_are_the_tools_error_with_what_was_expected() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.py"), "def add(a, b):\n    return a + b\n").unwrap();
+        std::fs::write(
+            dir.path().join("a.py"),
+            "def add(a, b):\n    return a + b\n",
+        )
+        .unwrap();
         let mut tools = Tools::open(dir.path(), false);
         let Err(Failure::Tool(e)) = tools.call("search", serde_json::json!({"k": 3})) else {
             panic!("a search without a query ran");
         };
-        assert!(e.contains("missing field `query`") && e.contains("\"properties\""), "{e}");
+        assert!(
+            e.contains("missing field `query`") && e.contains("\"properties\""),
+            "{e}"
+        );
         let Err(Failure::Tool(e)) = tools.call("map", serde_json::json!({"tokens": "many"})) else {
             panic!("a map of \"many\" tokens rendered");
         };
@@ -472,7 +497,8 @@ mod tests {
             Err(Failure::UnknownTool(e)) if e.contains("search, map, definitions, index_status")
         ));
         // Without an index: search says how to build one, the map still works.
-        let Err(Failure::Tool(e)) = tools.call("search", serde_json::json!({"query": "add"})) else {
+        let Err(Failure::Tool(e)) = tools.call("search", serde_json::json!({"query": "add"}))
+        else {
             panic!("a search without an index answered");
         };
         assert!(e.contains("run `agent index`"), "{e}");
@@ -480,7 +506,10 @@ mod tests {
             .call("definitions", serde_json::json!({"symbol": "add"}))
             .unwrap();
         assert!(found.contains("no code index"), "{found}");
-        assert!(found.contains("- a.py:1 function: `def add(a, b):`"), "{found}");
+        assert!(
+            found.contains("- a.py:1 function: `def add(a, b):`"),
+            "{found}"
+        );
     }
 
     #[test]

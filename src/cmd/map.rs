@@ -22,6 +22,9 @@ pub fn run(args: &MapArgs) -> Result<i32> {
         server: None,
         server_model: "default".into(),
         script: None,
+        chat_template_file: None,
+        think: agent_llm::Think::Off,
+        think_budget: None,
     })?;
     let mut map = RepoMap::open(&root, &default_cache_path(&root));
     map.refresh()?;

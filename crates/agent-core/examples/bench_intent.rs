@@ -148,6 +148,8 @@ fn workspace(root: &Path, tools: &[ToolSpec]) -> Workspace {
             instructions: "",
             repo_map: Some(&rendered.text),
             tools: &specs,
+            skills: "",
+            native: false,
         },
     ));
     Workspace {

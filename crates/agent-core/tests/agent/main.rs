@@ -6,7 +6,7 @@
 mod common;
 
 mod conventions;
-mod native;
 mod intent_set;
+mod native;
 mod real_model;
 mod scripted;

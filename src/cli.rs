@@ -600,4 +600,8 @@ pub struct MapArgs {
     /// Context window the default budget is a share of (default: the model's).
     #[arg(long, value_name = "N", env = "AGENT_CTX_SIZE")]
     pub ctx_size: Option<u32>,
+    /// Count tokens as the scripted model does (about four characters each),
+    /// with no model file: what `agent mcp serve`'s map does. For tests.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub script: Option<PathBuf>,
 }

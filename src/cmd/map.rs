@@ -21,7 +21,7 @@ pub fn run(args: &MapArgs) -> Result<i32> {
         threads: None,
         server: None,
         server_model: "default".into(),
-        script: None,
+        script: args.script.clone(),
         chat_template_file: None,
         think: agent_llm::Think::Off,
         think_budget: None,

@@ -699,7 +699,7 @@ a larger --model does better)"
             && outcome.changed_files.is_empty()
             && !self.acted
             && self.declined + self.refused > 0;
-        let mut streamer = protocol::AnswerStreamer::default();
+        let mut streamer = agent_llm::stream::AnswerStreamer::default();
         let mut answer = String::new();
         let mut looped = false;
         let completion = self.provider.complete(&request, &mut |event| {

@@ -323,95 +323,6 @@ fn args_signature(schema: &Value) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
-/// Pulls the `answer` string of a `finish` call out of a reply while it is
-/// generated, so the answer streams even though the reply is JSON. Replies
-/// that are not a finish call show nothing.
-#[derive(Debug, Default)]
-pub struct AnswerStreamer {
-    text: String,
-    /// Byte offset in `text` where undecoded answer characters start.
-    cursor: Option<usize>,
-    done: bool,
-}
-
-impl AnswerStreamer {
-    pub fn push(&mut self, piece: &str) -> String {
-        self.text.push_str(piece);
-        if self.done {
-            return String::new();
-        }
-        if self.cursor.is_none() {
-            self.cursor = answer_start(&self.text);
-        }
-        let Some(start) = self.cursor else {
-            return String::new();
-        };
-        let mut out = String::new();
-        let rest = &self.text[start..];
-        let mut consumed = 0;
-        let mut chars = rest.char_indices().peekable();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '"' => {
-                    self.done = true;
-                    consumed = i + 1;
-                    break;
-                }
-                '\\' => {
-                    let Some(&(_, e)) = chars.peek() else { break };
-                    let decoded = match e {
-                        'n' => '\n',
-                        't' => '\t',
-                        'r' => '\r',
-                        '"' => '"',
-                        '\\' => '\\',
-                        '/' => '/',
-                        'u' => {
-                            let hex = rest.get(i + 2..i + 6);
-                            match hex.and_then(|h| u32::from_str_radix(h, 16).ok()) {
-                                Some(code) => {
-                                    out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                                    for _ in 0..5 {
-                                        chars.next();
-                                    }
-                                    consumed = i + 6;
-                                    continue;
-                                }
-                                None => break, // incomplete escape: wait for more
-                            }
-                        }
-                        other => other,
-                    };
-                    chars.next();
-                    out.push(decoded);
-                    consumed = i + 2;
-                }
-                c => {
-                    out.push(c);
-                    consumed = i + c.len_utf8();
-                }
-            }
-        }
-        self.cursor = Some(start + consumed);
-        out
-    }
-}
-
-/// Where the answer string's content begins in a finish call, once visible.
-fn answer_start(text: &str) -> Option<usize> {
-    let tool = text.find("\"tool\"")?;
-    let after_tool = &text[tool + 6..];
-    let name_start = after_tool.find('"')?;
-    if !after_tool[name_start..].starts_with("\"finish\"") {
-        return None;
-    }
-    let answer = text.find("\"answer\"")?;
-    let after = &text[answer + 8..];
-    let colon = after.find(':')?;
-    let quote = after[colon..].find('"')?;
-    Some(answer + 8 + colon + quote + 1)
-}
-
 /// A cut-off answer made presentable: a degenerate loop ("It is X. It is
 /// X. It is X.") is cut at its first repeat, and the cut is marked.
 pub fn salvage_answer(partial: &str) -> String {
@@ -444,6 +355,8 @@ pub fn is_looping(answer: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_llm::stream::AnswerStreamer;
+
     fn stream(pieces: &[&str]) -> String {
         let mut s = AnswerStreamer::default();
         pieces.iter().map(|p| s.push(p)).collect()

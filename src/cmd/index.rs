@@ -202,15 +202,16 @@ fn report(stats: &UpdateStats, json: bool) {
     for note in &stats.recovered {
         eprintln!("note: {note}");
     }
+    // Rows and vectors apart: a run that only fills vectors writes no chunk.
     println!(
-        "{} files seen: {} indexed ({} chunks: {} embedded, {} from cache), {} removed, {} skipped in {:.1}s",
+        "{} files seen: {} indexed ({} chunks written), {} removed, {} skipped; vectors: {} embedded, {} from cache; in {:.1}s",
         stats.files_seen,
         stats.files_indexed,
         stats.chunks_written,
-        stats.chunks_embedded,
-        stats.cache_hits,
         stats.files_removed,
         stats.skipped.len(),
+        stats.chunks_embedded,
+        stats.cache_hits,
         stats.seconds
     );
     if stats.vector_index_built {

@@ -481,6 +481,61 @@ fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
 }
 
 #[test]
+fn after_ctrl_c_while_embedding_every_count_agrees_and_status_says_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    sensor_files(dir.path(), "*");
+    let cancel = CancelToken::new();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let mut stopped_at = None;
+    let stats = index
+        .update(&cancel, &mut |p| {
+            if p.chunks_embedded > 0 && stopped_at.is_none() {
+                stopped_at = Some(chrono::Utc::now());
+                // The rows were written well before the fill stops.
+                std::thread::sleep(Duration::from_millis(1100));
+                cancel.cancel();
+            }
+        })
+        .unwrap();
+    assert!(stats.interrupted);
+    let status = index.status().unwrap();
+    // What this run embedded is in the table, in the cache and in the
+    // count of what is left: one set of numbers.
+    assert!(stats.chunks_embedded > 0, "{stats:?}");
+    assert_eq!(status.embedded_chunks, stats.chunks_embedded, "{status:?}");
+    assert_eq!(status.cached_embeddings, stats.chunks_embedded as u64);
+    assert_eq!(
+        stats.chunks_unembedded,
+        status.chunks - status.embedded_chunks
+    );
+    assert!(status.complete && status.interrupted, "{status:?}");
+    let text = status.describe();
+    assert!(
+        text.contains(&format!(
+            "interrupted  the last update was stopped while embedding: {} chunks lack vectors",
+            stats.chunks_unembedded
+        )),
+        "{text}"
+    );
+    // "last update" is when it ended, not when its rows were written.
+    let last: chrono::DateTime<chrono::Utc> = status.last_update.unwrap().parse().unwrap();
+    let stopped = stopped_at.unwrap().timestamp();
+    assert!(last.timestamp() >= stopped, "{last} before {stopped}");
+
+    let resumed = update(&mut index);
+    assert_eq!(
+        resumed.chunks_embedded + resumed.cache_hits,
+        80 - stats.chunks_embedded,
+        "{resumed:?}"
+    );
+    let status = index.status().unwrap();
+    assert_eq!(status.embedded_chunks, 80);
+    assert!(!status.interrupted);
+    assert!(!status.describe().contains("interrupted"));
+}
+
+#[test]
 fn files_are_searchable_by_keyword_first_then_get_vectors_in_priority_order() {
     let dir = tempfile::tempdir().unwrap();
     common::tiny_model();

@@ -164,6 +164,9 @@ pub struct Status {
     /// False after an update that was interrupted (Ctrl-C, a crash) and not
     /// finished since: some files are missing or out of date.
     pub complete: bool,
+    /// The last update was stopped before its end (in its rows or while
+    /// filling vectors) and no update has finished since.
+    pub interrupted: bool,
     /// What is broken, when something is (`agent index` repairs it).
     pub damage: Option<String>,
 }
@@ -239,6 +242,11 @@ impl Status {
                 "  partial      the last update was interrupted; run `agent index` to finish it"
                     .into(),
             );
+        } else if status.interrupted {
+            lines.push(format!(
+                "  interrupted  the last update was stopped while embedding: {} chunks lack vectors; run `agent index` to finish it",
+                status.chunks.saturating_sub(status.embedded_chunks)
+            ));
         }
         if status.writer_active {
             lines.push("  a writer (agent index --watch?) is running".into());
@@ -674,7 +682,9 @@ impl Index {
             self.store.reopen()?;
         }
         self.state.set_meta("last_update", &now_rfc3339())?;
-        if !stats.interrupted {
+        if stats.interrupted {
+            self.state.set_meta(INTERRUPTED_KEY, "yes")?;
+        } else {
             self.state.set_meta(COMPLETE_KEY, "yes")?;
         }
         self.publish(false)?;
@@ -738,16 +748,23 @@ impl Index {
                 break;
             }
             let mut rows = self.store.unembedded_rows(&group)?;
-            if !self.attach_vectors(&mut rows, stats, &mut progress, on_progress, cancel)? {
+            let whole =
+                self.attach_vectors(&mut rows, stats, &mut progress, on_progress, cancel)?;
+            // Stopped part-way: the vectors embedded so far go in too, so
+            // the table, the cache and the counts say the same.
+            rows.retain(|r| r.embedded);
+            if !rows.is_empty() {
+                self.store.fill_vectors(&rows).context(
+                    "cannot write vectors to the chunk table (free disk space, then run `agent index` again)",
+                )?;
+                filled_any = true;
+            }
+            progress.chunks_unembedded = progress.chunks_unembedded.saturating_sub(rows.len());
+            on_progress(&progress);
+            if !whole {
                 stats.interrupted = true;
                 break;
             }
-            self.store.fill_vectors(&rows).context(
-                "cannot write vectors to the chunk table (free disk space, then run `agent index` again)",
-            )?;
-            filled_any = true;
-            progress.chunks_unembedded = progress.chunks_unembedded.saturating_sub(rows.len());
-            on_progress(&progress);
             // Small commits pile up as small data files: merged as they go.
             self.store.tidy()?;
             group.clear();
@@ -772,6 +789,12 @@ impl Index {
                 self.store.reopen()?;
             }
         }
+        // The update ends here, not when its rows were written.
+        self.state.set_meta("last_update", &now_rfc3339())?;
+        self.state.set_meta(
+            INTERRUPTED_KEY,
+            if stats.interrupted { "yes" } else { "no" },
+        )?;
         if filled_any {
             self.publish(true)?;
         }
@@ -898,7 +921,8 @@ impl Index {
     }
 
     /// Fills in vectors from the cache, embedding only unseen texts (once
-    /// each). Returns false when cancelled; what was embedded is cached.
+    /// each). Returns false when cancelled: then only the rows whose vectors
+    /// exist are marked embedded (what was embedded is cached).
     fn attach_vectors(
         &mut self,
         rows: &mut [Row],
@@ -920,10 +944,12 @@ impl Index {
         // Similar lengths together: little compute is spent on padding.
         todo.sort_by_key(|(_, t)| t.len());
         progress.chunks_to_embed = todo.len();
+        let mut whole = true;
         for step in todo.chunks(EMBED_STEP) {
             on_progress(progress);
             if cancel.is_cancelled() {
-                return Ok(false);
+                whole = false;
+                break;
             }
             let texts: Vec<String> = step.iter().map(|(_, t)| t.clone()).collect();
             let vectors = self.embedder()?.embed(&texts)?;
@@ -936,10 +962,12 @@ impl Index {
             cached.extend(entries);
         }
         for r in rows.iter_mut() {
-            r.vector = cached[&r.hash].clone();
-            r.embedded = true;
+            if let Some(vector) = cached.get(&r.hash) {
+                r.vector = vector.clone();
+                r.embedded = true;
+            }
         }
-        Ok(true)
+        Ok(whole)
     }
 
     /// Brings a shared index's overlay up to this machine's files: finds
@@ -1046,6 +1074,7 @@ impl Index {
             writer_active: self._lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),
             complete: self.is_complete()?,
+            interrupted: self.state.meta(INTERRUPTED_KEY)?.as_deref() == Some("yes"),
             damage: check(&self.store, &self.state, true).map(|d| d.to_string()),
         })
     }
@@ -1169,6 +1198,10 @@ const UNREADABLE: &str =
 
 /// State key: "no" while an update is under way or was cut short.
 const COMPLETE_KEY: &str = "complete";
+
+/// State key: "yes" when the last update was stopped (its rows or its
+/// vectors) and none has finished since.
+const INTERRUPTED_KEY: &str = "interrupted";
 
 /// Chunks a file so that each chunk, with its `path | symbol` header, fits
 /// the embedder's input (the symbol is given a fixed allowance).

@@ -9,7 +9,7 @@ use agent_engine::offload::GpuLayers;
 
 const AFTER_HELP: &str = "\
 Quick start:
-  scripts/fetch-models                 # once: model files into models/ (verified by sha256)
+  agent models                         # once: are the model files in place (sha256)? says how to get them
   agent doctor                         # is everything in place? names the fix if not
   agent index                          # index the repository (optional; enables search_semantic)
   agent ask \"Where is the config parsed?\"       # the agent reads, searches, answers

@@ -46,7 +46,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         } else {
             format!("in {}: {}", dir.display(), bad.join(", "))
         },
-        fix: (!bad.is_empty()).then(|| "scripts/fetch-models".into()),
+        fix: (!bad.is_empty()).then(models::fetch_hint),
     });
 
     let model = args.model.clone().unwrap_or_else(paths::default_chat_model);
@@ -57,7 +57,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     };
     let (devices, offload) = offload_check(&config);
     checks.push(offload.check);
-    checks.push(chat_model_check(&config));
+    checks.push(chat_model_check(&config, args.model.is_some()));
     if model == paths::default_chat_model() {
         checks.push(default_model_note());
     }
@@ -217,14 +217,24 @@ fn offload_check(config: &EngineConfig) -> (Vec<Device>, OffloadReport) {
 }
 
 /// Loads the model and generates one token: the only proof that `ask` works.
-fn chat_model_check(config: &EngineConfig) -> Check {
+/// `explicit`: the model is the user's `--model`, not the default one.
+fn chat_model_check(config: &EngineConfig, explicit: bool) -> Check {
     let model = config.model_path.as_path();
+    let fix = if explicit {
+        "check the path: --model takes any GGUF chat model file (drop it to use the default model)"
+            .to_string()
+    } else {
+        format!(
+            "{}, or --model PATH to any GGUF chat model",
+            models::fetch_hint()
+        )
+    };
     let mut check = Check {
         name: "chat model",
         ok: false,
         required: true,
         detail: String::new(),
-        fix: Some("scripts/fetch-models, or --model PATH to any GGUF chat model".into()),
+        fix: Some(fix),
     };
     let info = match gguf::inspect(model) {
         Ok(info) => info,
@@ -501,7 +511,10 @@ fn onnx_runtime_check(lib: &Path) -> Check {
         ok: false,
         required: false,
         detail: String::new(),
-        fix: Some("scripts/fetch-models (needed by `agent index`, not by `agent ask`)".into()),
+        fix: Some(format!(
+            "{} (needed by `agent index`, not by `agent ask`)",
+            models::fetch_hint()
+        )),
     };
     // SAFETY: loading the library runs its initialisers; it is the ONNX
     // Runtime build the manifest pins, and OrtGetApiBase has this signature

@@ -64,7 +64,10 @@ pub fn run(args: &ModelsArgs) -> Result<i32> {
             );
         }
         if !all_ok {
-            eprintln!("some model files are missing or damaged\n  fix: run `scripts/fetch-models` (or set AGENT_MODELS_DIR to a verified copy)");
+            eprintln!(
+                "some model files are missing or damaged\n  fix: {} (or set AGENT_MODELS_DIR to a verified copy)",
+                models::fetch_hint()
+            );
         }
     }
     Ok(if all_ok { exit::OK } else { exit::FAILURE })

@@ -321,6 +321,25 @@ fn models_reports_a_damaged_folder() {
         states.contains(&"wrong_size") && states.contains(&"missing"),
         "{states:?}"
     );
+    // The fix works from any folder: the clone's script by its full path
+    // (an installed binary without its clone says where the files go).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = agent_bin()
+        .arg("models")
+        .current_dir(elsewhere.path())
+        .env("AGENT_MODELS_DIR", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let script = stderr
+        .split("fix: run ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no fix to run: {stderr}"));
+    assert!(
+        std::path::Path::new(script).is_absolute() && std::path::Path::new(script).is_file(),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -354,7 +373,11 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("fix: scripts/fetch-models"));
+    // The user's own path is wrong: nothing to fetch, and no script an
+    // installed binary's user does not have.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fix: check the path"), "{stdout}");
+    assert!(!stdout.contains("scripts/fetch-models"), "{stdout}");
 
     // Weights that compute NaN: the header is fine, the model is not.
     let dir = tempfile::tempdir().unwrap();

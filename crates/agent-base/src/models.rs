@@ -33,6 +33,34 @@ pub fn manifest() -> Manifest {
     serde_json::from_str(MANIFEST_JSON).expect("models/manifest.json is valid (checked by tests)")
 }
 
+/// How to get the model files, for whoever runs this binary: the clone's
+/// `scripts/fetch-models`, by its full path, while that clone exists; for an
+/// installed binary whose clone is gone, where the files go instead.
+pub fn fetch_hint() -> String {
+    let script = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/fetch-models"
+    ));
+    let script = script.canonicalize().ok().filter(|p| p.is_file());
+    let explicit = std::env::var_os("AGENT_MODELS_DIR").filter(|d| !d.is_empty());
+    let dir = match explicit {
+        Some(dir) => PathBuf::from(dir),
+        None => crate::paths::installed_models_dir().unwrap_or_else(crate::paths::models_dir),
+    };
+    hint_for(script.as_deref(), &dir)
+}
+
+fn hint_for(script: Option<&Path>, dir: &Path) -> String {
+    match script {
+        Some(script) => format!("run {}", script.display()),
+        None => format!(
+            "copy a models folder that has the files `agent models` lists (from another machine, \
+or fetched in a clone of agent with scripts/fetch-models) to {}, or set AGENT_MODELS_DIR to it",
+            dir.display()
+        ),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileState {
@@ -108,6 +136,26 @@ pub fn sha256_file(path: &Path, mut on_progress: impl FnMut(u64)) -> std::io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fetch_hint_names_what_exists_for_this_binary() {
+        // A binary built here: the clone's script, by a path that works
+        // from any folder.
+        let hint = fetch_hint();
+        let script = hint.strip_prefix("run ").expect(&hint);
+        assert!(
+            Path::new(script).is_absolute() && Path::new(script).is_file(),
+            "{hint}"
+        );
+        // An installed binary whose clone is gone: where the files go.
+        let dir = Path::new("/home/u/.local/share/agent/models");
+        let hint = hint_for(None, dir);
+        assert!(hint.contains("/home/u/.local/share/agent/models"), "{hint}");
+        assert!(
+            hint.contains("AGENT_MODELS_DIR") && !hint.starts_with("run"),
+            "{hint}"
+        );
+    }
 
     #[test]
     fn manifest_parses_and_names_each_role() {

@@ -13,17 +13,22 @@ pub fn models_dir() -> PathBuf {
     if built_in.join("manifest.json").is_file() {
         return built_in;
     }
-    // Where `scripts/install` copies them, for a binary whose clone is gone.
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
-    if let Some(installed) = data.map(|d| d.join("agent/models")) {
+    if let Some(installed) = installed_models_dir() {
         if installed.join("manifest.json").is_file() {
             return installed;
         }
     }
     PathBuf::from("models")
+}
+
+/// Where `scripts/install` copies the model files, for a binary whose clone
+/// is gone: `$XDG_DATA_HOME/agent/models`, else `~/.local/share/agent/models`.
+pub fn installed_models_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .map(|d| d.join("agent/models"))
 }
 
 /// The default chat model inside the models folder.

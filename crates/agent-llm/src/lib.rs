@@ -237,10 +237,10 @@ impl Completion {
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error(
-        "model file not found: {path}\n  fix: run `scripts/fetch-models`, or pass `--model PATH` to any GGUF chat model"
+        "model file not found: {path}\n  fix: check the path, or pass `--model PATH` to any GGUF chat model (`agent models` checks the default one and says how to get it)"
     )]
     ModelNotFound { path: String },
-    #[error("{path} is not a usable GGUF model: {reason}\n  fix: re-run `scripts/fetch-models`, or pass `--model PATH` to a complete GGUF file")]
+    #[error("{path} is not a usable GGUF model: {reason}\n  fix: download it again (`agent models` checks the default one), or pass `--model PATH` to a complete GGUF file")]
     InvalidModel { path: String, reason: String },
     #[error("the prompt has {prompt_tokens} tokens but the context window holds {n_ctx} ({reserve} kept for the answer)\n  fix: shorten the input or raise `--ctx-size`")]
     ContextOverflow {

@@ -138,8 +138,9 @@ fn read_model_file(model_dir: &Path, name: &str) -> Result<Vec<u8>> {
     let path = model_dir.join(name);
     std::fs::read(&path).with_context(|| {
         format!(
-            "embedder file missing: {}\n  fix: run scripts/fetch-models",
-            path.display()
+            "embedder file missing: {}\n  fix: {}",
+            path.display(),
+            agent_base::models::fetch_hint()
         )
     })
 }
@@ -165,7 +166,10 @@ fn load_session(model_dir: &Path, ort_lib: &Path, threads: usize) -> Result<Text
     #[cfg(feature = "embed-cuda")]
     let options = options.with_execution_providers(vec![ort::ep::CUDA::default().build()]);
     TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
-        anyhow!("cannot load the embedding model: {e}\n  fix: run scripts/fetch-models")
+        anyhow!(
+            "cannot load the embedding model: {e}\n  fix: {}",
+            agent_base::models::fetch_hint()
+        )
     })
 }
 
@@ -174,8 +178,9 @@ fn load_session(model_dir: &Path, ort_lib: &Path, threads: usize) -> Result<Text
 fn read_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer> {
     let t = tokenizers::Tokenizer::from_file(path).map_err(|e| {
         anyhow!(
-            "cannot read {} ({e})\n  fix: run scripts/fetch-models",
-            path.display()
+            "cannot read {} ({e})\n  fix: {}",
+            path.display(),
+            agent_base::models::fetch_hint()
         )
     })?;
     untruncated(t)
@@ -203,8 +208,9 @@ fn ort_environment(lib: &Path) -> Result<ort::environment::Environment> {
     .clone()
     .map_err(|e| {
         anyhow!(
-            "cannot load ONNX Runtime from {}: {e}\n  fix: run scripts/fetch-models",
-            lib.display()
+            "cannot load ONNX Runtime from {}: {e}\n  fix: {}",
+            lib.display(),
+            agent_base::models::fetch_hint()
         )
     })
 }
@@ -247,8 +253,9 @@ impl Embedder {
     pub fn load(model_dir: &Path, ort_lib: &Path, threads: usize) -> Result<Self> {
         if !ort_lib.is_file() {
             anyhow::bail!(
-                "ONNX Runtime not found at {}\n  fix: run scripts/fetch-models",
-                ort_lib.display()
+                "ONNX Runtime not found at {}\n  fix: {}",
+                ort_lib.display(),
+                agent_base::models::fetch_hint()
             );
         }
         for name in [

@@ -439,6 +439,12 @@ pub enum SessionsCommand {
         #[arg(long)]
         script: bool,
     },
+    /// Undo a session's last change to the files (`/undo` in a chat takes
+    /// back only that chat's own).
+    Undo {
+        /// The session id (`agent sessions list`).
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -1,10 +1,15 @@
-//! `agent sessions list|show`: the saved conversations of this workspace.
+//! `agent sessions list|show|undo`: the saved conversations of this
+//! workspace, and undoing what one of them changed.
 
 use anyhow::{bail, Result};
 
 use super::exit;
 use crate::cli::{SessionsArgs, SessionsCommand};
+use agent_base::cancel::CancelToken;
 use agent_core::session::SessionStore;
+use agent_policy::{Mode, Policy};
+use agent_tools::checkpoint::Checkpoints;
+use agent_tools::{AlwaysApprove, ReadLedger, ToolContext, Toolbox, Workspace};
 
 pub fn run(args: &SessionsArgs) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
@@ -30,6 +35,12 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
                     );
                 }
             }
+        }
+        SessionsCommand::Undo { id } => {
+            if store.get(id)?.is_none() {
+                bail!("no session {id}\n  fix: `agent sessions list` shows the sessions");
+            }
+            return undo(&root, id);
         }
         SessionsCommand::Show { id, json, script } => {
             let Some(info) = store.get(id)? else {
@@ -61,4 +72,36 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
         }
     }
     Ok(exit::OK)
+}
+
+/// `agent sessions undo ID`: that session's last change set, restored as
+/// `/undo` in the session itself would (the user named it: no question).
+fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
+    let workspace = Workspace::new(root)?;
+    let state = workspace.state_dir();
+    let policy = Policy::load(&state, Mode::default())?;
+    let mut checkpoints = Checkpoints::open(&state)?;
+    checkpoints.set_session(id);
+    let mut ledger = ReadLedger::default();
+    let cancel = CancelToken::new();
+    let mut ctx = ToolContext {
+        workspace: &workspace,
+        ledger: &mut ledger,
+        checkpoints: &mut checkpoints,
+        policy: &policy,
+        approver: &mut AlwaysApprove,
+        search: None,
+        cancel: &cancel,
+    };
+    let out = Toolbox::standard().call("undo", &serde_json::json!({}), &mut ctx);
+    if let Some(diff) = &out.diff {
+        eprint!("{}", agent_tools::diff::colored(diff));
+    }
+    if out.ok {
+        eprintln!("{}", out.content);
+        Ok(exit::OK)
+    } else {
+        eprintln!("error: {}", out.content);
+        Ok(exit::FAILURE)
+    }
 }

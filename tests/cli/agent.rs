@@ -682,6 +682,51 @@ fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
 }
 
 #[test]
+fn undo_in_a_new_chat_leaves_an_earlier_runs_change_and_names_it() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Create new.py with x = 1")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let earlier = json_of(&out)["session_id"].as_str().unwrap().to_string();
+    assert!(dir.path().join("new.py").exists());
+
+    // A new chat did not make that change: /undo says whose it is.
+    let empty = write_script(dir.path(), serde_json::json!([]));
+    let err = chat(dir.path(), &empty, &[], "/undo\n/exit\n");
+    assert!(dir.path().join("new.py").exists(), "{err}");
+    assert!(
+        err.contains(&format!("made by session {earlier}"))
+            && err.contains(&format!("agent sessions undo {earlier}")),
+        "{err}"
+    );
+
+    // Named, it is undone.
+    let out = agent_in(dir.path())
+        .args(["sessions", "undo", &earlier])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert!(!dir.path().join("new.py").exists());
+    let out = agent_in(dir.path())
+        .args(["sessions", "undo", "no-such-session"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agent sessions list"));
+}
+
+#[test]
 fn secrets_never_reach_commands_or_the_logs() {
     let dir = repo();
     let script = write_script(

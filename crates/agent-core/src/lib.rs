@@ -775,6 +775,8 @@ a larger --model does better)"
         approver: &mut dyn Approver,
         cancel: &CancelToken,
     ) -> ToolOutput {
+        // Changes are saved as this session's, and undo takes back only its own.
+        self.checkpoints.set_session(&self.log.session_id);
         let mut ctx = ToolContext {
             workspace: &self.workspace,
             ledger: &mut self.ledger,

@@ -19,6 +19,19 @@ use super::sha256_hex;
 #[derive(Debug)]
 pub struct Checkpoints {
     dir: PathBuf,
+    /// The session whose changes are saved and undone ([`Checkpoints::set_session`]).
+    session: Option<String>,
+}
+
+/// What `undo` can take back ([`Checkpoints::undoable`]).
+#[derive(Debug)]
+pub enum Undoable {
+    /// The last change set of this session (of all, without a session).
+    Set(ChangeSet),
+    /// No change set at all.
+    Nothing,
+    /// None of this session's; the newest set is another run's.
+    Elsewhere(ChangeSet),
 }
 
 /// One change set as saved: what each file was before.
@@ -30,6 +43,10 @@ pub struct ChangeSet {
     /// What made it, e.g. `edit src/main.rs`.
     pub summary: String,
     pub files: Vec<SavedFile>,
+    /// The session that made it (None: saved without one, or before
+    /// sessions were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,7 +100,33 @@ impl Checkpoints {
                 }
             }
         }
-        Ok(Self { dir })
+        Ok(Self { dir, session: None })
+    }
+
+    /// Ties the store to a session: sets saved from now on name it, and
+    /// [`Checkpoints::undoable`] offers only its own. An empty id is a
+    /// session that has not started (it has no changes yet).
+    pub fn set_session(&mut self, id: &str) {
+        self.session = Some(id.to_string());
+    }
+
+    /// The change set `undo` takes back: this session's last one (the last
+    /// of all when no session is set). Another run's change is never taken
+    /// back by surprise: it is named instead ([`Undoable::Elsewhere`]).
+    pub fn undoable(&self) -> anyhow::Result<Undoable> {
+        let Some(session) = &self.session else {
+            return Ok(self.last()?.map_or(Undoable::Nothing, Undoable::Set));
+        };
+        let ids = self.ids()?;
+        let mut newest = None;
+        for &id in ids.iter().rev() {
+            let set = self.read_set(id)?;
+            if !session.is_empty() && set.session.as_deref() == Some(session.as_str()) {
+                return Ok(Undoable::Set(set));
+            }
+            newest.get_or_insert(set);
+        }
+        Ok(newest.map_or(Undoable::Nothing, Undoable::Elsewhere))
     }
 
     pub fn dir(&self) -> &Path {
@@ -134,6 +177,7 @@ impl Checkpoints {
                 created: chrono::Local::now().to_rfc3339(),
                 summary: summary.to_string(),
                 files: saved,
+                session: self.session.clone().filter(|s| !s.is_empty()),
             };
             std::fs::write(tmp.join(MANIFEST), serde_json::to_vec_pretty(&set)?)?;
             std::fs::rename(&tmp, self.dir.join(&id))?;
@@ -263,6 +307,28 @@ mod tests {
         cp.remove(&last.id).unwrap();
         assert_eq!(cp.len(), Checkpoints::MAX_SETS - 1);
         assert!(dir.path().join(".gitignore").exists());
+    }
+
+    #[test]
+    fn a_session_undoes_only_its_own_sets_and_names_another_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cp = Checkpoints::open(dir.path()).unwrap();
+        cp.set_session("s1");
+        cp.save("edit a", &[]).unwrap();
+        cp.set_session("s2");
+        assert!(
+            matches!(cp.undoable().unwrap(), Undoable::Elsewhere(s) if s.session.as_deref() == Some("s1"))
+        );
+        cp.save("edit b", &[]).unwrap();
+        cp.set_session("s1");
+        assert!(matches!(cp.undoable().unwrap(), Undoable::Set(s) if s.summary == "edit a"));
+        // Not started yet: nothing of its own.
+        cp.set_session("");
+        assert!(matches!(cp.undoable().unwrap(), Undoable::Elsewhere(s) if s.summary == "edit b"));
+        let empty = tempfile::tempdir().unwrap();
+        let mut none = Checkpoints::open(empty.path()).unwrap();
+        none.set_session("s1");
+        assert!(matches!(none.undoable().unwrap(), Undoable::Nothing));
     }
 
     #[test]

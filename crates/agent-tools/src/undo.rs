@@ -6,10 +6,31 @@ use serde_json::{json, Value};
 
 use super::args::Args;
 use super::change::{self, FileChange};
+use super::checkpoint::{ChangeSet, Undoable};
 use super::{sha256_hex, Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// `undo`: reverts the last change set.
 pub struct Undo;
+
+/// Why the last change is not undone here: it is another run's, named with
+/// the command that undoes it.
+fn another_runs(set: &ChangeSet) -> String {
+    let when = set
+        .created
+        .get(..16)
+        .unwrap_or(&set.created)
+        .replace('T', " ");
+    match &set.session {
+        Some(session) => format!(
+            "nothing of this session to undo; the last change (`{}`, {when}) was made by session {session}\n  fix: `agent sessions undo {session}` takes it back",
+            set.summary
+        ),
+        None => format!(
+            "nothing of this session to undo; the last change (`{}`, {when}) was made by an earlier run\n  fix: `git diff` shows it; `agent sessions list` shows the runs",
+            set.summary
+        ),
+    }
+}
 
 impl Tool for Undo {
     fn spec(&self) -> ToolSpec {
@@ -25,10 +46,13 @@ impl Tool for Undo {
         if let Err(e) = Args::new(args, "undo", "{}") {
             return e;
         }
-        let set = match ctx.checkpoints.last() {
-            Ok(Some(s)) => s,
-            Ok(None) => {
+        let set = match ctx.checkpoints.undoable() {
+            Ok(Undoable::Set(s)) => s,
+            Ok(Undoable::Nothing) => {
                 return ToolOutput::ok("nothing to undo: no change of this workspace is recorded")
+            }
+            Ok(Undoable::Elsewhere(other)) => {
+                return ToolOutput::error(ErrorClass::PolicyDenied, another_runs(&other))
             }
             Err(e) => {
                 return ToolOutput::error(ErrorClass::Io, format!("cannot read checkpoints: {e:#}"))

@@ -81,7 +81,13 @@ pub fn print_outcome(outcome: &Outcome) {
         Finish::NoAnswer | Finish::StepBudget | Finish::NotDone => {
             eprintln!("{}", escape_controls(&outcome.answer))
         }
-        Finish::Cancelled => eprintln!("(stopped)"),
+        Finish::Cancelled => {
+            // What the tools found before Ctrl-C, if anything.
+            if !outcome.answer.is_empty() {
+                println!("\n{}", escape_controls(&outcome.answer));
+            }
+            eprintln!("(stopped)")
+        }
     }
     if let Some(line) = changes_line(outcome) {
         eprintln!("{line}");

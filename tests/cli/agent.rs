@@ -393,6 +393,134 @@ fn without_a_terminal_confirm_mode_declines_writes() {
     );
 }
 
+/// A replay whose second turn is slow (a model writing a long call): the
+/// first turn's grep finds `def add`.
+fn slow_second_turn(dir: &Path) -> std::path::PathBuf {
+    let thought = "the grep found it but I will read the whole file first ".repeat(6);
+    let call =
+        serde_json::json!({"thought": thought, "tool": "read_file", "args": {"path": "calc.py"}});
+    write_script(
+        dir,
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            {"content": call.to_string(), "pace_ms": 250},
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py defines add"}}"#
+        ]),
+    )
+}
+
+/// SIGINT, as Ctrl-C or `timeout` send it.
+fn interrupt(child: &std::process::Child) {
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+#[test]
+fn an_interrupted_request_prints_what_the_tools_found() {
+    use std::io::Read;
+    let dir = repo();
+    let script = slow_second_turn(dir.path());
+    let mut child = agent_in(dir.path())
+        .args(["ask", "--script"])
+        .arg(&script)
+        .arg("Where is add defined in calc.py?")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The grep is instant; the second turn takes over ten seconds.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    interrupt(&child);
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(stderr.contains("(stopped)"), "{stderr}");
+    assert!(
+        stdout.contains("the request was interrupted") && stdout.contains("calc.py:1"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+}
+
+#[test]
+fn stream_json_reports_progress_while_the_model_writes_a_call() {
+    use std::io::BufRead;
+    let dir = repo();
+    let script = slow_second_turn(dir.path());
+    let mut child = agent_in(dir.path())
+        .args(["ask", "--output-format", "stream-json", "--script"])
+        .arg(&script)
+        .arg("Where is add defined in calc.py?")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<(std::time::Instant, Value)> = Vec::new();
+    let mut progress = 0;
+    for line in lines {
+        let event: Value = serde_json::from_str(&line.unwrap()).expect("one JSON event a line");
+        if event["type"] == "progress" {
+            progress += 1;
+            if progress == 2 {
+                interrupt(&child);
+            }
+        }
+        events.push((std::time::Instant::now(), event));
+    }
+    let status = child.wait().unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(status.code(), Some(130), "{kinds:?}");
+    // The second step: its start, then a progress event at most every few
+    // seconds, counting tokens, while nothing else is shown.
+    let start = events
+        .iter()
+        .position(|(_, e)| e["type"] == "step" && e["step"] == 2)
+        .unwrap_or_else(|| panic!("{kinds:?}"));
+    let mut last = events[start].0;
+    let mut tokens = 0;
+    for (at, e) in events[start + 1..]
+        .iter()
+        .filter(|(_, e)| e["type"] == "progress")
+    {
+        assert!(
+            at.duration_since(last) < std::time::Duration::from_secs(4),
+            "{kinds:?}"
+        );
+        assert_eq!(e["step"], 2);
+        let now = e["tokens"].as_u64().unwrap();
+        assert!(now > tokens, "{e}");
+        (last, tokens) = (*at, now);
+    }
+    assert!(progress >= 2, "{kinds:?}");
+    // The final event keeps what the grep found.
+    let last = &events.last().unwrap().1;
+    assert_eq!(last["type"], "final");
+    assert_eq!(last["finish"], "cancelled");
+    assert!(
+        last["answer"].as_str().unwrap().contains("calc.py:1"),
+        "{last}"
+    );
+}
+
 #[test]
 fn a_coding_task_whose_changes_were_all_refused_is_not_done() {
     let dir = repo();

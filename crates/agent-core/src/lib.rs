@@ -702,9 +702,17 @@ a larger --model does better)"
         let mut streamer = agent_llm::stream::AnswerStreamer::default();
         let mut answer = String::new();
         let mut looped = false;
+        let mut last_progress = std::time::Instant::now();
         let completion = self.provider.complete(&request, &mut |event| {
             if cancel.is_cancelled() {
                 return Flow::Stop;
+            }
+            if let Event::Generated(tokens) = event {
+                // Minutes can pass while a call is written: say it goes on.
+                if last_progress.elapsed() >= crate::ui::PROGRESS_EVERY {
+                    last_progress = std::time::Instant::now();
+                    ui.generating(step + 1, tokens);
+                }
             }
             if let Event::Reasoning(piece) = event {
                 ui.reasoning_text(piece);

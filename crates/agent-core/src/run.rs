@@ -374,6 +374,13 @@ Another copy of this call ends the request.",
                 outcome.steps
             );
         }
+        if outcome.finish == Finish::Cancelled && outcome.answer.is_empty() {
+            // Stopped before an answer: what the tools found is still worth
+            // having, as when no answer came.
+            if let Some(found) = &run.found {
+                outcome.answer = crate::evidence_answer("the request was interrupted", found);
+            }
+        }
         outcome.declined = self.declined;
         let unchanged = run.tools == ToolAccess::All
             && outcome.changed_files.is_empty()

@@ -27,6 +27,10 @@ pub trait Ui {
     /// A piece of the model's reasoning, as it is generated (never part of
     /// the answer).
     fn reasoning_text(&mut self, _text: &str) {}
+    /// The model is still generating: `tokens` so far in this step. Sent
+    /// every [`PROGRESS_EVERY`] while it does, shown or not (a call being
+    /// written shows nothing).
+    fn generating(&mut self, _step: usize, _tokens: usize) {}
     fn step_end(&mut self);
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);
@@ -36,6 +40,9 @@ pub trait Ui {
         self.notice(&compaction_line(compaction));
     }
 }
+
+/// How often [`Ui::generating`] is called while the model generates.
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// One line on a compaction.
 pub fn compaction_line(c: &Compaction) -> String {
@@ -68,8 +75,8 @@ impl Ui for QuietUi {
 }
 
 /// `--output-format stream-json`: one JSON object per line on stdout, as it
-/// happens (`intent`, `step`, `text`, `tool_call`, `tool_result`, `notice`,
-/// `compact`;
+/// happens (`intent`, `step`, `text`, `progress`, `tool_call`, `tool_result`,
+/// `notice`, `compact`;
 /// the caller prints `final`), for CI jobs and editors.
 pub struct JsonLinesUi<W: std::io::Write> {
     out: W,
@@ -105,6 +112,12 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
     }
     fn reasoning_text(&mut self, text: &str) {
         self.event("reasoning", serde_json::json!({ "delta": text }));
+    }
+    fn generating(&mut self, step: usize, tokens: usize) {
+        self.event(
+            "progress",
+            serde_json::json!({ "step": step, "tokens": tokens }),
+        );
     }
     fn step_end(&mut self) {}
     fn tool_call(&mut self, call: &ToolCall) {

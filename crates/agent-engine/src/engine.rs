@@ -785,6 +785,9 @@ impl LlamaEngine {
             if let Some(finish) = turn.push(&piece, on_event) {
                 return Ok(finish);
             }
+            if on_event(Event::Generated(result.tokens.len())) == Flow::Stop {
+                return Ok(FinishReason::Cancelled);
+            }
             if !may_call && turn.cut_at_call(&self.format) {
                 return Ok(FinishReason::StopSequence);
             }

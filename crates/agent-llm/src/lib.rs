@@ -146,6 +146,9 @@ pub enum Event<'a> {
     Text(&'a str),
     /// A piece of the model's reasoning (shown dimmed, never sent back).
     Reasoning(&'a str),
+    /// The turn's tokens so far, after each one, shown or not: a call being
+    /// written shows nothing, but the caller can report progress and stop.
+    Generated(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

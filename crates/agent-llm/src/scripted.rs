@@ -33,9 +33,12 @@ pub enum ScriptTurn {
         #[serde(default)]
         reasoning_content: Option<String>,
     },
-    /// The model's output as it wrote it.
+    /// The model's output as it wrote it; `pace_ms` between its words
+    /// plays a slow model (progress and Ctrl-C while it generates).
     Raw {
         content: String,
+        #[serde(default)]
+        pace_ms: u64,
     },
     Text(String),
 }
@@ -295,7 +298,12 @@ impl Provider for ScriptedProvider {
             ..Completion::default()
         };
         match turn {
-            ScriptTurn::Text(text) | ScriptTurn::Raw { content: text } => {
+            ScriptTurn::Text(_) | ScriptTurn::Raw { .. } => {
+                let (text, pace_ms) = match turn {
+                    ScriptTurn::Raw { content, pace_ms } => (content, pace_ms),
+                    ScriptTurn::Text(text) => (text, 0),
+                    ScriptTurn::Parsed { .. } => unreachable!("matched above"),
+                };
                 let text = match request
                     .stop
                     .iter()
@@ -314,8 +322,13 @@ impl Provider for ScriptedProvider {
                     turn_kind(&self.format, request),
                 );
                 // Word by word, like a model would.
-                for piece in text.split_inclusive(' ') {
-                    if streamer.push(piece).emit(on_event) == Flow::Stop {
+                for (i, piece) in text.split_inclusive(' ').enumerate() {
+                    if pace_ms > 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(pace_ms));
+                    }
+                    if streamer.push(piece).emit(on_event) == Flow::Stop
+                        || on_event(Event::Generated(i + 1)) == Flow::Stop
+                    {
                         completion.finish = FinishReason::Cancelled;
                         break;
                     }
@@ -400,7 +413,8 @@ mod tests {
         assert_eq!(
             p.turns[1],
             ScriptTurn::Raw {
-                content: "b".into()
+                content: "b".into(),
+                pace_ms: 0
             }
         );
         assert!(

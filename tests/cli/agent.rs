@@ -393,6 +393,108 @@ fn without_a_terminal_confirm_mode_declines_writes() {
     );
 }
 
+/// `cmd` on a pseudo-terminal (util-linux `script`), with what it prints;
+/// `key` is typed once `prompt` shows. Killed after `limit`.
+fn on_a_terminal(
+    dir: &Path,
+    cmd: &str,
+    prompt: &str,
+    key: &str,
+    limit: std::time::Duration,
+) -> (Option<i32>, String) {
+    use std::io::{Read, Write};
+    let mut child = Command::new("script")
+        .args(["-qfec", cmd, "/dev/null"])
+        .current_dir(dir)
+        .env("XDG_CONFIG_HOME", dir.join(".git/test-config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("util-linux `script` runs");
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let started = std::time::Instant::now();
+    let mut typed = false;
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if !typed && seen.lock().unwrap().contains(prompt) {
+            stdin.write_all(key.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+            typed = true;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    drop(stdin);
+    let _ = reader.join();
+    let text = seen.lock().unwrap().clone();
+    (code, text)
+}
+
+#[test]
+fn the_confirm_prompt_takes_one_key_without_enter_on_a_terminal() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let cmd = format!(
+        "{} ask --script {} 'Create new.py with x = 1'",
+        env!("CARGO_BIN_EXE_agent"),
+        script.display()
+    );
+    // "y" alone: a prompt that waits for Enter never sees an answer.
+    let (code, text) = on_a_terminal(
+        dir.path(),
+        &cmd,
+        "[a]lways",
+        "y",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 1\n"
+    );
+
+    // "n" alone declines.
+    std::fs::remove_file(dir.path().join("new.py")).unwrap();
+    let (code, text) = on_a_terminal(
+        dir.path(),
+        &cmd,
+        "[a]lways",
+        "n",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(3), "{text}");
+    assert!(!dir.path().join("new.py").exists(), "{text}");
+}
+
 /// A replay whose second turn is slow (a model writing a long call): the
 /// first turn's grep finds `def add`.
 fn slow_second_turn(dir: &Path) -> std::path::PathBuf {

@@ -412,19 +412,46 @@ impl Approver for TerminalApprover {
             style("?").yellow().bold()
         );
         let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        if std::io::stdin().lock().read_line(&mut answer).is_err() {
-            return Decision::Decline;
-        }
-        match answer.trim().to_lowercase().as_str() {
-            "y" | "yes" => Decision::Approve,
-            "a" | "always" => {
+        match read_answer() {
+            Some('y') => Decision::Approve,
+            Some('a') => {
                 self.always = true;
                 Decision::Approve
             }
             _ => Decision::Decline,
         }
     }
+}
+
+/// The answer to a confirmation, lowercased: one key on a terminal (`y`,
+/// `n`, `a`, no Enter needed; Enter, Esc and Ctrl-C are no), else a line
+/// (`y`/`yes`, `a`/`always`). None when nothing can be read.
+fn read_answer() -> Option<char> {
+    let term = console::Term::stderr();
+    if term.is_term() {
+        loop {
+            match term.read_key_raw() {
+                Ok(console::Key::Char(c)) if "yna".contains(c.to_ascii_lowercase()) => {
+                    eprintln!("{c}");
+                    return Some(c.to_ascii_lowercase());
+                }
+                Ok(console::Key::Enter | console::Key::Escape | console::Key::CtrlC) => {
+                    eprintln!("n");
+                    return Some('n');
+                }
+                Ok(_) => continue,
+                // No terminal to put in raw mode after all: read a line.
+                Err(_) => break,
+            }
+        }
+    }
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok()?;
+    Some(match line.trim().to_lowercase().as_str() {
+        "y" | "yes" => 'y',
+        "a" | "always" => 'a',
+        _ => 'n',
+    })
 }
 
 #[cfg(test)]

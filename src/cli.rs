@@ -192,7 +192,7 @@ stops the current step and returns to the prompt (twice quits). Every message is
 happens; --resume shows the last exchanges first.
 
 Commands (never sent to the model): /help, /clear (new conversation), /undo (the agent's last
-change), /model, /tokens (usage and how full the context is), /compact [focus] (replace the
+change in this session; `agent sessions undo ID` for an earlier one), /model, /tokens (usage and how full the context is), /compact [focus] (replace the
 conversation so far by the model's summary), /init (write AGENTS.md), /exit. Prompt files in
 .agent/commands/NAME.md (or ~/.config/agent/commands/) are /NAME: `/review src/app.py` sends the
 file's text with $ARGUMENTS replaced by `src/app.py`.

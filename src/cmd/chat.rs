@@ -322,7 +322,7 @@ enum Command {
 const CHAT_HELP: &str = "commands:
   /help             this list
   /clear            start a new conversation (this one stays saved)
-  /undo             undo the agent's last change to the files
+  /undo             undo the agent's last change to the files in this session
   /model            the model and its context window
   /tokens           tokens used so far, and how full the context is
   /compact [focus]  replace the conversation so far by the model's summary of it

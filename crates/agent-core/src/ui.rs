@@ -424,19 +424,26 @@ impl Approver for TerminalApprover {
 }
 
 /// The answer to a confirmation, lowercased: one key on a terminal (`y`,
-/// `n`, `a`, no Enter needed; Enter, Esc and Ctrl-C are no), else a line
-/// (`y`/`yes`, `a`/`always`). None when nothing can be read.
+/// `n`, `a`, no Enter needed; Enter and Esc are no, Ctrl-C is no and stops
+/// the request as Ctrl-C does), else a line (`y`/`yes`, `a`/`always`).
+/// None when nothing can be read.
 fn read_answer() -> Option<char> {
     let term = console::Term::stderr();
     if term.is_term() {
         loop {
-            match term.read_key_raw() {
+            // Raw mode; Ctrl-C there raises SIGINT itself (the handler
+            // stops the request) and reads as interrupted.
+            match term.read_key() {
                 Ok(console::Key::Char(c)) if "yna".contains(c.to_ascii_lowercase()) => {
                     eprintln!("{c}");
                     return Some(c.to_ascii_lowercase());
                 }
-                Ok(console::Key::Enter | console::Key::Escape | console::Key::CtrlC) => {
+                Ok(console::Key::Enter | console::Key::Escape) => {
                     eprintln!("n");
+                    return Some('n');
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    eprintln!();
                     return Some('n');
                 }
                 Ok(_) => continue,

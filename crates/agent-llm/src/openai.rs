@@ -126,6 +126,9 @@ struct Reply {
     calls: Vec<(String, String, String)>,
     finish: Option<FinishReason>,
     usage: Option<Value>,
+    /// Deltas so far (about one token each): progress while a call, which
+    /// shows no text, streams in.
+    deltas: usize,
 }
 
 impl Reply {
@@ -168,6 +171,10 @@ impl Reply {
             if let Some(end) = stops.feed(piece, on_event) {
                 return Some(end);
             }
+        }
+        self.deltas += 1;
+        if on_event(Event::Generated(self.deltas)) == Flow::Stop {
+            return Some(FinishReason::Cancelled);
         }
         None
     }

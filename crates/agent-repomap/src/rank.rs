@@ -332,6 +332,7 @@ const GENERIC_NAMES: &[&str] = &[
     "kill",
     "exists",
     "display",
+    "root",
     // Python's dict, set and str methods.
     "update",
     "setdefault",
@@ -444,7 +445,13 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
     for (fi, (_, tags)) in files.iter().enumerate() {
         let from = fi as u32;
         for (name, count) in &tags.refs {
-            let strength = (*count as f64).sqrt();
+            // Fifty `format!` calls say no more about the repository's own
+            // `format` than one does.
+            let strength = if GENERIC_NAMES.contains(&name.as_str()) {
+                1.0
+            } else {
+                (*count as f64).sqrt()
+            };
             let focus_mul = if is_focus_ident(name) {
                 FOCUS_IDENT_EDGE_WEIGHT
             } else {

@@ -582,8 +582,9 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             .map(|d| flow_to(fi as u32, &d.name, target_weight(tags, d) * file_weight))
             .collect();
         let mut member_flow = vec![0.0f64; tags.defs.len()];
-        for (di, d) in tags.defs.iter().enumerate() {
-            if let Some(owner) = owner(tags, d) {
+        for (di, owner) in owners(tags).into_iter().enumerate() {
+            if let Some(owner) = owner {
+                let d = &tags.defs[di];
                 member_flow[owner] += flows[di] + BASE_SHARE * file_rank[fi] * def_weight(tags, d);
             }
         }
@@ -618,23 +619,31 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
     Ranking { file_rank, defs }
 }
 
-/// The type, trait or class (an index into `tags.defs`) whose member `def`
-/// is: the definition that opens its scope (a trait, a class), or for an
-/// `impl Type` or `impl Trait for Type` block the type of that name in the
-/// same file.
-fn owner(tags: &FileTags, def: &Def) -> Option<usize> {
-    let s = def.scope?;
-    if let Some(i) = tags.defs.iter().position(|d| d.opens == Some(s)) {
-        return matches!(tags.defs[i].kind, DefKind::Trait | DefKind::Class).then_some(i);
+/// For each definition, the type, trait or class (an index into
+/// `tags.defs`) it is a member of: the definition that opens its scope (a
+/// trait, a class), or for an `impl Type` or `impl Trait for Type` block
+/// the type of that name in the same file.
+fn owners(tags: &FileTags) -> Vec<Option<usize>> {
+    let mut by_scope: Vec<Option<usize>> = vec![None; tags.scopes.len()];
+    let mut types: HashMap<&str, usize> = HashMap::default();
+    for (i, d) in tags.defs.iter().enumerate() {
+        match (d.kind, d.opens) {
+            (DefKind::Trait | DefKind::Class, Some(s)) => by_scope[s as usize] = Some(i),
+            (DefKind::Struct | DefKind::Enum | DefKind::Union, _) => {
+                types.entry(d.name.as_str()).or_insert(i);
+            }
+            _ => {}
+        }
     }
-    let scope = &tags.scopes[s as usize];
-    if !matches!(scope.kind, ScopeKind::Impl | ScopeKind::TraitImpl) {
-        return None;
+    for (s, scope) in tags.scopes.iter().enumerate() {
+        if matches!(scope.kind, ScopeKind::Impl | ScopeKind::TraitImpl) {
+            by_scope[s] = impl_type(&scope.text).and_then(|t| types.get(t).copied());
+        }
     }
-    let ty = impl_type(&scope.text)?;
-    tags.defs.iter().position(|d| {
-        d.name == ty && matches!(d.kind, DefKind::Struct | DefKind::Enum | DefKind::Union)
-    })
+    tags.defs
+        .iter()
+        .map(|d| d.scope.and_then(|s| by_scope[s as usize]))
+        .collect()
 }
 
 /// `impl<'a, T: X> engine::Engine<'a, T> where ..` → `Engine`;

@@ -312,7 +312,7 @@ impl<'a> Chunker<'a> {
                 }
                 Role::Namespace { name, members } => {
                     // Its header (`namespace geo {`) goes with what comes first inside.
-                    let lead = Some(leading.take().unwrap_or(start));
+                    let lead = leading.take().unwrap_or(start);
                     if let Some((bs, be)) = block.take() {
                         self.emit_block(scope, bs, be);
                     }
@@ -320,10 +320,10 @@ impl<'a> Chunker<'a> {
                     path.push(name);
                     match members {
                         Some(members) if !members.is_empty() => {
-                            self.items(lang, &members, &path, false, lead)
+                            self.items(lang, &members, &path, false, Some(lead))
                         }
-                        Some(_) => self.emit_block(&path, lead.unwrap_or(start), end),
-                        None => return self.items(lang, &nodes[i + 1..], &path, false, lead),
+                        Some(_) => self.emit_block(&path, lead, end),
+                        None => return self.items(lang, &nodes[i + 1..], &path, false, Some(lead)),
                     }
                 }
                 Role::Item { kind, name, body } => {

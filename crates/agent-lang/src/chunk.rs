@@ -10,6 +10,12 @@
 //! neighbours are merged. Files without a grammar are cut into line windows,
 //! at Markdown headings where there are any.
 //!
+//! Namespaces and modules (`namespace geo { .. }`, `module Checkout`) are
+//! never chunks themselves: what they hold is chunked as if it stood at the
+//! top, its symbol path starting with the namespace
+//! (`geo::MeshSimplifier::collapseShortEdges`), so a search finds the class
+//! and the method, not the wrapper.
+//!
 //! Every chunk fits `max_tokens` as counted by the embedder's own tokenizer,
 //! which the caller passes in.
 
@@ -75,7 +81,7 @@ pub fn chunk_source(
         Some(tree) => {
             let root = tree.root_node();
             let children: Vec<Node> = named_children(root);
-            chunker.items(lang, &children, &[]);
+            chunker.items(lang, &children, &[], false, None);
         }
         None => chunker.text_windows(),
     }
@@ -122,6 +128,12 @@ enum Role<'t> {
     Other,
     /// A node whose children stand in its place (`#ifdef` blocks).
     Transparent(Vec<Node<'t>>),
+    /// A namespace: its members stand in its place, inside its name; `None`
+    /// (`namespace Shop.Jobs;`) for the siblings after it.
+    Namespace {
+        name: String,
+        members: Option<Vec<Node<'t>>>,
+    },
 }
 
 impl<'a> Chunker<'a> {
@@ -209,6 +221,17 @@ impl<'a> Chunker<'a> {
             };
             return Role::Transparent(children);
         }
+        if syntax.namespaces.contains(&kind) {
+            // `"express"` of `declare module "express"` names it too.
+            let name = node
+                .child_by_field_name("name")
+                .and_then(|n| n.utf8_text(self.src.as_bytes()).ok())
+                .map(|n| n.trim_matches(['"', '\'']).to_string());
+            return Role::Namespace {
+                name: name.unwrap_or_default(),
+                members: node.child_by_field_name("body").map(named_children),
+            };
+        }
         if let Some((_, field)) = syntax.wrappers.iter().find(|(w, _)| *w == kind) {
             let inner = match *field {
                 "*" => named_children(node).pop(),
@@ -216,7 +239,7 @@ impl<'a> Chunker<'a> {
             };
             return match inner {
                 Some(inner) => match self.table_role(syntax, inner) {
-                    item @ Role::Item { .. } => item,
+                    role @ (Role::Item { .. } | Role::Namespace { .. }) => role,
                     _ => Role::Other,
                 },
                 None => Role::Other,
@@ -233,6 +256,8 @@ impl<'a> Chunker<'a> {
                 strip_generics(&n)
             }
         });
+        // Kotlin's `companion object { .. }` is called `Companion`.
+        let name = name.or_else(|| (kind == "companion_object").then(|| "Companion".into()));
         if name.is_none() && matches!(rule.name, Name::FirstDeclarator | Name::Declarator) {
             // `struct { .. } x;`, destructuring: not an item of its own.
             return Role::Other;
@@ -247,13 +272,22 @@ impl<'a> Chunker<'a> {
         item(rule.kind, name, body)
     }
 
-    /// Chunks a sequence of sibling nodes inside `scope`.
-    fn items<'t>(&mut self, lang: Lang, nodes: &[Node<'t>], scope: &[String]) {
+    /// Chunks a sequence of sibling nodes inside `scope`, the members of a
+    /// type when `in_type` (its functions are methods); `lead` is the first
+    /// line of what goes with the first of them (a namespace's header).
+    fn items<'t>(
+        &mut self,
+        lang: Lang,
+        nodes: &[Node<'t>],
+        scope: &[String],
+        in_type: bool,
+        lead: Option<usize>,
+    ) {
         // A run of non-item lines waiting to become a block chunk, and where
         // the comments/attributes right before the next item begin.
         let mut block: Option<(usize, usize)> = None;
-        let mut leading: Option<usize> = None;
-        for &node in nodes {
+        let mut leading: Option<usize> = lead;
+        for (i, &node) in nodes.iter().enumerate() {
             let (start, end) = (node.start_position().row, node.end_position().row);
             match self.role(lang, node) {
                 Role::Leading => {
@@ -274,7 +308,23 @@ impl<'a> Chunker<'a> {
                     if let Some((bs, be)) = block.take() {
                         self.emit_block(scope, bs, be);
                     }
-                    self.items(lang, &children, scope);
+                    self.items(lang, &children, scope, in_type, None);
+                }
+                Role::Namespace { name, members } => {
+                    // Its header (`namespace geo {`) goes with what comes first inside.
+                    let lead = leading.take().unwrap_or(start);
+                    if let Some((bs, be)) = block.take() {
+                        self.emit_block(scope, bs, be);
+                    }
+                    let mut path = scope.to_vec();
+                    path.push(name);
+                    match members {
+                        Some(members) if !members.is_empty() => {
+                            self.items(lang, &members, &path, false, Some(lead))
+                        }
+                        Some(_) => self.emit_block(&path, lead, end),
+                        None => return self.items(lang, &nodes[i + 1..], &path, false, Some(lead)),
+                    }
                 }
                 Role::Item { kind, name, body } => {
                     let start = leading.take().unwrap_or(start);
@@ -283,7 +333,7 @@ impl<'a> Chunker<'a> {
                     }
                     let mut path = scope.to_vec();
                     path.push(name);
-                    self.item(lang, kind, &path, (start, end), body, scope);
+                    self.item(lang, kind, &path, (start, end), body, in_type);
                 }
             }
         }
@@ -305,10 +355,10 @@ impl<'a> Chunker<'a> {
         path: &[String],
         (start, end): (usize, usize),
         body: Option<Vec<Node<'t>>>,
-        scope: &[String],
+        in_type: bool,
     ) {
         let text = self.text(start, end);
-        let kind = if kind == "function" && !scope.is_empty() {
+        let kind = if kind == "function" && in_type {
             "method"
         } else {
             kind
@@ -326,7 +376,7 @@ impl<'a> Chunker<'a> {
                 if first > start {
                     self.windows(path, kind, start, first - 1);
                 }
-                self.items(lang, &members, path);
+                self.items(lang, &members, path, true, None);
             }
             None => self.windows(path, kind, start, end),
         }

@@ -99,6 +99,12 @@ pub struct Syntax {
     /// Nodes whose children (or the children of their field) are chunked as
     /// if they stood in their place (`#ifdef` blocks, `extern "C" { .. }`).
     pub transparent: &'static [(&'static str, Option<&'static str>)],
+    /// Namespaces and modules, which only group items (`namespace geo { .. }`,
+    /// `module Checkout`): never a chunk of their own, their members (the
+    /// `body` field) are chunked in their place with the namespace's `name`
+    /// added to the symbol path. One without a body (`namespace Shop.Jobs;`)
+    /// names the siblings after it.
+    pub namespaces: &'static [&'static str],
 }
 
 pub struct LangSpec {
@@ -128,6 +134,7 @@ static JAVASCRIPT_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[("export_statement", "declaration")],
     transparent: &[],
+    namespaces: &[],
 };
 
 static TYPESCRIPT_SYNTAX: Syntax = Syntax {
@@ -140,8 +147,6 @@ static TYPESCRIPT_SYNTAX: Syntax = Syntax {
         container("interface_declaration", "interface", FUNCTION),
         container("enum_declaration", "enum", FUNCTION),
         item("type_alias_declaration", "type", FUNCTION),
-        container("internal_module", "module", FUNCTION),
-        container("module", "module", FUNCTION),
         item("method_definition", "method", FUNCTION),
         item("abstract_method_signature", "method", FUNCTION),
         item("lexical_declaration", "const", Name::FirstDeclarator),
@@ -150,9 +155,13 @@ static TYPESCRIPT_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[
         ("export_statement", "declaration"),
-        ("ambient_declaration", "declaration"),
+        // `declare module "x" { .. }`, `declare function f(): T;`
+        ("ambient_declaration", "*"),
+        // A top-level `namespace X { .. }` can parse as an expression.
+        ("expression_statement", "*"),
     ],
     transparent: &[],
+    namespaces: &["internal_module", "module"],
 };
 
 static GO_SYNTAX: Syntax = Syntax {
@@ -164,6 +173,7 @@ static GO_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &[],
 };
 
 static JAVA_SYNTAX: Syntax = Syntax {
@@ -179,6 +189,7 @@ static JAVA_SYNTAX: Syntax = Syntax {
     comments: &["line_comment", "block_comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &[],
 };
 
 static C_SYNTAX: Syntax = Syntax {
@@ -193,6 +204,7 @@ static C_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[],
     transparent: PREPROC,
+    namespaces: &[],
 };
 
 const PREPROC: &[(&str, Option<&str>)] = &[
@@ -211,7 +223,6 @@ static CPP_SYNTAX: Syntax = Syntax {
         container("struct_specifier", "struct", FUNCTION),
         container("union_specifier", "struct", FUNCTION),
         item("enum_specifier", "enum", FUNCTION),
-        container("namespace_definition", "module", FUNCTION),
         item("preproc_function_def", "macro", FUNCTION),
     ],
     comments: &["comment"],
@@ -223,6 +234,7 @@ static CPP_SYNTAX: Syntax = Syntax {
         ("preproc_elif", None),
         ("linkage_specification", Some("body")),
     ],
+    namespaces: &["namespace_definition"],
 };
 
 static CSHARP_SYNTAX: Syntax = Syntax {
@@ -232,7 +244,6 @@ static CSHARP_SYNTAX: Syntax = Syntax {
         container("interface_declaration", "interface", FUNCTION),
         container("record_declaration", "class", FUNCTION),
         container("enum_declaration", "enum", FUNCTION),
-        container("namespace_declaration", "module", FUNCTION),
         item("method_declaration", "method", FUNCTION),
         item("constructor_declaration", "method", FUNCTION),
         item("property_declaration", "const", FUNCTION),
@@ -241,18 +252,19 @@ static CSHARP_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &["namespace_declaration", "file_scoped_namespace_declaration"],
 };
 
 static RUBY_SYNTAX: Syntax = Syntax {
     items: &[
         container("class", "class", FUNCTION),
-        container("module", "module", FUNCTION),
         item("method", "method", FUNCTION),
         item("singleton_method", "method", FUNCTION),
     ],
     comments: &["comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &["module"],
 };
 
 static PHP_SYNTAX: Syntax = Syntax {
@@ -263,11 +275,12 @@ static PHP_SYNTAX: Syntax = Syntax {
         container("trait_declaration", "interface", FUNCTION),
         container("enum_declaration", "enum", FUNCTION),
         item("method_declaration", "method", FUNCTION),
-        container("namespace_definition", "module", FUNCTION),
     ],
     comments: &["comment"],
     wrappers: &[],
     transparent: &[],
+    // `namespace App\Models;` names the rest of the file.
+    namespaces: &["namespace_definition"],
 };
 
 static BASH_SYNTAX: Syntax = Syntax {
@@ -275,6 +288,7 @@ static BASH_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &[],
 };
 
 static LUA_SYNTAX: Syntax = Syntax {
@@ -282,6 +296,7 @@ static LUA_SYNTAX: Syntax = Syntax {
     comments: &["comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &[],
 };
 
 /// Kotlin's class bodies are children, not fields.
@@ -304,6 +319,7 @@ static KOTLIN_SYNTAX: Syntax = Syntax {
     comments: &["line_comment", "block_comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &[],
 };
 
 static SWIFT_SYNTAX: Syntax = Syntax {
@@ -318,6 +334,7 @@ static SWIFT_SYNTAX: Syntax = Syntax {
     comments: &["comment", "multiline_comment"],
     wrappers: &[],
     transparent: &[],
+    namespaces: &[],
 };
 
 #[rustfmt::skip]
@@ -727,7 +744,8 @@ mod tests {
                     .map(|i| i.node)
                     .chain(syntax.comments.iter().copied())
                     .chain(syntax.wrappers.iter().map(|w| w.0))
-                    .chain(syntax.transparent.iter().map(|t| t.0));
+                    .chain(syntax.transparent.iter().map(|t| t.0))
+                    .chain(syntax.namespaces.iter().copied());
                 for kind in kinds {
                     assert!(
                         grammar.id_for_node_kind(kind, true) != 0,

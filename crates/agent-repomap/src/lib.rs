@@ -17,7 +17,9 @@
 //!    A corrupt cache is rebuilt, never fatal.
 //! 3. **Rank** ([`rank`]): personalized PageRank over a graph from
 //!    referencing files to defining files, seeded by the request's focus and
-//!    recently edited files; definitions get the rank flowing to them.
+//!    recently edited files; definitions get the rank flowing to them (types
+//!    also what flows to their members), those of tests, examples and docs
+//!    a tenth of it.
 //! 4. **Fit** ([`render`]): the longest ranked prefix whose outline fits the
 //!    token budget, counted by the chat model's own tokenizer.
 //!

@@ -1,6 +1,11 @@
 //! Ranking: a graph from referencing files to defining files, personalized
 //! PageRank over it, and a score for every definition.
 //!
+//! The package's own code leads: tests, examples, benchmarks, docs and
+//! scripts ([`is_secondary`]) rank below it, though their references still
+//! count. A type, trait or class also gets the references to its members,
+//! so a type whose methods are called everywhere is as central as its API.
+//!
 //! Deterministic by construction: files are indexed in path order, edges are
 //! built and summed in a fixed order, the iteration count and tolerance are
 //! fixed, and ties are broken by path then line. Hash maps are used for
@@ -21,6 +26,16 @@ const UBIQUITOUS_WEIGHT: f64 = 0.1;
 /// A name defined in more files than this is not followed at all (unless
 /// focused): its share per definer would be negligible, and its edges many.
 const MAX_DEFINERS: usize = 25;
+/// How much tests, examples, benchmarks, docs and scripts count next to the
+/// package's own code: their definitions rank below it, the random surfer
+/// starts in them less often (their references to the package still count),
+/// and a name they define again (a fixture's copy of a type) takes little
+/// of the references from the real one.
+const SECONDARY_WEIGHT: f64 = 0.1;
+/// How often the random surfer starts in such a file, next to the
+/// package's own: less, but their references still say which of the
+/// package's names matter (a type the tests use everywhere is central).
+const SECONDARY_START: f64 = 0.5;
 /// A private name (Rust without `pub`, Python `_name`) is visible in its own
 /// file (and Rust child modules) only: references to it from other files are
 /// nearly always clashes with another name (`.collect()` vs a private
@@ -45,6 +60,10 @@ const RECENT_FILE_SEED: f64 = 0.5;
 /// Share of its file's rank that a definition gets without any reference, so
 /// unreferenced definitions are ordered by how central their file is.
 const BASE_SHARE: f64 = 0.01;
+/// Share of the references to its members (methods, associated items) that
+/// a type, trait or class gets as its own: a type is as central as its API
+/// is used, which calls through `value.method()` show better than its name.
+const MEMBER_SHARE: f64 = 1.0;
 /// Added to definitions named in the focus: they come first.
 const FOCUS_IDENT_BOOST: f64 = 1.0;
 /// Added to definitions in focused files: they come right after.
@@ -135,6 +154,47 @@ fn module_name(rel: &str) -> Option<&str> {
         s => s,
     };
     (name.len() >= crate::defs::MIN_REF_LEN).then_some(name)
+}
+
+/// Folders whose code is not the package's own.
+const SECONDARY_DIRS: &[&str] = &[
+    "tests",
+    "test",
+    "testing",
+    "testdata",
+    "fixtures",
+    "examples",
+    "example",
+    "benches",
+    "bench",
+    "benchmarks",
+    "docs",
+    "doc",
+    "scripts",
+    "samples",
+];
+
+/// Whether `rel` is test, example, benchmark, documentation or script code
+/// (see [`SECONDARY_WEIGHT`]): by a folder on its path, or by its name
+/// (`test_app.py`, `app_test.go`, `tests.rs`, `app.spec.ts`, `conftest.py`).
+pub fn is_secondary(rel: &str) -> bool {
+    let (dirs, file) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let stem = file.split('.').next().unwrap_or(file);
+    dirs.split('/').any(|d| SECONDARY_DIRS.contains(&d))
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || matches!(stem, "tests" | "test" | "conftest")
+        || file.contains(".test.")
+        || file.contains(".spec.")
+}
+
+fn file_weight(rel: &str) -> f64 {
+    if is_secondary(rel) {
+        SECONDARY_WEIGHT
+    } else {
+        1.0
+    }
 }
 
 /// Whether a definition belongs to unit tests (`mod tests { .. }`): not API,
@@ -272,6 +332,23 @@ const GENERIC_NAMES: &[&str] = &[
     "kill",
     "exists",
     "display",
+    "root",
+    // Python's dict, set and str methods.
+    "update",
+    "setdefault",
+    "copy",
+    "keys",
+    "items",
+    "values",
+    "popitem",
+    "discard",
+    "startswith",
+    "endswith",
+    "strip",
+    "encode",
+    "decode",
+    "lower",
+    "upper",
 ];
 const GENERIC_NAME_WEIGHT: f64 = 0.1;
 
@@ -334,9 +411,9 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
     let mut definers: HashMap<&str, std::ops::Range<u32>> = HashMap::default();
     {
         let mut by_name: HashMap<&str, Vec<(u32, f64)>> = HashMap::default();
-        for (fi, (_, tags)) in files.iter().enumerate() {
+        for (fi, (rel, tags)) in files.iter().enumerate() {
             for d in tags.defs.iter().filter(|d| !in_test_module(tags, d)) {
-                let weight = target_weight(tags, d);
+                let weight = target_weight(tags, d) * file_weight(rel);
                 let v = by_name.entry(d.name.as_str()).or_default();
                 match v.last_mut() {
                     Some((f, w)) if *f == fi as u32 => *w = w.max(weight),
@@ -368,7 +445,13 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
     for (fi, (_, tags)) in files.iter().enumerate() {
         let from = fi as u32;
         for (name, count) in &tags.refs {
-            let strength = (*count as f64).sqrt();
+            // Fifty `format!` calls say no more about the repository's own
+            // `format` than one does.
+            let strength = if GENERIC_NAMES.contains(&name.as_str()) {
+                1.0
+            } else {
+                (*count as f64).sqrt()
+            };
             let focus_mul = if is_focus_ident(name) {
                 FOCUS_IDENT_EDGE_WEIGHT
             } else {
@@ -379,9 +462,14 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
                 if n_def > MAX_DEFINERS && focus_mul == 1.0 {
                     continue; // `new`, `fmt`: says nothing about where it points
                 }
-                // An ambiguous name is split among its definers, and a
-                // ubiquitous one says little about any of them.
-                let mut mul = focus_mul / n_def as f64;
+                // An ambiguous name is split among its definers (a test's or
+                // fixture's copy counting little), and a ubiquitous one says
+                // little about any of them.
+                let n_eff: f64 = range
+                    .clone()
+                    .map(|slot| file_weight(files[slots[slot as usize].0 as usize].0))
+                    .sum();
+                let mut mul = focus_mul / n_eff.max(1.0);
                 if n_def > UBIQUITOUS_DEFINERS {
                     mul *= UBIQUITOUS_WEIGHT;
                 }
@@ -442,12 +530,27 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
         }
     }
     let seed_total: f64 = seed.iter().sum();
+    // Without seeds the surfer starts in the package's own code more often.
+    let weights: Vec<f64> = files
+        .iter()
+        .map(|(rel, _)| {
+            if is_secondary(rel) {
+                SECONDARY_START
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let weight_total: f64 = weights.iter().sum();
     let personal: Vec<f64> = if seed_total > 0.0 {
-        seed.iter()
-            .map(|s| UNIFORM_SHARE / n as f64 + (1.0 - UNIFORM_SHARE) * s / seed_total)
+        (0..n)
+            .map(|i| {
+                UNIFORM_SHARE * weights[i] / weight_total
+                    + (1.0 - UNIFORM_SHARE) * seed[i] / seed_total
+            })
             .collect()
     } else {
-        vec![1.0 / n as f64; n]
+        weights.iter().map(|w| w / weight_total).collect()
     };
     let file_rank = pagerank(n, &merged, &out_weight, &personal);
 
@@ -470,15 +573,29 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
         })
     };
     let mut defs = Vec::new();
-    for (fi, (_, tags)) in files.iter().enumerate() {
+    for (fi, (rel, tags)) in files.iter().enumerate() {
         let focused_file = focus_files.binary_search(&(fi as u32)).is_ok();
+        let file_weight = file_weight(rel);
+        let flows: Vec<f64> = tags
+            .defs
+            .iter()
+            .map(|d| flow_to(fi as u32, &d.name, target_weight(tags, d) * file_weight))
+            .collect();
+        let mut member_flow = vec![0.0f64; tags.defs.len()];
+        for (di, owner) in owners(tags).into_iter().enumerate() {
+            if let Some(owner) = owner {
+                let d = &tags.defs[di];
+                member_flow[owner] += flows[di] + BASE_SHARE * file_rank[fi] * def_weight(tags, d);
+            }
+        }
         for (di, d) in tags.defs.iter().enumerate() {
             if in_test_module(tags, d) {
                 continue;
             }
             let weight = def_weight(tags, d);
-            let mut score = flow_to(fi as u32, &d.name, target_weight(tags, d))
-                + BASE_SHARE * file_rank[fi] * weight;
+            let mut score =
+                (flows[di] + MEMBER_SHARE * member_flow[di] + BASE_SHARE * file_rank[fi] * weight)
+                    * file_weight;
             if is_focus_ident(&d.name) {
                 score += FOCUS_IDENT_BOOST;
             }
@@ -500,6 +617,57 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             .then(a.def.cmp(&b.def))
     });
     Ranking { file_rank, defs }
+}
+
+/// For each definition, the type, trait or class (an index into
+/// `tags.defs`) it is a member of: the definition that opens its scope (a
+/// trait, a class), or for an `impl Type` or `impl Trait for Type` block
+/// the type of that name in the same file.
+fn owners(tags: &FileTags) -> Vec<Option<usize>> {
+    let mut by_scope: Vec<Option<usize>> = vec![None; tags.scopes.len()];
+    let mut types: HashMap<&str, usize> = HashMap::default();
+    for (i, d) in tags.defs.iter().enumerate() {
+        match (d.kind, d.opens) {
+            (DefKind::Trait | DefKind::Class, Some(s)) => by_scope[s as usize] = Some(i),
+            (DefKind::Struct | DefKind::Enum | DefKind::Union, _) => {
+                types.entry(d.name.as_str()).or_insert(i);
+            }
+            _ => {}
+        }
+    }
+    for (s, scope) in tags.scopes.iter().enumerate() {
+        if matches!(scope.kind, ScopeKind::Impl | ScopeKind::TraitImpl) {
+            by_scope[s] = impl_type(&scope.text).and_then(|t| types.get(t).copied());
+        }
+    }
+    tags.defs
+        .iter()
+        .map(|d| d.scope.and_then(|s| by_scope[s as usize]))
+        .collect()
+}
+
+/// `impl<'a, T: X> engine::Engine<'a, T> where ..` → `Engine`;
+/// `impl fmt::Display for Engine` → `Engine`.
+fn impl_type(header: &str) -> Option<&str> {
+    let mut rest = header.trim_start_matches("unsafe ").strip_prefix("impl")?;
+    if rest.starts_with('<') {
+        // Skip the generic parameters, which nest.
+        let mut depth = 0;
+        let end = rest.char_indices().find_map(|(i, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(i + 1)
+        })?;
+        rest = &rest[end..];
+    }
+    if let Some((_, ty)) = rest.split_once(" for ") {
+        rest = ty;
+    }
+    let path = rest.trim_start().split(['<', ' ', '{']).next()?;
+    path.rsplit("::").next().filter(|t| !t.is_empty())
 }
 
 /// Power iteration. The rank not sent along edges (the virtual
@@ -757,5 +925,145 @@ mod tests {
         };
         assert_eq!(key(&one), key(&two));
         assert!(rank(&[], &Seeds::default()).defs.is_empty());
+    }
+
+    fn leak(s: String) -> &'static str {
+        Box::leak(s.into_boxed_str())
+    }
+
+    #[test]
+    fn secondary_paths_and_impl_types() {
+        for rel in [
+            "tests/test_app.py",
+            "examples/tutorial/flaskr/blog.py",
+            "docs/conf.py",
+            "crates/core/tests/agent/scripted.rs",
+            "crates/engine/benches/load.rs",
+            "scripts/fetch-models",
+            "src/conftest.py",
+            "pkg/app_test.go",
+            "src/tests.rs",
+            "web/app.spec.ts",
+            "test_cli.py",
+        ] {
+            assert!(is_secondary(rel), "{rel}");
+        }
+        for rel in [
+            "src/flask/app.py",
+            "crates/agent-tools/src/lib.rs",
+            "src/testing.py",
+            "src/contest.rs",
+            "lib/latest.rb",
+        ] {
+            assert!(!is_secondary(rel), "{rel}");
+        }
+        assert_eq!(impl_type("impl LlamaEngine"), Some("LlamaEngine"));
+        assert_eq!(
+            impl_type("impl<'a, T: Into<X>> eng::Engine<'a, T>"),
+            Some("Engine")
+        );
+        assert_eq!(impl_type("impl fmt::Display for Engine"), Some("Engine"));
+        assert_eq!(
+            impl_type("impl<T> From<T> for Wrapper<T> where T: Copy"),
+            Some("Wrapper")
+        );
+        assert_eq!(impl_type("struct X"), None);
+    }
+
+    /// An example's view that the tests call everywhere, next to the
+    /// package's class that only the example uses: the package leads.
+    #[test]
+    fn examples_tests_and_docs_rank_below_the_package() {
+        let mut sources: Vec<(&'static str, &str)> = vec![
+            (
+                "src/shop/cart.py",
+                "class Cart:\n    def add_item(self, item):\n        pass\n",
+            ),
+            (
+                "examples/store/views.py",
+                "from shop.cart import Cart\ndef checkout_view(request):\n    return Cart()\n",
+            ),
+            ("docs/conf.py", "def setup_docs(app):\n    pass\n"),
+        ];
+        let tests: Vec<String> = (0..5)
+            .map(|i| format!("from views import checkout_view\ndef test_{i}():\n    checkout_view(1)\n    checkout_view(2)\n    setup_docs(3)\n"))
+            .collect();
+        for (i, t) in tests.iter().enumerate() {
+            sources.push((leak(format!("tests/test_{i}.py")), t.as_str()));
+        }
+        let v = corpus(&sources);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        let cart = position(&files, &r, "Cart");
+        assert_eq!(cart, 0, "the package's class leads");
+        for secondary in ["checkout_view", "setup_docs", "test_0"] {
+            assert!(cart < position(&files, &r, secondary), "{secondary}");
+        }
+        // A focus still reaches into the tests.
+        let focused = Seeds {
+            focus: vec!["checkout_view".into()],
+            ..Seeds::default()
+        };
+        assert_eq!(
+            position(&files, &rank(&files, &focused), "checkout_view"),
+            0
+        );
+    }
+
+    /// A class's members are ordered by how the package uses them: a
+    /// method only the tests call comes after one the package's files call.
+    #[test]
+    fn a_class_shows_the_members_its_package_uses_most() {
+        let mut sources: Vec<(&'static str, String)> = vec![(
+            "src/app.py",
+            "class App:\n    def test_client(self):\n        pass\n    def make_response(self, rv):\n        pass\n".into(),
+        )];
+        for i in 0..3 {
+            sources.push((
+                leak(format!("src/part_{i}.py")),
+                format!("def handler_{i}(app):\n    return app.make_response({i})\n"),
+            ));
+        }
+        for i in 0..4 {
+            sources.push((
+                leak(format!("tests/test_part_{i}.py")),
+                format!("def test_{i}(app):\n    app.test_client()\n"),
+            ));
+        }
+        let borrowed: Vec<(&'static str, &str)> =
+            sources.iter().map(|(r, s)| (*r, s.as_str())).collect();
+        let v = corpus(&borrowed);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert!(position(&files, &r, "make_response") < position(&files, &r, "test_client"));
+    }
+
+    /// A type whose methods the package calls everywhere outranks one
+    /// named a little more often but with no API of its own.
+    #[test]
+    fn a_type_is_as_central_as_its_api_is_used() {
+        let mut sources: Vec<(&'static str, String)> = vec![
+            (
+                "src/engine.rs",
+                "pub struct Engine;\nimpl Engine {\n    pub fn generate_text(&self) {}\n    pub fn count_tokens(&self) {}\n}\n".into(),
+            ),
+            ("src/config.rs", "pub struct Config;\n".into()),
+            (
+                "src/main.rs",
+                "use crate::engine::Engine;\nfn main() { let e = Engine; }\n".into(),
+            ),
+        ];
+        for i in 0..4 {
+            sources.push((
+                leak(format!("src/user_{i}.rs")),
+                format!("pub fn user_{i}(e: &E, c: &Config) {{ e.generate_text(); e.count_tokens(); }}\n"),
+            ));
+        }
+        let borrowed: Vec<(&'static str, &str)> =
+            sources.iter().map(|(r, s)| (*r, s.as_str())).collect();
+        let v = corpus(&borrowed);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert!(position(&files, &r, "Engine") < position(&files, &r, "Config"));
     }
 }

@@ -242,6 +242,8 @@ fn signature(lang: Lang, src: &str, node: Node) -> String {
         "variable_declarator" | "assignment_expression" | "pair" | "lexical_declaration" => {
             head.lines().next().unwrap_or(head)
         }
+        // A Ruby class's body starts after the comments under its head.
+        _ if lang == Lang::Ruby => head.lines().next().unwrap_or(head),
         // Go's `type T struct { .. }` has no body field: stop at the brace.
         _ if node.child_by_field_name("body").is_none() => {
             head.split_once('{').map_or(head, |(before, _)| before)

@@ -360,8 +360,21 @@ fn ruby_modules_classes_and_singleton_methods_nest() {
 #[test]
 fn php_traits_and_their_methods() {
     let f = "LoggerTrait.php";
-    has_chunk(Lang::Php, f, "method", "LoggerTrait::emergency", (15, 26));
-    has_chunk(Lang::Php, f, "method", "LoggerTrait::log", (130, 141));
+    // `namespace Psr\Log;` names the rest of the file.
+    has_chunk(
+        Lang::Php,
+        f,
+        "method",
+        "Psr\\Log::LoggerTrait::emergency",
+        (15, 26),
+    );
+    has_chunk(
+        Lang::Php,
+        f,
+        "method",
+        "Psr\\Log::LoggerTrait::log",
+        (130, 141),
+    );
     has_def(
         Lang::Php,
         f,
@@ -498,7 +511,7 @@ fn chunks_fit_and_cover_every_definition() {
     }
 }
 
-const FIXTURES: [(Lang, &str); 13] = [
+const FIXTURES: [(Lang, &str); 20] = [
     (Lang::Cpp, "functional.hpp"),
     (Lang::CSharp, "DecoderGroup.cs"),
     (Lang::Ruby, "color.rb"),
@@ -512,4 +525,231 @@ const FIXTURES: [(Lang, &str); 13] = [
     (Lang::Go, "errors.go"),
     (Lang::Java, "RNLocalizeModuleImpl.java"),
     (Lang::C, "_speedups.c"),
+    (Lang::Cpp, "namespaces/mesh_simplifier.cpp"),
+    (Lang::CSharp, "namespaces/NightlyScheduler.cs"),
+    (Lang::CSharp, "namespaces/CouponExpiryJob.cs"),
+    (Lang::Ruby, "namespaces/coupon_validator.rb"),
+    (Lang::Php, "namespaces/InvoiceMailer.php"),
+    (Lang::TypeScript, "namespaces/validation.ts"),
+    (Lang::Kotlin, "namespaces/OrderRepository.kt"),
 ];
+
+/// Namespaces and modules are never chunks of their own: what they hold is
+/// chunked with the namespace leading its symbol path, in each language's
+/// separator (files shaped like the held-out files of issue 30).
+mod namespaces {
+    use super::*;
+
+    fn no_namespace_chunk(lang: Lang, name: &str, namespace: &str) {
+        let all = outline(lang, name);
+        assert!(
+            !all.iter()
+                .any(|(k, s, _, _)| k == "module" || (s == namespace && k != "block")),
+            "{name}: a chunk for the namespace itself in {all:#?}"
+        );
+    }
+
+    #[test]
+    fn cpp_namespaces_nested_and_anonymous() {
+        let f = "namespaces/mesh_simplifier.cpp";
+        has_chunk(
+            Lang::Cpp,
+            f,
+            "method",
+            "geo::MeshSimplifier::collapseShortEdgesBelowTolerance",
+            (30, 51),
+        );
+        has_chunk(
+            Lang::Cpp,
+            f,
+            "method",
+            "geo::MeshSimplifier::mergeVertices",
+            (72, 83),
+        );
+        // The anonymous namespace adds nothing; a function in a namespace is
+        // no method; the namespace's header goes with what comes first inside.
+        has_chunk(Lang::Cpp, f, "function", "geo::squaredEdgeLength", (9, 18));
+        has_chunk(
+            Lang::Cpp,
+            f,
+            "function",
+            "geo::detail::averageEdgeLength",
+            (99, 108),
+        );
+        no_namespace_chunk(Lang::Cpp, f, "geo");
+        has_def(
+            Lang::Cpp,
+            f,
+            "collapseShortEdgesBelowTolerance",
+            ("Method", 32, true, "int collapseShortEdgesBelowTolerance()"),
+            &["class MeshSimplifier"],
+        );
+    }
+
+    #[test]
+    fn csharp_block_and_file_scoped_namespaces() {
+        let f = "namespaces/NightlyScheduler.cs";
+        has_chunk(
+            Lang::CSharp,
+            f,
+            "method",
+            "Shop.Jobs.NightlyScheduler.RunDueJobsAsync",
+            (48, 66),
+        );
+        has_chunk(Lang::CSharp, f, "interface", "Shop.Jobs.IJob", (74, 78));
+        no_namespace_chunk(Lang::CSharp, f, "Shop.Jobs");
+        // `namespace Shop.Jobs;` names the rest of the file.
+        let f = "namespaces/CouponExpiryJob.cs";
+        has_chunk(
+            Lang::CSharp,
+            f,
+            "class",
+            "Shop.Jobs.CouponExpiryJob",
+            (6, 44),
+        );
+        has_def(
+            Lang::CSharp,
+            f,
+            "RunAsync",
+            (
+                "Method",
+                25,
+                true,
+                "public async Task RunAsync(CancellationToken cancellationToken)",
+            ),
+            &["public sealed class CouponExpiryJob : IJob"],
+        );
+    }
+
+    #[test]
+    fn ruby_modules() {
+        let f = "namespaces/coupon_validator.rb";
+        has_chunk(Lang::Ruby, f, "class", "Checkout.CouponValidator", (5, 53));
+        has_chunk(
+            Lang::Ruby,
+            f,
+            "method",
+            "Checkout.CodeFormat.normalize",
+            (55, 59),
+        );
+        no_namespace_chunk(Lang::Ruby, f, "Checkout");
+        // The module's head in the map stops at its line, before the comment under it.
+        has_def(
+            Lang::Ruby,
+            f,
+            "validate",
+            ("Method", 21, true, "def validate(code, cart)"),
+            &["module Checkout", "class CouponValidator"],
+        );
+    }
+
+    #[test]
+    fn php_namespace_statement() {
+        let f = "namespaces/InvoiceMailer.php";
+        has_chunk(
+            Lang::Php,
+            f,
+            "method",
+            "App\\Billing::InvoiceMailer::sendInvoice",
+            (24, 39),
+        );
+        no_namespace_chunk(Lang::Php, f, "App\\Billing");
+    }
+
+    #[test]
+    fn typescript_namespaces_and_ambient_modules() {
+        let f = "namespaces/validation.ts";
+        has_chunk(
+            Lang::TypeScript,
+            f,
+            "class",
+            "Validation.ZipCodeValidator",
+            (12, 31),
+        );
+        has_chunk(
+            Lang::TypeScript,
+            f,
+            "function",
+            "Validation.validateAddressForm",
+            (33, 48),
+        );
+        has_chunk(
+            Lang::TypeScript,
+            f,
+            "interface",
+            "express-serve-static-core.Request",
+            (51, 55),
+        );
+        has_chunk(
+            Lang::TypeScript,
+            f,
+            "function",
+            "addressMiddleware",
+            (58, 60),
+        );
+        no_namespace_chunk(Lang::TypeScript, f, "Validation");
+    }
+
+    /// Kotlin has no namespace blocks: a `package` line names no chunk (as
+    /// in Java); objects and companions are classes of their own.
+    #[test]
+    fn kotlin_objects_and_companions() {
+        let f = "namespaces/OrderRepository.kt";
+        has_chunk(
+            Lang::Kotlin,
+            f,
+            "method",
+            "OrderRepository.findRecentForCustomer",
+            (22, 28),
+        );
+        has_chunk(
+            Lang::Kotlin,
+            f,
+            "class",
+            "OrderRepository.Companion",
+            (39, 47),
+        );
+        has_chunk(Lang::Kotlin, f, "class", "OrderNumbers", (50, 58));
+    }
+
+    /// A small file fits one chunk, but the chunk is the class in the
+    /// namespace, never the namespace.
+    #[test]
+    fn a_small_file_is_its_class_not_its_namespace() {
+        let limits = ChunkLimits::default();
+        for (lang, src, symbol) in [
+            (
+                Lang::Cpp,
+                "namespace geo {\nclass MeshSimplifier {\n  int collapse();\n};\n}\n",
+                "geo::MeshSimplifier",
+            ),
+            (
+                Lang::CSharp,
+                "namespace Shop.Jobs {\n  class NightlyScheduler {\n    void Start() {}\n  }\n}\n",
+                "Shop.Jobs.NightlyScheduler",
+            ),
+            (
+                Lang::Ruby,
+                "module Checkout\n  class CouponValidator\n    def validate(code) = code\n  end\nend\n",
+                "Checkout.CouponValidator",
+            ),
+            (
+                Lang::Php,
+                "<?php\nnamespace App\\Billing {\n  class InvoiceMailer {\n    function send() {}\n  }\n}\n",
+                "App\\Billing::InvoiceMailer",
+            ),
+            (
+                Lang::TypeScript,
+                "namespace Validation {\n  export class ZipCodeValidator {\n    ok() { return true; }\n  }\n}\n",
+                "Validation.ZipCodeValidator",
+            ),
+        ] {
+            let chunks = chunk_source(lang, src, limits, &words);
+            assert_eq!(chunks.len(), 1, "{chunks:#?}");
+            assert_eq!(chunks[0].symbol, symbol, "{chunks:#?}");
+            // (PHP's `<?php` line merges in as a block.)
+            assert_ne!(chunks[0].kind, "module", "{chunks:#?}");
+            assert_eq!(chunks[0].start_line, 1, "the header goes with the class");
+        }
+    }
+}

@@ -35,6 +35,26 @@ pub fn open_agent(
     resume: Option<String>,
 ) -> Result<Session> {
     let root = agent_base::paths::repo_root(None)?;
+    let agent = agent_in(&root, args, model, max_tokens, sampling, resume, Vec::new())?;
+    let approver: Box<dyn Approver> = match args.mode {
+        Mode::Yolo => Box::new(agent_core::ui::TerminalApprover::yolo()),
+        Mode::Confirm | Mode::Human => Box::new(agent_core::ui::TerminalApprover::new()),
+    };
+    Ok(Session { agent, approver })
+}
+
+/// The agent for the workspace at `root`, with the workspace's trusted MCP
+/// servers and `extra_mcp` ones (an editor's, over ACP).
+pub fn agent_in(
+    root: &std::path::Path,
+    args: &AgentArgs,
+    model: &ModelArgs,
+    max_tokens: usize,
+    sampling: Sampling,
+    resume: Option<String>,
+    extra_mcp: Vec<agent_mcp::config::ServerConfig>,
+) -> Result<Agent> {
+    let root = root.to_path_buf();
     let provider = super::provider(model)?;
     let config = AgentConfig {
         mode: args.mode,
@@ -60,14 +80,10 @@ pub fn open_agent(
     }
     // The team's own tools: trusted servers only; one that fails is
     // reported and left out.
-    if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode)? {
+    if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode, extra_mcp)? {
         agent.add_tools(hub.tools());
     }
-    let approver: Box<dyn Approver> = match args.mode {
-        Mode::Yolo => Box::new(agent_core::ui::TerminalApprover::yolo()),
-        Mode::Confirm | Mode::Human => Box::new(agent_core::ui::TerminalApprover::new()),
-    };
-    Ok(Session { agent, approver })
+    Ok(agent)
 }
 
 /// Prints what the terminal UI did not already stream: the fallback answer,

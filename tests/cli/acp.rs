@@ -83,7 +83,7 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
             r#"{"thought": "t", "tool": "edit", "args": {"path": "calc.py", "old_text": "return a + b", "new_text": "return b + a"}}"#,
             r#"{"thought": "t", "tool": "finish", "args": {"answer": "Wrote notes.md; the change to calc.py was declined."}}"#,
             r#"{"thought": "t", "tool": "run_cmd", "args": {"command": "sleep 30"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "never reached"}}"#
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is still in calc.py"}}"#
         ]),
     );
     let script = script.to_str().unwrap();
@@ -96,7 +96,8 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
             {"new": true},
             {"prompt": request, "answers": ["allow-once", "reject"]},
             {"prompt": "Run the command sleep 30 in the shell to fix the timing of add in calc.py",
-             "answers": ["allow-once"], "cancel_after_answer_ms": 500}
+             "answers": ["allow-once"], "cancel_after_answer_ms": 500},
+            {"prompt": "Is the function add still in calc.py?"}
         ]),
     );
     let init = &report["initialize"];
@@ -129,16 +130,18 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
             )
         })
         .collect();
+    // Pending while asked, running again once allowed; a rejected call fails.
     assert_eq!(
         statuses,
         [
             ("call-1", "completed"),
+            ("call-2", "in_progress"),
             ("call-2", "completed"),
             ("call-3", "failed")
         ]
     );
     // The write is shown as a diff of the new file.
-    let diff = &done[1]["content"][0];
+    let diff = &done[2]["content"][0];
     assert_eq!(diff["type"], "diff", "{diff}");
     assert!(diff["path"].as_str().unwrap().ends_with("/notes.md"));
     assert_eq!(diff["oldText"], Value::Null);
@@ -154,6 +157,7 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
         .collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
     assert_eq!(asked[0]["request"]["toolCall"]["toolCallId"], "call-2");
+    assert_eq!(asked[0]["request"]["toolCall"]["status"], "pending");
     assert_eq!(asked[1]["request"]["toolCall"]["toolCallId"], "call-3");
     assert!(
         asked[1]["request"]["toolCall"]["content"][0]["content"]["text"]
@@ -181,6 +185,13 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
     let run = updates(cancel, "tool_call");
     assert_eq!(run[0]["kind"], "execute");
     assert_eq!(run[0]["title"], "Run `sleep 30`");
+    // The session goes on after the cancel.
+    let after = &steps[3];
+    assert_eq!(after["result"]["stopReason"], "end_turn", "{after}");
+    assert_eq!(
+        text_of(after, "agent_message_chunk"),
+        "add is still in calc.py"
+    );
     // The client went away and the agent ended by itself.
     assert_eq!(report["exit"]["code"], 0, "{report}");
 
@@ -282,7 +293,6 @@ fn a_malformed_line_gets_an_error_and_a_vanished_client_ends_the_agent_and_its_c
     assert!(running(), "the command did not start");
 
     // The client vanishes.
-    drop(send);
     drop(stdin);
     let start = Instant::now();
     let status = loop {
@@ -307,4 +317,48 @@ fn a_malformed_line_gets_an_error_and_a_vanished_client_ends_the_agent_and_its_c
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!running(), "the command outlived the agent");
+}
+
+#[test]
+fn a_cancel_stops_the_real_model_at_its_next_batch() {
+    let Some(sdk) = acp_client() else {
+        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        return;
+    };
+    let dir = repo();
+    let model = common::tiny_model();
+    let report = drive(
+        &sdk,
+        dir.path(),
+        &["--model", model.to_str().unwrap(), "--max-tokens", "512"],
+        json!([
+            {"new": true},
+            // A question the heuristics decide: the model's first call starts at once.
+            {"prompt": "Where is the function add defined, and what does it return?",
+             "cancel_after_ms": 300}
+        ]),
+    );
+    let prompt = &report["steps"][1];
+    assert!(prompt["error"].is_null(), "{prompt}");
+    assert_eq!(prompt["result"]["stopReason"], "cancelled", "{prompt}");
+    assert_eq!(report["exit"]["code"], 0, "{report}");
+    // The model stopped where the cancel found it: within its prompt (a
+    // batch of the prefill is one llama.cpp call) or after a token.
+    let trace = std::fs::read_to_string(dir.path().join(".agent/logs/trace.jsonl")).unwrap();
+    let response: Value = trace
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "llm_response")
+        .expect("a model response in the trace");
+    assert_eq!(response["finish"], "cancelled", "{response}");
+    assert!(
+        response["completion_tokens"].as_u64().unwrap() < 512,
+        "{response}"
+    );
+    let after = prompt["ms"].as_u64().unwrap() - prompt["cancelled_at_ms"].as_u64().unwrap();
+    let prefill = response["prefill_ms"].as_f64().unwrap() as u64;
+    assert!(
+        after < prefill + 5_000,
+        "{after} ms from the cancel to the end (prefill {prefill} ms): {prompt}"
+    );
 }

@@ -323,7 +323,7 @@ impl Approver for AcpApprover {
         let chosen = answer
             .ok()
             .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok());
-        match chosen.map(|r| r.outcome) {
+        let decision = match chosen.map(|r| r.outcome) {
             Some(PermissionOutcome::Selected { option_id }) if option_id == ALLOW_ONCE => {
                 Decision::Approve
             }
@@ -332,6 +332,16 @@ impl Approver for AcpApprover {
                 Decision::Approve
             }
             _ => Decision::Decline,
+        };
+        // The call was shown as pending while asked; approved, it runs.
+        let turn = self.turn.borrow();
+        if let (Decision::Approve, Some((id, _, _))) = (decision, &turn.current) {
+            turn.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                tool_call_id: id.clone(),
+                status: Some(ToolCallStatus::InProgress),
+                ..ToolCallUpdate::default()
+            }));
         }
+        decision
     }
 }

@@ -35,7 +35,16 @@ pub fn open_agent(
     resume: Option<String>,
 ) -> Result<Session> {
     let root = agent_base::paths::repo_root(None)?;
-    let agent = agent_in(&root, args, model, max_tokens, sampling, resume, Vec::new())?;
+    let provider = super::provider(model)?;
+    let agent = agent_in(
+        &root,
+        provider,
+        args,
+        max_tokens,
+        sampling,
+        resume,
+        Vec::new(),
+    )?;
     let approver: Box<dyn Approver> = match args.mode {
         Mode::Yolo => Box::new(agent_core::ui::TerminalApprover::yolo()),
         Mode::Confirm | Mode::Human => Box::new(agent_core::ui::TerminalApprover::new()),
@@ -43,19 +52,18 @@ pub fn open_agent(
     Ok(Session { agent, approver })
 }
 
-/// The agent for the workspace at `root`, with the workspace's trusted MCP
-/// servers and `extra_mcp` ones (an editor's, over ACP).
+/// The agent for the workspace at `root` on `provider`, with the
+/// workspace's trusted MCP servers and `extra_mcp` ones (an editor's, over ACP).
 pub fn agent_in(
     root: &std::path::Path,
+    provider: Box<dyn agent_llm::Provider>,
     args: &AgentArgs,
-    model: &ModelArgs,
     max_tokens: usize,
     sampling: Sampling,
     resume: Option<String>,
     extra_mcp: Vec<agent_mcp::config::ServerConfig>,
 ) -> Result<Agent> {
     let root = root.to_path_buf();
-    let provider = super::provider(model)?;
     let config = AgentConfig {
         mode: args.mode,
         max_steps: args.max_steps,

@@ -195,16 +195,33 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
     // The client went away and the agent ended by itself.
     assert_eq!(report["exit"]["code"], 0, "{report}");
 
-    // A new process loads the session: the conversation comes back.
+    // A new process loads the session: the conversation comes back, and it
+    // goes on; a second session shares the model (the replay's next turn).
     let session = report["sessionId"].as_str().unwrap();
+    let next = write_script(
+        dir.path(),
+        json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is in calc.py (first turn)"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is in calc.py (second turn)"}}"#
+        ]),
+    );
     let loaded = drive(
         &sdk,
         dir.path(),
-        &["--script", script],
-        json!([{"load": session}]),
+        &["--script", next.to_str().unwrap()],
+        json!([
+            {"load": session},
+            {"prompt": "Is the function add in calc.py?"},
+            {"new": true},
+            {"prompt": "Is the function add in calc.py?"}
+        ]),
     );
-    let load = &loaded["steps"][0];
-    assert!(load["error"].is_null(), "{load}");
+    let steps = loaded["steps"].as_array().unwrap();
+    for step in steps {
+        assert!(step["error"].is_null(), "{step}");
+    }
+    let load = &steps[0];
+    assert_eq!(load["result"], json!({}));
     assert!(
         text_of(load, "user_message_chunk").contains(request),
         "{load}"
@@ -212,6 +229,31 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
     assert!(
         text_of(load, "agent_message_chunk").contains("Wrote notes.md"),
         "{load}"
+    );
+    assert_eq!(
+        text_of(&steps[1], "agent_message_chunk"),
+        "add is in calc.py (first turn)"
+    );
+    assert_ne!(steps[2]["result"]["sessionId"], session);
+    assert_eq!(
+        text_of(&steps[3], "agent_message_chunk"),
+        "add is in calc.py (second turn)"
+    );
+    // The loaded session is the saved one, one request longer.
+    let sessions = crate::agent::agent_in(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    common::assert_success(&sessions);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&sessions.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&sessions.stdout)
     );
 }
 

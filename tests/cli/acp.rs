@@ -3,7 +3,7 @@
 //! by scripts/test) through replayed model turns; and by hand, to see every
 //! byte the agent writes.
 
-use crate::agent::{repo, write_script};
+use crate::agent::{mcp_python, repo, write_script};
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -402,5 +402,59 @@ fn a_cancel_stops_the_real_model_at_its_next_batch() {
     assert!(
         after < prefill + 5_000,
         "{after} ms from the cancel to the end (prefill {prefill} ms): {prompt}"
+    );
+}
+
+#[test]
+fn the_editors_mcp_servers_join_the_session() {
+    let Some(sdk) = acp_client() else {
+        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        return;
+    };
+    let Some(python) = mcp_python() else {
+        eprintln!("skipped: AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        return;
+    };
+    let dir = repo();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let script = write_script(
+        dir.path(),
+        json!([
+            r#"{"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 7}}"#,
+            r#"{"thought": "t", "tool": "mcp__tickets__close", "args": {"ticket": 7, "reason": "fixed"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "closed ticket 7: the login page in calc.py times out"}}"#
+        ]),
+    );
+    let report = drive(
+        &sdk,
+        dir.path(),
+        &["--script", script.to_str().unwrap()],
+        json!([
+            // Not declared in the workspace, not trusted there: the editor's own.
+            {"new": true, "mcpServers": [{"name": "tickets", "command": python,
+                                          "args": [server], "env": []}]},
+            {"prompt": "Fix the login timeout, then close ticket 7", "answers": ["allow-once"]}
+        ]),
+    );
+    let prompt = &report["steps"][1];
+    assert_eq!(prompt["result"]["stopReason"], "end_turn", "{prompt}");
+    let done = updates(prompt, "tool_call_update");
+    assert!(
+        done[0]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("login page times out"),
+        "{prompt}"
+    );
+    // The read-only tool ran without asking; the other one asked first.
+    let asked = prompt["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{prompt}");
+    assert_eq!(
+        asked[0]["request"]["toolCall"]["title"],
+        "mcp__tickets__close"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
+        "7 fixed\n"
     );
 }

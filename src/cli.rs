@@ -113,7 +113,9 @@ model's reasoning, every tool call with its status, and each edit as a diff.
 Writes and commands that --mode would confirm are asked in the editor: allow once, always allow
 (that kind of action, for the rest of the session) or reject. The editor's stop button cancels the
 generation and the running command; what was done stays done (ask the agent to undo it). MCP
-servers configured in the editor (stdio ones) join the workspace's trusted ones. Stdout carries
+servers configured in the editor (stdio ones) join the workspace's trusted ones. When the editor
+offers its file system, files are read and written through it: unsaved buffers are what the agent
+sees and edits. Stdout carries
 only protocol messages; logs go to stderr (-v for more); it ends when the editor closes its stdin.
 
 Zed (settings.json):

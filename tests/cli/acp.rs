@@ -26,10 +26,19 @@ fn acp_client() -> Option<String> {
 
 /// Runs the client's plan against `agent acp ARGS` in `dir`; what it saw.
 fn drive(sdk: &str, dir: &Path, args: &[&str], steps: Value) -> Value {
+    drive_with(sdk, dir, args, steps, Value::Null)
+}
+
+/// As [`drive`], with a client that offers its file system holding the
+/// unsaved `buffers` (absolute path → text) when they are not null.
+fn drive_with(sdk: &str, dir: &Path, args: &[&str], steps: Value, buffers: Value) -> Value {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp_client.mjs");
     let mut agent = vec![env!("CARGO_BIN_EXE_agent").to_string(), "acp".into()];
     agent.extend(args.iter().map(|a| a.to_string()));
-    let plan = json!({"agent": agent, "cwd": dir, "steps": steps});
+    let mut plan = json!({"agent": agent, "cwd": dir, "steps": steps});
+    if !buffers.is_null() {
+        plan["fs"] = json!({ "buffers": buffers });
+    }
     let out = Command::new(std::env::var("AGENT_TEST_NODE").unwrap_or_else(|_| "node".into()))
         .arg(fixture)
         .arg(plan.to_string())
@@ -456,5 +465,79 @@ fn the_editors_mcp_servers_join_the_session() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
         "7 fixed\n"
+    );
+}
+
+#[test]
+fn an_editor_that_offers_its_files_shows_unsaved_buffers_and_receives_the_writes() {
+    let Some(sdk) = acp_client() else {
+        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        return;
+    };
+    let dir = repo();
+    let root = dir.path().canonicalize().unwrap();
+    let calc = root.join("calc.py");
+    let notes = root.join("notes.md");
+    // The editor holds calc.py changed and unsaved: `sub` is only in its buffer.
+    let buffer = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n";
+    let on_disk = std::fs::read_to_string(&calc).unwrap();
+    let script = write_script(
+        dir.path(),
+        json!([
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            r#"{"thought": "t", "tool": "edit", "args": {"path": "calc.py", "old_text": "def sub(a, b):\n    return a + b", "new_text": "def sub(a, b):\n    return a - b"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "notes.md", "content": "sub subtracts\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Fixed sub."}}"#
+        ]),
+    );
+    let report = drive_with(
+        &sdk,
+        dir.path(),
+        &["--mode", "yolo", "--script", script.to_str().unwrap()],
+        json!([{"new": true}, {"prompt": "Fix sub in calc.py and write notes.md"}]),
+        json!({ calc.display().to_string(): buffer }),
+    );
+    let steps = report["steps"].as_array().unwrap();
+    for step in steps {
+        assert!(step["error"].is_null(), "{step}");
+    }
+    let prompt = &steps[1];
+    let results: Vec<&Value> = updates(prompt, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == "completed")
+        .collect();
+    assert_eq!(results.len(), 3, "{prompt}");
+    // read_file showed the model the buffer, not the disk.
+    let read = results[0]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(read.contains("def sub(a, b):"), "{read}");
+    assert!(!on_disk.contains("sub"));
+
+    // Every read and write went through the editor, with the session and absolute paths.
+    let session = report["sessionId"].as_str().unwrap();
+    let fs = &report["fs"];
+    let reads = fs["reads"].as_array().unwrap();
+    assert!(!reads.is_empty(), "{fs}");
+    for read in reads {
+        assert_eq!(read["sessionId"], session, "{fs}");
+        assert_eq!(read["path"], calc.display().to_string(), "{fs}");
+    }
+    let writes: Vec<(&str, &str)> = fs["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["path"].as_str().unwrap(), w["content"].as_str().unwrap()))
+        .collect();
+    // The edit applied to the buffer (it matched text that is only there).
+    let fixed = buffer.replace("return a + b\n", "return a - b\n");
+    let fixed = fixed.replacen("return a - b", "return a + b", 1);
+    assert_eq!(
+        writes,
+        [
+            (calc.to_str().unwrap(), fixed.as_str()),
+            (notes.to_str().unwrap(), "sub subtracts\n")
+        ],
+        "{fs}"
     );
 }

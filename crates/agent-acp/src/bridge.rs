@@ -7,7 +7,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -310,16 +309,9 @@ impl Approver for AcpApprover {
             },
             options,
         };
-        let answer = turn.peer.request("session/request_permission", &request);
+        let peer = turn.peer.clone();
         drop(turn);
-        // Wait for the client, but not past a cancellation or its departure.
-        let answer = loop {
-            match answer.recv_timeout(Duration::from_millis(100)) {
-                Ok(answer) => break answer,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !self.cancel.is_cancelled() => {}
-                Err(_) => return Decision::Decline,
-            }
-        };
+        let answer = peer.ask("session/request_permission", &request, &self.cancel);
         let chosen = answer
             .ok()
             .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok());

@@ -8,10 +8,13 @@
 //! - `bridge`: the loop's [`agent_core::ui::Ui`] events as `session/update`
 //!   notifications and its [`agent_tools::Approver`] questions as
 //!   `session/request_permission` requests.
+//! - `client_fs`: the tools' reads and writes through the client's file
+//!   system when it offers one (unsaved buffers are seen).
 //! - `server`: the methods (initialize, session/new, session/load,
 //!   session/prompt); the binary opens the agents ([`Sessions`]).
 
 mod bridge;
+mod client_fs;
 pub mod protocol;
 mod rpc;
 mod server;

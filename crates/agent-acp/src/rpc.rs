@@ -10,8 +10,9 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -23,6 +24,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// ACP's code for a request the prompt's cancellation ended.
+pub const REQUEST_CANCELLED: i64 = -32800;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone)]
@@ -110,6 +113,35 @@ impl Peer {
             .insert(id, tx);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         rx
+    }
+
+    /// Sends a request and waits for its answer, but not past a
+    /// cancellation of the prompt or the client's departure.
+    pub fn ask(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        cancel: &CancelToken,
+    ) -> Result<Value, RpcError> {
+        let answer = self.request(method, params);
+        loop {
+            match answer.recv_timeout(Duration::from_millis(100)) {
+                Ok(answer) => return answer,
+                Err(RecvTimeoutError::Timeout) if !cancel.is_cancelled() => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(RpcError::new(
+                        REQUEST_CANCELLED,
+                        format!("{method}: the prompt was cancelled"),
+                    ))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(RpcError::new(
+                        INTERNAL_ERROR,
+                        format!("{method}: the client is gone"),
+                    ))
+                }
+            }
+        }
     }
 
     /// Routes an answer to the request it answers.

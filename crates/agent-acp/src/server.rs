@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::bridge::{send_update, AcpApprover, AcpUi, Turn};
+use crate::client_fs::{ClientFiles, Offered};
 use crate::protocol::*;
 use crate::rpc::{self, Incoming, Peer, RpcError};
 use agent_base::cancel::CancelToken;
@@ -49,6 +50,7 @@ pub fn serve(
         peer: peer.clone(),
         sessions: HashMap::new(),
         next: 0,
+        fs: Offered::default(),
     };
     for Incoming { id, method, params } in requests {
         let result = server.dispatch(&method, params);
@@ -71,6 +73,8 @@ struct Server<'a> {
     peer: Arc<Peer>,
     sessions: HashMap<String, Session>,
     next: usize,
+    /// The client's file system, as its `initialize` offered it.
+    fs: Offered,
 }
 
 fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
@@ -92,6 +96,7 @@ impl Server<'_> {
                     request.protocol_version,
                     request.client_capabilities
                 );
+                self.fs = Offered::from_capabilities(&request.client_capabilities);
                 Ok(json!({
                     "protocolVersion": PROTOCOL_VERSION,
                     "agentCapabilities": {
@@ -178,8 +183,16 @@ impl Server<'_> {
         self.factory.open(&cwd, stdio, resume).map_err(internal)
     }
 
-    fn insert(&mut self, id: &str, agent: Agent) {
+    fn insert(&mut self, id: &str, mut agent: Agent) {
         let cancel = CancelToken::new();
+        if self.fs.any() {
+            agent.set_files(Arc::new(ClientFiles {
+                peer: self.peer.clone(),
+                session: id.to_string(),
+                offered: self.fs,
+                cancel: cancel.clone(),
+            }));
+        }
         self.peer
             .cancels
             .lock()

@@ -96,6 +96,29 @@ ensure_checkers() {
     fi
 }
 
+# The official Agent Client Protocol SDK's client (npm
+# @agentclientprotocol/sdk, pinned), for the tests of `agent acp`: under the
+# cache folder, exported as AGENT_TEST_ACP_CLIENT (the folder holding its
+# node_modules). Without it (or without node 20+) those tests say they were skipped.
+ACP_SDK_VERSION=2.4.0
+ensure_acp_client() {
+    local dir="${XDG_CACHE_HOME:-$HOME/.cache}/agent/acp-client"
+    local package="$dir/node_modules/@agentclientprotocol/sdk/package.json"
+    if ! grep -q "\"version\": \"$ACP_SDK_VERSION\"" "$package" 2>/dev/null; then
+        if ! command -v npm >/dev/null; then
+            log "warning: npm is missing; the ACP tests will be skipped"
+            return 0
+        fi
+        log "installing @agentclientprotocol/sdk@$ACP_SDK_VERSION (for the ACP tests) into $dir"
+        if ! npm install --prefix "$dir" --no-audit --no-fund --silent \
+            "@agentclientprotocol/sdk@$ACP_SDK_VERSION" >&2; then
+            log "warning: could not install the ACP SDK; the ACP tests will be skipped"
+            return 0
+        fi
+    fi
+    export AGENT_TEST_ACP_CLIENT="$dir"
+}
+
 # A real llama-server (OpenAI's /v1/embeddings), for the test of
 # `agent index --embed-server`: built once, from the llama.cpp that
 # llama-cpp-python's sdist on PyPI vendors (the llama-cpp-sys-2 crate leaves

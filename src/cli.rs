@@ -99,6 +99,56 @@ Examples:
   agent mcp trust --revoke docs
   agent mcp list --json")]
     Mcp(McpArgs),
+    /// Serve editors (Zed, JetBrains IDEs, Neovim) as an Agent Client Protocol agent over stdio.
+    #[command(after_help = ACP_HELP)]
+    Acp(Box<AcpArgs>),
+}
+
+const ACP_HELP: &str = "\
+An editor starts `agent acp` itself and speaks the Agent Client Protocol (JSON-RPC) on its stdin
+and stdout; you do not run it by hand. Each editor session is an agent session in the folder the
+editor opened (saved like `agent chat`'s, and loadable again); the editor shows the answer, the
+model's reasoning, every tool call with its status, and each edit as a diff.
+
+Writes and commands that --mode would confirm are asked in the editor: allow once, always allow
+(that kind of action, for the rest of the session) or reject. The editor's stop button cancels the
+generation and the running command; what was done stays done (ask the agent to undo it). MCP
+servers configured in the editor (stdio ones) join the workspace's trusted ones. When the editor
+offers its file system, files are read and written through it: unsaved buffers are what the agent
+sees and edits. Stdout carries
+only protocol messages; logs go to stderr (-v for more); it ends when the editor closes its stdin.
+
+Zed (settings.json):
+  \"agent_servers\": {
+    \"agent\": {
+      \"type\": \"custom\",
+      \"command\": \"agent\",
+      \"args\": [\"acp\"],
+      \"env\": {}
+    }
+  }
+JetBrains IDEs (~/.jetbrains/acp.json): the same \"agent_servers\" entry.
+Neovim (CodeCompanion, avante.nvim): a custom ACP adapter with command `agent`, args `acp`.
+
+Examples:
+  agent acp                                   # the default model, confirm mode
+  agent acp --mode yolo --model ~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf
+  agent acp --server http://gpu-box:8080/v1   # a remote OpenAI-compatible server
+  agent acp --script turns.json               # replay model turns (tests)";
+
+/// `agent acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// Most tokens per model reply.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy and deterministic.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f32,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,7 @@ fn main() {
         Command::Models(args) => cmd::models::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Acp(args) => cmd::acp::run(args),
     };
     let code = match result {
         Ok(code) => code,

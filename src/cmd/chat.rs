@@ -36,6 +36,34 @@ pub fn open_agent(
 ) -> Result<Session> {
     let root = agent_base::paths::repo_root(None)?;
     let provider = super::provider(model)?;
+    let agent = agent_in(
+        &root,
+        provider,
+        args,
+        max_tokens,
+        sampling,
+        resume,
+        Vec::new(),
+    )?;
+    let approver: Box<dyn Approver> = match args.mode {
+        Mode::Yolo => Box::new(agent_core::ui::TerminalApprover::yolo()),
+        Mode::Confirm | Mode::Human => Box::new(agent_core::ui::TerminalApprover::new()),
+    };
+    Ok(Session { agent, approver })
+}
+
+/// The agent for the workspace at `root` on `provider`, with the
+/// workspace's trusted MCP servers and `extra_mcp` ones (an editor's, over ACP).
+pub fn agent_in(
+    root: &std::path::Path,
+    provider: Box<dyn agent_llm::Provider>,
+    args: &AgentArgs,
+    max_tokens: usize,
+    sampling: Sampling,
+    resume: Option<String>,
+    extra_mcp: Vec<agent_mcp::config::ServerConfig>,
+) -> Result<Agent> {
+    let root = root.to_path_buf();
     let config = AgentConfig {
         mode: args.mode,
         max_steps: args.max_steps,
@@ -60,14 +88,10 @@ pub fn open_agent(
     }
     // The team's own tools: trusted servers only; one that fails is
     // reported and left out.
-    if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode)? {
+    if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode, extra_mcp)? {
         agent.add_tools(hub.tools());
     }
-    let approver: Box<dyn Approver> = match args.mode {
-        Mode::Yolo => Box::new(agent_core::ui::TerminalApprover::yolo()),
-        Mode::Confirm | Mode::Human => Box::new(agent_core::ui::TerminalApprover::new()),
-    };
-    Ok(Session { agent, approver })
+    Ok(agent)
 }
 
 /// Prints what the terminal UI did not already stream: the fallback answer,

@@ -32,7 +32,7 @@ pub fn run(args: &McpArgs) -> Result<i32> {
 /// The real stdout, for the protocol alone: file descriptor 1 is pointed at
 /// stderr, so whatever else writes there (a library's print, ONNX Runtime's
 /// or llama.cpp's C code) lands in the log instead of corrupting a message.
-fn protocol_output() -> Result<std::fs::File> {
+pub(crate) fn protocol_output() -> Result<std::fs::File> {
     use std::os::fd::{AsRawFd, FromRawFd};
     let stdout = std::io::stdout().as_raw_fd();
     // SAFETY: dup and dup2 of the process's own open descriptors; the
@@ -131,16 +131,22 @@ fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
 /// The workspace's MCP servers for a session, or None when it declares
 /// none. Trusted ones start; in confirm or human mode with a terminal, each
 /// untrusted one is shown and asked about (a yes is remembered); the rest
-/// are reported and left out.
-pub fn start_for_session(root: &Path, policy: &Policy, mode: Mode) -> Result<Option<Arc<Hub>>> {
+/// are reported and left out. `extra` servers (an editor's, passed over
+/// ACP) were chosen by the user in that editor: they start as trusted.
+pub fn start_for_session(
+    root: &Path,
+    policy: &Policy,
+    mode: Mode,
+    extra: Vec<ServerConfig>,
+) -> Result<Option<Arc<Hub>>> {
     let servers = config::load(root)?;
-    if servers.is_empty() {
+    if servers.is_empty() && extra.is_empty() {
         return Ok(None);
     }
     let mut store = TrustStore::open_default()?;
     let interactive =
         mode != Mode::Yolo && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let (mut trusted, mut untrusted) = (Vec::new(), Vec::new());
+    let (mut trusted, mut untrusted) = (extra, Vec::new());
     for server in servers {
         if store.is_trusted(root, &server)
             || (interactive && ask(&server)? && {

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each `run` returns the process exit code.
 
+pub mod acp;
 pub mod ask;
 pub mod chat;
 pub mod doctor;

@@ -80,6 +80,13 @@ fn the_crate_graph_keeps_the_documented_invariants() {
         );
     }
     assert_eq!(users_of(&g, "llama-cpp-2"), ["agent-engine"]);
+    for forbidden in ["agent-engine", "agent-index", "agent-mcp", "agent-llm"] {
+        assert!(
+            !g["agent-acp"].contains(forbidden),
+            "agent-acp depends on {forbidden}"
+        );
+    }
+    assert_eq!(users_of(&g, "agent-acp"), ["agent"]);
 
     // The policy judges text: no crate of ours below it, nothing that spawns.
     assert!(

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod acp;
 mod agent;
 mod architecture;
 mod basics;

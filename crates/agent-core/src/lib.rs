@@ -418,6 +418,12 @@ impl Agent {
         &self.policy
     }
 
+    /// Reads and writes file contents through `files` (an editor's
+    /// buffers, for `agent acp`) instead of the disk.
+    pub fn set_files(&mut self, files: std::sync::Arc<dyn agent_tools::FileAccess>) {
+        self.toolbox.set_files(files);
+    }
+
     /// Adds tools (an MCP server's) before the session's system prompt is built.
     pub fn add_tools(&mut self, tools: Vec<Box<dyn agent_tools::Tool>>) {
         self.extra_tools.extend(tools.iter().map(|t| t.spec()));
@@ -796,6 +802,7 @@ a larger --model does better)"
                 .as_deref_mut()
                 .map(|s| s as &mut dyn SemanticSearch),
             cancel,
+            files: self.toolbox.files(),
         };
         self.toolbox.call(name, args, &mut ctx)
     }

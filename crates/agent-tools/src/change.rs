@@ -211,10 +211,10 @@ fn write(
     let mut checks = diagnose::Checks::plan(ctx.workspace, ctx.policy, &clean);
     checks.before(ctx.cancel);
     for (i, c) in changes.iter().enumerate() {
-        if let Err(e) = write_one(c.abs.as_path(), c.new.as_deref(), c.mode) {
+        if let Err(e) = write_one(ctx, c.abs.as_path(), c.new.as_deref(), c.mode) {
             // Put back what was already written, newest first.
             for done in changes[..i].iter().rev() {
-                let _ = write_one(&done.abs, done.old.as_deref(), current_mode(&done.abs));
+                let _ = write_one(ctx, &done.abs, done.old.as_deref(), current_mode(&done.abs));
             }
             if let Some(id) = &set_id {
                 let _ = ctx.checkpoints.remove(id);
@@ -258,9 +258,14 @@ fn current_mode(path: &Path) -> Option<u32> {
         .map(|m| m.permissions().mode() & 0o7777)
 }
 
-fn write_one(path: &Path, content: Option<&[u8]>, mode: Option<u32>) -> std::io::Result<()> {
+fn write_one(
+    ctx: &ToolContext<'_>,
+    path: &Path,
+    content: Option<&[u8]>,
+    mode: Option<u32>,
+) -> std::io::Result<()> {
     match content {
-        Some(bytes) => atomic_write(path, bytes, mode),
+        Some(bytes) => ctx.files.write(path, bytes, mode),
         None => match std::fs::remove_file(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             r => r,

@@ -83,7 +83,7 @@ impl Tool for Edit {
                 return out;
             }
         }
-        let bytes = match std::fs::read(&abs) {
+        let bytes = match ctx.files.read(&abs) {
             Ok(b) => b,
             Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}")),
         };

@@ -335,7 +335,7 @@ impl Tool for ReadFile {
                 format!("{rel} holds secrets (credentials by convention), so the agent does not read it; ask the user for the part you need"),
             );
         }
-        let read = match read_range(&abs, start, end) {
+        let read = match ctx.files.open(&abs).and_then(|f| read_range(f, start, end)) {
             Ok(r) => r,
             Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}")),
         };
@@ -406,11 +406,10 @@ pub struct RangeRead {
 /// `start..=end` within the per-call caps. `None` for binary files (a NUL in
 /// the first 8 KiB).
 pub fn read_range(
-    path: &Path,
+    mut f: impl Read,
     start: usize,
     end: Option<usize>,
 ) -> std::io::Result<Option<RangeRead>> {
-    let mut f = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut lines = Vec::new();
@@ -635,7 +634,7 @@ impl Tool for WriteFile {
                     format!("{rel} is a folder; give a file path"),
                 )
             }
-            Ok(_) => match std::fs::read(&abs) {
+            Ok(_) => match ctx.files.read(&abs) {
                 Ok(b) => Some(b),
                 Err(e) => {
                     return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}"))
@@ -711,28 +710,44 @@ mod tests {
         let p = dir.path().join("f.txt");
         let content: String = (1..=1000).map(|i| format!("line {i}\n")).collect();
         std::fs::write(&p, &content).unwrap();
-        let r = read_range(&p, 1, None).unwrap().unwrap();
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(r.total_lines, 1000);
         assert_eq!(r.lines.len(), READ_MAX_LINES);
         assert_eq!(r.lines[0], "line 1");
         assert_eq!(r.sha256, sha256_hex(content.as_bytes()));
-        let r = read_range(&p, 998, Some(2000)).unwrap().unwrap();
+        let r = read_range(std::fs::File::open(&p).unwrap(), 998, Some(2000))
+            .unwrap()
+            .unwrap();
         assert_eq!(r.lines, ["line 998", "line 999", "line 1000"]);
 
         std::fs::write(&p, "a\r\nb").unwrap();
-        let r = read_range(&p, 1, None).unwrap().unwrap();
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(r.total_lines, 2);
         assert_eq!(r.lines, ["a", "b"]);
 
         std::fs::write(&p, "").unwrap();
-        assert_eq!(read_range(&p, 1, None).unwrap().unwrap().total_lines, 0);
+        assert_eq!(
+            read_range(std::fs::File::open(&p).unwrap(), 1, None)
+                .unwrap()
+                .unwrap()
+                .total_lines,
+            0
+        );
 
         std::fs::write(&p, b"\x00\x01bin").unwrap();
-        assert!(read_range(&p, 1, None).unwrap().is_none());
+        assert!(read_range(std::fs::File::open(&p).unwrap(), 1, None)
+            .unwrap()
+            .is_none());
 
         let long = "x".repeat(5000);
         std::fs::write(&p, format!("{long}\nshort\n")).unwrap();
-        let r = read_range(&p, 1, None).unwrap().unwrap();
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+            .unwrap()
+            .unwrap();
         assert!(
             r.lines[0].contains("line cut: 3000 more bytes"),
             "{}",
@@ -741,7 +756,9 @@ mod tests {
         assert_eq!(r.lines[1], "short");
 
         std::fs::write(&p, b"caf\xe9\n").unwrap();
-        let r = read_range(&p, 1, None).unwrap().unwrap();
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(r.lines[0], "caf\u{fffd}");
     }
 

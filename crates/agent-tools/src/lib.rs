@@ -17,6 +17,7 @@ pub mod checkpoint;
 pub mod diagnose;
 pub mod diff;
 pub mod edit;
+pub mod files;
 pub mod fs;
 pub mod git;
 pub mod grep;
@@ -29,6 +30,7 @@ pub mod workspace;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -38,6 +40,7 @@ use agent_base::cancel::CancelToken;
 use agent_policy::Policy;
 
 pub use agent_policy::Access;
+pub use files::FileAccess;
 pub use workspace::Workspace;
 
 #[derive(Debug, Clone, Serialize)]
@@ -194,6 +197,8 @@ pub struct ToolContext<'a> {
     pub approver: &'a mut dyn Approver,
     pub search: Option<&'a mut dyn SemanticSearch>,
     pub cancel: &'a CancelToken,
+    /// Where file contents are read and written ([`Toolbox::files`]).
+    pub files: &'a dyn FileAccess,
 }
 
 pub trait Tool: Send + Sync {
@@ -206,6 +211,7 @@ pub trait Tool: Send + Sync {
 /// The set of tools a session offers.
 pub struct Toolbox {
     tools: Vec<Box<dyn Tool>>,
+    files: Arc<dyn FileAccess>,
 }
 
 impl Toolbox {
@@ -225,7 +231,20 @@ impl Toolbox {
                 Box::new(shell::RunCmd),
                 Box::new(Finish),
             ],
+            files: Arc::new(files::Disk),
         }
+    }
+
+    /// Reads and writes file contents through `files` (an editor's buffers)
+    /// instead of the disk.
+    pub fn set_files(&mut self, files: Arc<dyn FileAccess>) {
+        self.files = files;
+    }
+
+    /// Where the tools read and write file contents: the disk unless
+    /// [`Toolbox::set_files`] said otherwise.
+    pub fn files(&self) -> &dyn FileAccess {
+        self.files.as_ref()
     }
 
     /// Only the tools whose access class is in `allowed` (read-only for repo questions).
@@ -236,6 +255,7 @@ impl Toolbox {
                 .into_iter()
                 .filter(|t| allowed.contains(&t.spec().access))
                 .collect(),
+            files: self.files,
         }
     }
 

@@ -570,7 +570,7 @@ fn plan(ctx: &ToolContext<'_>, ops: &[Op]) -> Result<Vec<FileChange>, ToolOutput
         match std::fs::metadata(abs) {
             Ok(m) if m.is_dir() => Err(fail(ErrorClass::InvalidArgs, format!("cannot {verb} {rel}: it is a folder"))),
             Ok(m) if !m.is_file() => Err(fail(ErrorClass::InvalidArgs, format!("cannot {verb} {rel}: it is not a regular file (a pipe, socket or device)"))),
-            Ok(_) => std::fs::read(abs)
+            Ok(_) => ctx.files.read(abs)
                 .map_err(|e| fail(ErrorClass::Io, format!("cannot read {rel}: {e}"))),
             Err(_) => Err(fail(
                 ErrorClass::NotFound,

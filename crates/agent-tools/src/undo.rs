@@ -72,7 +72,7 @@ impl Tool for Undo {
                         format!("cannot undo: {} is now a directory", f.path),
                     )
                 }
-                Ok(_) => match std::fs::read(&abs) {
+                Ok(_) => match ctx.files.read(&abs) {
                     Ok(b) => Some(b),
                     Err(e) => {
                         return ToolOutput::error(

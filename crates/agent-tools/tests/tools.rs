@@ -81,6 +81,7 @@ impl Harness {
                 None => None,
             },
             cancel: &self.cancel,
+            files: self.toolbox.files(),
         };
         self.toolbox.call(name, &args, &mut ctx)
     }
@@ -1733,4 +1734,64 @@ fn files_that_hold_secrets_are_never_read_or_searched() {
     assert!(out.content.contains("app.py"), "{}", out.content);
     assert!(agent_lang::walk::is_secret_file(".git/config"));
     assert!(!agent_lang::walk::is_secret_file("src/keys.py"));
+}
+
+/// An editor's view of the files: unsaved buffers over the disk; writes
+/// land in the buffers only.
+#[derive(Default)]
+struct Buffers(std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>);
+
+impl agent_tools::FileAccess for Buffers {
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn std::io::Read + '_>> {
+        match self.0.lock().unwrap().get(path) {
+            Some(bytes) => Ok(Box::new(std::io::Cursor::new(bytes.clone()))),
+            None => agent_tools::files::Disk.open(path),
+        }
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8], _mode: Option<u32>) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap()
+            .insert(path.to_path_buf(), bytes.to_vec());
+        Ok(())
+    }
+}
+
+#[test]
+fn reads_and_writes_go_through_the_toolboxs_file_access() {
+    let mut h = Harness::new();
+    h.write("app.py", "def add(a, b):\n    return a - b\n");
+    h.write("ok.py", "x = 1\n");
+    let app = h.root.join("app.py");
+    let buffers = std::sync::Arc::new(Buffers::default());
+    buffers.0.lock().unwrap().insert(
+        app.clone(),
+        b"def add(a, b):\n    return a - b  # unsaved\n".to_vec(),
+    );
+    h.toolbox.set_files(buffers.clone());
+
+    let out = h.call("read_file", json!({"path": "app.py"}));
+    ok(&out);
+    assert!(out.content.contains("# unsaved"), "{}", out.content);
+    // The edit matches text only the buffer has, and its result goes back there.
+    ok(&h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "a - b  # unsaved", "new_text": "a + b"}),
+    ));
+    assert_eq!(
+        buffers.0.lock().unwrap()[&app],
+        b"def add(a, b):\n    return a + b\n"
+    );
+    assert_eq!(h.read("app.py"), "def add(a, b):\n    return a - b\n");
+    // A file without a buffer is read from disk; the write still goes through.
+    ok(&h.call("read_file", json!({"path": "ok.py"})));
+    ok(&h.call("write_file", json!({"path": "ok.py", "content": "x = 2\n"})));
+    assert_eq!(buffers.0.lock().unwrap()[&h.root.join("ok.py")], b"x = 2\n");
+    assert_eq!(h.read("ok.py"), "x = 1\n");
+    // Paths are still checked before the file access is asked.
+    err(
+        &h.call("read_file", json!({"path": "../outside.py"})),
+        ErrorClass::PolicyDenied,
+    );
 }

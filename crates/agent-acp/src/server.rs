@@ -1,0 +1,350 @@
+//! The requests of a client, one at a time on the calling thread: sessions
+//! are opened by the binary's [`Sessions`] and prompts run the real loop.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::bridge::{send_update, AcpApprover, AcpUi, Turn};
+use crate::client_fs::{ClientFiles, Offered};
+use crate::protocol::*;
+use crate::rpc::{self, Incoming, Peer, RpcError};
+use agent_base::cancel::CancelToken;
+use agent_core::{Agent, Finish};
+
+/// How the binary opens an agent for a session: its model, mode and tools.
+pub trait Sessions {
+    /// An agent for the workspace around `cwd`, with the client's stdio MCP
+    /// servers joined to the workspace's own; `resume` continues a saved
+    /// session of ours.
+    fn open(&mut self, cwd: &Path, mcp: Vec<StdioServer>, resume: Option<&str>) -> Result<Agent>;
+    /// `--mode yolo`: writes and commands are not asked about.
+    fn yolo(&self) -> bool;
+}
+
+struct Session {
+    agent: Agent,
+    cancel: CancelToken,
+    /// "Allow always" answers, for the rest of the session.
+    always: Rc<RefCell<HashSet<&'static str>>>,
+}
+
+/// Serves one client on `input`/`output` until its input ends; the
+/// sessions (and their MCP servers) are dropped before this returns.
+pub fn serve(
+    sessions: &mut dyn Sessions,
+    input: Box<dyn BufRead + Send>,
+    output: Box<dyn std::io::Write + Send>,
+) -> Result<()> {
+    let peer = Peer::new(output);
+    let (requests, reader) = rpc::start_reader(input, peer.clone());
+    let mut server = Server {
+        factory: sessions,
+        peer: peer.clone(),
+        sessions: HashMap::new(),
+        next: 0,
+        fs: Offered::default(),
+    };
+    for Incoming { id, method, params } in requests {
+        let result = server.dispatch(&method, params);
+        match id {
+            Some(id) => peer.respond(id, result),
+            None => {
+                if let Err(e) = result {
+                    tracing::warn!("notification {method}: {}", e.message);
+                }
+            }
+        }
+    }
+    drop(server);
+    let _ = reader.join();
+    Ok(())
+}
+
+struct Server<'a> {
+    factory: &'a mut dyn Sessions,
+    peer: Arc<Peer>,
+    sessions: HashMap<String, Session>,
+    next: usize,
+    /// The client's file system, as its `initialize` offered it.
+    fs: Offered,
+}
+
+fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::new(rpc::INVALID_PARAMS, format!("invalid {method} params: {e}")))
+}
+
+fn internal(e: anyhow::Error) -> RpcError {
+    RpcError::new(rpc::INTERNAL_ERROR, format!("{e:#}"))
+}
+
+impl Server<'_> {
+    fn dispatch(&mut self, method: &str, p: Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => {
+                let request: InitializeRequest = params(method, p)?;
+                tracing::debug!(
+                    "client speaks ACP {} ({})",
+                    request.protocol_version,
+                    request.client_capabilities
+                );
+                self.fs = Offered::from_capabilities(&request.client_capabilities);
+                Ok(json!({
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "agentCapabilities": {
+                        "loadSession": true,
+                        "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+                        "mcpCapabilities": {"http": false, "sse": false}
+                    },
+                    "authMethods": [],
+                    "agentInfo": {"name": "agent", "title": "agent (local-first)", "version": env!("CARGO_PKG_VERSION")}
+                }))
+            }
+            // No authentication: the model runs on this machine.
+            "authenticate" => Ok(json!({})),
+            "session/new" => {
+                let request: NewSessionRequest = params(method, p)?;
+                let agent = self.open(&request.cwd, &request.mcp_servers, None)?;
+                self.next += 1;
+                let id = format!(
+                    "acp-{}-{}",
+                    std::process::id(),
+                    self.next
+                );
+                self.insert(&id, agent);
+                Ok(json!({"sessionId": id}))
+            }
+            "session/load" => {
+                let request: LoadSessionRequest = params(method, p)?;
+                let saved = saved_id(Path::new(&request.cwd), &request.session_id);
+                let agent = self.open(&request.cwd, &request.mcp_servers, Some(&saved))?;
+                // The conversation so far, as the client shows it.
+                for (asked, answered) in agent.exchanges() {
+                    send_update(
+                        &self.peer,
+                        &request.session_id,
+                        SessionUpdate::UserMessageChunk {
+                            content: ContentBlock::text(asked),
+                        },
+                    );
+                    send_update(
+                        &self.peer,
+                        &request.session_id,
+                        SessionUpdate::AgentMessageChunk {
+                            content: ContentBlock::text(answered),
+                        },
+                    );
+                }
+                self.insert(&request.session_id, agent);
+                Ok(json!({}))
+            }
+            "session/prompt" => {
+                let request: PromptRequest = params(method, p)?;
+                self.prompt(request)
+            }
+            _ => Err(RpcError::new(
+                rpc::METHOD_NOT_FOUND,
+                format!("method not found: {method} (this agent serves initialize, authenticate, session/new, session/load, session/prompt and session/cancel)"),
+            )),
+        }
+    }
+
+    fn open(
+        &mut self,
+        cwd: &str,
+        servers: &[McpServer],
+        resume: Option<&str>,
+    ) -> Result<Agent, RpcError> {
+        let cwd = PathBuf::from(cwd);
+        if !cwd.is_absolute() {
+            return Err(RpcError::new(
+                rpc::INVALID_PARAMS,
+                format!("cwd must be an absolute path, not {}", cwd.display()),
+            ));
+        }
+        let mut stdio = Vec::new();
+        for server in servers {
+            match server.stdio() {
+                Some(s) => stdio.push(s),
+                None => tracing::warn!(
+                    "MCP server {}: only stdio servers can be started; left out",
+                    server.name
+                ),
+            }
+        }
+        self.factory.open(&cwd, stdio, resume).map_err(internal)
+    }
+
+    fn insert(&mut self, id: &str, mut agent: Agent) {
+        let cancel = CancelToken::new();
+        if self.fs.any() {
+            agent.set_files(Arc::new(ClientFiles {
+                peer: self.peer.clone(),
+                session: id.to_string(),
+                offered: self.fs,
+                cancel: cancel.clone(),
+            }));
+        }
+        self.peer
+            .cancels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string(), cancel.clone());
+        self.sessions.insert(
+            id.to_string(),
+            Session {
+                agent,
+                cancel,
+                always: Rc::default(),
+            },
+        );
+    }
+
+    /// Runs the loop on the prompt; its events stream as it runs.
+    fn prompt(&mut self, request: PromptRequest) -> Result<Value, RpcError> {
+        let yolo = self.factory.yolo();
+        let Some(session) = self.sessions.get_mut(&request.session_id) else {
+            return Err(RpcError::new(
+                rpc::INVALID_PARAMS,
+                format!(
+                    "no session {} here; open one with session/new or session/load",
+                    request.session_id
+                ),
+            ));
+        };
+        let text = prompt_text(&request.prompt);
+        if text.trim().is_empty() {
+            return Err(RpcError::new(rpc::INVALID_PARAMS, "the prompt has no text"));
+        }
+        session.cancel.reset();
+        let turn = Turn::new(
+            self.peer.clone(),
+            &request.session_id,
+            session.agent.workspace(),
+        );
+        let mut ui = AcpUi(turn.clone());
+        let mut approver = AcpApprover {
+            turn,
+            cancel: session.cancel.clone(),
+            yolo,
+            always: session.always.clone(),
+        };
+        let outcome = session
+            .agent
+            .handle(&text, &mut ui, &mut approver, &session.cancel)
+            .map_err(internal)?;
+        remember(&session.agent, &request.session_id);
+        // The terminal prints these answers after the run; so does the editor.
+        if matches!(
+            outcome.finish,
+            Finish::Evidence | Finish::NoAnswer | Finish::StepBudget | Finish::NotDone
+        ) {
+            send_update(
+                &self.peer,
+                &request.session_id,
+                SessionUpdate::AgentMessageChunk {
+                    content: ContentBlock::text(outcome.answer.clone()),
+                },
+            );
+        }
+        let stop = match outcome.finish {
+            Finish::Cancelled => StopReason::Cancelled,
+            Finish::StepBudget => StopReason::MaxTurnRequests,
+            _ => StopReason::EndTurn,
+        };
+        Ok(json!({"stopReason": stop}))
+    }
+}
+
+/// The prompt's blocks as one request: text as is, embedded files fenced,
+/// linked files named.
+fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let mut text = String::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text { text: t } => text.push_str(t),
+            ContentBlock::ResourceLink { uri, name } => {
+                text.push_str(&format!("\n(file {name}: {uri})\n"))
+            }
+            ContentBlock::Resource { resource } => match &resource.text {
+                Some(body) => text.push_str(&format!(
+                    "\nFile `{}`:\n```\n{}\n```\n",
+                    resource.uri,
+                    body.trim_end()
+                )),
+                None => text.push_str(&format!("\n(file {})\n", resource.uri)),
+            },
+            ContentBlock::Unsupported => {
+                text.push_str("\n(an image or audio the agent cannot see)\n")
+            }
+        }
+    }
+    text
+}
+
+/// Where the ACP session ids of a workspace point to our saved sessions
+/// (ours are only named at the first request, after `session/new` answered).
+fn ids_file(workspace: &Path) -> PathBuf {
+    workspace.join(".agent").join("acp-sessions.json")
+}
+
+fn remember(agent: &Agent, acp_id: &str) {
+    let saved = agent.session_id();
+    if saved.is_empty() || saved == acp_id {
+        return;
+    }
+    let path = ids_file(agent.workspace());
+    let mut ids: serde_json::Map<String, Value> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if ids.get(acp_id).and_then(Value::as_str) == Some(saved) {
+        return;
+    }
+    ids.insert(acp_id.to_string(), saved.into());
+    if let Err(e) = std::fs::write(&path, Value::Object(ids).to_string()) {
+        tracing::warn!("cannot record session {acp_id} in {}: {e}", path.display());
+    }
+}
+
+/// Our saved session for an ACP session id: the one `session/new` gave, or
+/// one of ours (`agent sessions list`) as it is.
+fn saved_id(cwd: &Path, acp_id: &str) -> String {
+    let root = agent_base::paths::repo_root(Some(cwd)).unwrap_or_else(|_| cwd.to_path_buf());
+    std::fs::read_to_string(ids_file(&root))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|ids| ids.get(acp_id).and_then(Value::as_str).map(String::from))
+        .unwrap_or_else(|| acp_id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_blocks_become_one_request() {
+        let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "text", "text": "Explain "},
+            {"type": "resource", "resource": {"uri": "file:///w/a.py", "text": "x = 1\n", "mimeType": "text/x-python"}},
+            {"type": "resource_link", "uri": "file:///w/b.py", "name": "b.py"},
+            {"type": "image", "data": "", "mimeType": "image/png"}
+        ]))
+        .unwrap();
+        let text = prompt_text(&blocks);
+        assert!(
+            text.starts_with("Explain \nFile `file:///w/a.py`:\n```\nx = 1\n```\n"),
+            "{text}"
+        );
+        assert!(text.contains("(file b.py: file:///w/b.py)"));
+        assert!(text.contains("cannot see"));
+    }
+}

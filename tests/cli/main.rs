@@ -11,5 +11,6 @@ mod basics;
 mod conventions;
 mod languages;
 mod mcp_serve;
+mod print_prompt;
 mod shared_index;
 mod trust;

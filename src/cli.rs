@@ -433,6 +433,11 @@ pub struct AskArgs {
     /// line as it happens (intent, step, text, tool_call, tool_result, notice, final).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
     pub output_format: OutputFormat,
+    /// Print the rendered prompt of each model request instead of generating (with --json: one
+    /// object per request with template, messages, tools, bos_token, eos_token and prompt).
+    /// Reads only the model's GGUF header and vocabulary; with --script the turns play out.
+    #[arg(long, conflicts_with = "server")]
+    pub print_prompt: bool,
     #[command(flatten)]
     pub agent: AgentArgs,
     #[command(flatten)]

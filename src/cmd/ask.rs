@@ -48,9 +48,18 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
         seed: args.seed,
         repeat_penalty: args.repeat_penalty.unwrap_or(1.0),
     };
+    let format = args.format();
+    if args.print_prompt {
+        let printer = super::prompt_printer(&args.model, format != OutputFormat::Text, cancel)?;
+        let mut session =
+            super::chat::open_agent_with(printer, &args.agent, args.max_tokens, sampling, None)?;
+        session
+            .agent
+            .handle(&request, &mut QuietUi, session.approver.as_mut(), cancel)?;
+        return Ok(exit::OK);
+    }
     let mut session =
         super::chat::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
-    let format = args.format();
     let mut terminal = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let mut quiet = QuietUi;
     let mut lines = JsonLinesUi::new(std::io::stdout());
@@ -111,10 +120,15 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
         ..CompletionRequest::default()
     };
 
+    let json = args.format() != OutputFormat::Text;
+    if args.print_prompt {
+        super::prompt_printer(&args.model, json, cancel)?
+            .complete(&request, &mut |_| Flow::Continue)?;
+        return Ok(exit::OK);
+    }
     let mut provider = super::provider(&args.model)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let json = args.format() != OutputFormat::Text;
     let stream = !json;
     let completion = provider.complete(&request, &mut |event| {
         if cancel.is_cancelled() {

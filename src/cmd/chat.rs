@@ -34,8 +34,18 @@ pub fn open_agent(
     sampling: Sampling,
     resume: Option<String>,
 ) -> Result<Session> {
+    open_agent_with(super::provider(model)?, args, max_tokens, sampling, resume)
+}
+
+/// [`open_agent`] with a provider of the caller's (`--print-prompt`).
+pub fn open_agent_with(
+    provider: Box<dyn agent_llm::Provider>,
+    args: &AgentArgs,
+    max_tokens: usize,
+    sampling: Sampling,
+    resume: Option<String>,
+) -> Result<Session> {
     let root = agent_base::paths::repo_root(None)?;
-    let provider = super::provider(model)?;
     let agent = agent_in(
         &root,
         provider,

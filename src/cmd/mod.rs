@@ -15,11 +15,12 @@ pub mod sessions;
 use anyhow::{bail, Result};
 
 use crate::cli::ModelArgs;
+use agent_base::cancel::CancelToken;
 use agent_base::paths;
 use agent_engine::engine::{EngineConfig, LlamaEngine};
 use agent_llm::chat::TemplateSource;
 use agent_llm::openai::OpenAiProvider;
-use agent_llm::scripted::ScriptedProvider;
+use agent_llm::scripted::{PromptPrinter, ScriptedProvider};
 use agent_llm::{ChatFormat, Provider};
 
 /// Exit codes shared by all subcommands.
@@ -68,7 +69,15 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
             model.display()
         );
     }
-    let config = EngineConfig {
+    let config = engine_config(args);
+    let spinner = spinner(format!("loading {}", config.model_path.display()));
+    let engine = LlamaEngine::load(&config);
+    spinner.finish_and_clear();
+    Ok(Box::new(engine?))
+}
+
+fn engine_config(args: &ModelArgs) -> EngineConfig {
+    EngineConfig {
         model_path: args.model.clone().unwrap_or_else(paths::default_chat_model),
         ctx_size: args.ctx_size,
         threads: args.threads,
@@ -78,11 +87,35 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
         think: args.think,
         think_budget: args.think_budget,
         ..EngineConfig::new("")
+    }
+}
+
+/// `--print-prompt`: a provider that prints each request's prompt, rendered
+/// with the model's template (or `--chat-template-file`) and counted with its
+/// tokenizer, from the GGUF's header and vocabulary (no weights, no
+/// inference). It replays `--script`'s turns, if any; once they run out the
+/// next request ends the session (through `cancel`).
+pub fn prompt_printer(
+    args: &ModelArgs,
+    json: bool,
+    cancel: &CancelToken,
+) -> Result<Box<dyn Provider>> {
+    let config = engine_config(args);
+    let (format, counter) = agent_engine::engine::load_chat_format(&config)?;
+    let replay = match &args.script {
+        Some(script) => ScriptedProvider::from_file(script)?,
+        None => ScriptedProvider::with_turns(Vec::new()),
     };
-    let spinner = spinner(format!("loading {}", config.model_path.display()));
-    let engine = LlamaEngine::load(&config);
-    spinner.finish_and_clear();
-    Ok(Box::new(engine?))
+    let mut replay = replay.with_format(format).with_counter(counter).printing(
+        PromptPrinter::new(json, Box::new(std::io::stdout())).ending_with({
+            let cancel = cancel.clone();
+            move || cancel.cancel()
+        }),
+    );
+    if let Some(tokens) = args.ctx_size {
+        replay = replay.with_context_size(tokens as usize);
+    }
+    Ok(Box::new(replay))
 }
 
 pub use agent_core::ui::spinner;

@@ -12,5 +12,7 @@ mod basics;
 mod conventions;
 mod languages;
 mod mcp_serve;
+mod print_prompt;
+mod server;
 mod shared_index;
 mod trust;

@@ -102,8 +102,13 @@ pub fn fit(
                 && (i + 1 < end || (i > end && i + 2 < turns.len()))
         });
         let Some(i) = candidate else { break };
-        turns.drain(i..i + 2);
-        fitted.dropped_turns += 2;
+        // A turn of several calls goes with all of its observations.
+        let results = 1 + turns[i + 2..end.max(i + 2)]
+            .iter()
+            .take_while(|t| t.kind == Kind::Observation)
+            .count();
+        turns.drain(i..i + 1 + results);
+        fitted.dropped_turns += 1 + results;
         if count(&messages(&turns)) <= limit {
             return (messages(&turns), fitted);
         }

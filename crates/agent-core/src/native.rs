@@ -12,7 +12,9 @@
 //! and is stored as the loop's JSON again, without its reasoning.
 
 use agent_llm::{Completion, Message, Role, ToolCall as ChatCall, ToolSpec as ChatSpec};
-use serde_json::json;
+use std::collections::VecDeque;
+
+use serde_json::{json, Value};
 
 use crate::protocol::{self, FINISH};
 
@@ -27,41 +29,47 @@ pub fn tool_specs(allowed: &[agent_tools::ToolSpec]) -> Vec<ChatSpec> {
 }
 
 /// The loop's messages in chat form: call turns as assistant `tool_calls`
-/// (ids numbered in order), the result after each as its `tool` message,
-/// `finish` calls as the answer text. Anything else stays as it is.
+/// (ids numbered in order), the results after them as their `tool`
+/// messages (one per call, in order), `finish` calls as the answer text.
+/// Anything else stays as it is.
 pub fn messages(history: &[Message]) -> Vec<Message> {
     let mut out = Vec::with_capacity(history.len());
-    let mut calls = 0;
-    let mut pending: Option<(String, String)> = None;
+    let mut ids = 0;
+    // The calls of the last call turn still waiting for their results.
+    let mut pending: VecDeque<(String, String)> = VecDeque::new();
     for message in history {
         match message.role {
             Role::Assistant => {
-                pending = None;
-                match protocol::parse_call(&message.content) {
-                    Ok(call) if call.tool == FINISH => {
-                        let answer = call.args.get("answer").and_then(|a| a.as_str());
+                pending.clear();
+                match protocol::parse_calls(&message.content) {
+                    Ok(calls) if calls.len() == 1 && calls[0].tool == FINISH => {
+                        let answer = calls[0].args.get("answer").and_then(|a| a.as_str());
                         out.push(Message::assistant(answer.unwrap_or(&message.content)));
                     }
-                    Ok(call) => {
-                        calls += 1;
-                        let id = format!("call_{calls}");
-                        pending = Some((id.clone(), call.tool.clone()));
-                        out.push(Message::assistant_calls(
-                            call.thought,
-                            vec![ChatCall::new(id, call.tool, call.args)],
-                        ));
+                    Ok(calls) => {
+                        let thought = calls[0].thought.clone();
+                        let calls: Vec<ChatCall> = calls
+                            .into_iter()
+                            .map(|call| {
+                                ids += 1;
+                                let id = format!("call_{ids}");
+                                pending.push_back((id.clone(), call.tool.clone()));
+                                ChatCall::new(id, call.tool, call.args)
+                            })
+                            .collect();
+                        out.push(Message::assistant_calls(thought, calls));
                     }
                     Err(_) => out.push(message.clone()),
                 }
             }
-            Role::User => match pending.take() {
+            Role::User => match pending.pop_front() {
                 Some((id, name)) => {
                     out.push(Message::tool_result(id, name, message.content.clone()))
                 }
                 None => out.push(message.clone()),
             },
             _ => {
-                pending = None;
+                pending.clear();
                 out.push(message.clone());
             }
         }
@@ -69,20 +77,29 @@ pub fn messages(history: &[Message]) -> Vec<Message> {
     out
 }
 
-/// A native reply as the loop's own call JSON: its first call (with the
-/// text before it as the thought), else a `finish` with its text as the
-/// answer. Err: why its calls could not be read, written for the model.
+/// A native reply as the loop's own call JSON: its call (with the text
+/// before it as the thought), or the list of its calls when it made
+/// several, else a `finish` with its text as the answer. Err: why its
+/// calls could not be read, written for the model.
 pub fn reply_call(completion: &Completion) -> Result<String, String> {
     if let Some(problem) = &completion.invalid_call {
         return Err(problem.clone());
     }
-    let call = match completion.tool_calls.first() {
-        Some(call) => {
-            json!({"thought": completion.content.trim(), "tool": call.name, "args": call.arguments})
-        }
-        None => {
-            json!({"thought": "", "tool": FINISH, "args": {"answer": completion.content.trim()}})
-        }
+    let thought = completion.content.trim();
+    let calls: Vec<Value> = completion
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            // The text before the calls is the first one's thought.
+            let thought = if i == 0 { thought } else { "" };
+            json!({"thought": thought, "tool": call.name, "args": call.arguments})
+        })
+        .collect();
+    let call = match calls.len() {
+        0 => json!({"thought": "", "tool": FINISH, "args": {"answer": thought}}),
+        1 => calls[0].clone(),
+        _ => Value::Array(calls),
     };
     Ok(call.to_string())
 }
@@ -128,6 +145,32 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_of_several_calls_is_one_assistant_message_and_a_tool_message_each() {
+        let history = vec![
+            Message::system("sys"),
+            Message::user("where are add and sub?"),
+            Message::assistant(
+                r#"[{"thought": "both", "tool": "grep", "args": {"pattern": "add"}}, {"thought": "", "tool": "grep", "args": {"pattern": "sub"}}]"#,
+            ),
+            Message::user("grep: add found"),
+            Message::user("grep: sub found"),
+            Message::assistant(r#"{"thought": "", "tool": "read_file", "args": {"path": "a"}}"#),
+            Message::user("a's text"),
+        ];
+        let m = messages(&history);
+        assert_eq!(m.len(), history.len());
+        assert_eq!(m[2].content, "both");
+        let ids: Vec<&str> = m[2].tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_1", "call_2"]);
+        assert_eq!(m[3].tool_call_id.as_deref(), Some("call_1"));
+        assert_eq!(
+            (m[4].tool_call_id.as_deref(), m[4].content.as_str()),
+            (Some("call_2"), "grep: sub found")
+        );
+        assert_eq!(m[6].tool_call_id.as_deref(), Some("call_3"));
+    }
+
+    #[test]
     fn a_reply_is_stored_as_the_loops_own_call() {
         let mut c = Completion {
             content: "Let me look.".into(),
@@ -142,6 +185,16 @@ mod tests {
             ("read_file", "Let me look.")
         );
         assert!(!stored.contains("secret"), "{stored}");
+        c.tool_calls
+            .push(ChatCall::new("y", "grep", json!({"pattern": "add"})));
+        let calls = protocol::parse_calls(&reply_call(&c).unwrap()).unwrap();
+        assert_eq!(
+            calls
+                .iter()
+                .map(|c| (c.tool.as_str(), c.thought.as_str()))
+                .collect::<Vec<_>>(),
+            [("read_file", "Let me look."), ("grep", "")]
+        );
         c.tool_calls.clear();
         c.content = "It is in a.rs.".into();
         let call = protocol::parse_call(&reply_call(&c).unwrap()).unwrap();

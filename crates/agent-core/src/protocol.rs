@@ -246,6 +246,19 @@ pub fn parse_call(text: &str) -> Result<ToolCall, FormatError> {
     })
 }
 
+/// Reads the calls of a turn: a JSON list of calls (a native model's turn
+/// with several calls, as the loop stores it), else one call as
+/// [`parse_call`] reads it.
+pub fn parse_calls(text: &str) -> Result<Vec<ToolCall>, FormatError> {
+    match serde_json::from_str::<Vec<Value>>(text.trim()) {
+        Ok(list) if !list.is_empty() && list.iter().all(Value::is_object) => list
+            .iter()
+            .map(|call| parse_call(&call.to_string()))
+            .collect(),
+        _ => parse_call(text).map(|call| vec![call]),
+    }
+}
+
 pub const FORMAT_HINT: &str =
     r#"{"thought": "<short reason>", "tool": "<tool name>", "args": {<arguments>}}"#;
 
@@ -414,6 +427,25 @@ mod tests {
         assert_eq!(call.args["pattern"], "x{2}");
         let prose = "I will call {\"tool\": \"list_dir\", \"args\": {}} now";
         assert_eq!(parse_call(prose).unwrap().tool, "list_dir");
+    }
+
+    #[test]
+    fn a_list_of_calls_is_several_calls() {
+        let calls = parse_calls(
+            r#"[{"thought": "both", "tool": "grep", "args": {"pattern": "a"}}, {"tool": "read_file", "args": {"path": "b"}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            calls.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>(),
+            ["grep", "read_file"]
+        );
+        assert_eq!(
+            parse_calls(r#"{"tool": "list_dir", "args": {}}"#)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(parse_calls("[]").is_err());
     }
 
     #[test]

@@ -221,10 +221,10 @@ impl Agent {
 
         let parsed = match reply.format_error {
             Some(problem) => Err(protocol::FormatError(problem)),
-            None => protocol::parse_call(&text),
+            None => protocol::parse_calls(&text),
         };
-        let call = match parsed {
-            Ok(call) => call,
+        let mut calls = match parsed {
+            Ok(calls) => calls,
             Err(_) if reply.cut_off && !reply.partial_answer.trim().is_empty() => {
                 // A finish call cut off (token budget or a loop): the
                 // model was answering, so keep what it said once.
@@ -263,13 +263,9 @@ impl Agent {
             }
         };
         self.push(Turn::new(Kind::Call, text))?;
-        ui.tool_call(&call);
-        self.log.audit(
-            "tool_call",
-            json!({"valid": true, "tool": call.tool, "args": call.args, "thought": call.thought}),
-        );
-
-        if call.tool == FINISH {
+        if calls.len() == 1 && calls[0].tool == FINISH {
+            let call = calls.remove(0);
+            self.audit_call(&call, ui);
             if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
                 return Ok(done_if(self.conclude(
                     answer,
@@ -283,7 +279,40 @@ impl Agent {
             self.observe(FINISH_ARGS_NOTE, answer_next)?;
             return Ok(Next::Step);
         }
-        outcome.tool_calls += 1;
+        // A model may make several calls in one turn (Qwen's and Hermes'
+        // `<tool_call>` blocks, Llama's and Mistral's lists): each runs in
+        // order, under the policy, and gets its own observation; only the
+        // last one carries the step-budget note.
+        let last = calls.len() - 1;
+        for (i, call) in calls.into_iter().enumerate() {
+            self.audit_call(&call, ui);
+            if self.act(run, call, answer_next && i == last, ui, approver, cancel)? == Next::Done {
+                return Ok(Next::Done);
+            }
+        }
+        Ok(Next::Step)
+    }
+
+    fn audit_call(&mut self, call: &ToolCall, ui: &mut dyn Ui) {
+        ui.tool_call(call);
+        self.log.audit(
+            "tool_call",
+            json!({"valid": true, "tool": call.tool, "args": call.args, "thought": call.thought}),
+        );
+    }
+
+    /// Runs one call of the model's (not `finish`) and observes its result:
+    /// the repeat guard, the hooks, the tool, the verification of a change.
+    fn act(
+        &mut self,
+        run: &mut Run,
+        call: ToolCall,
+        answer_next: bool,
+        ui: &mut dyn Ui,
+        approver: &mut dyn Approver,
+        cancel: &CancelToken,
+    ) -> Result<Next> {
+        run.outcome.tool_calls += 1;
 
         let key = (call.tool.clone(), call.args.to_string());
         let repeats = {

@@ -1,7 +1,7 @@
 //! Engine measurements for `scripts/bench engine` (which runs llama.cpp's own
 //! llama-bench beside it and writes bench-results/engine.json).
 //!
-//! Usage: bench_engine MODEL THREADS REPS  → prints one JSON object.
+//! Usage: bench_engine MODEL THREADS REPS [GPU_LAYERS [CHAT_TEMPLATE]] → prints one JSON object.
 //! - prefill: a 512-token prompt into an empty cache (like llama-bench pp512);
 //! - decode: 128 generated tokens, sampling and detokenising included (tg128);
 //! - ttft: a first turn with a ~2,000-token prefix, then a second turn that
@@ -56,17 +56,20 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let model = args
         .get(1)
-        .expect("usage: bench_engine MODEL THREADS REPS [GPU_LAYERS]");
+        .expect("usage: bench_engine MODEL THREADS REPS [GPU_LAYERS [CHAT_TEMPLATE]]");
     let threads: i32 = args.get(2).map_or(2, |t| t.parse().unwrap());
     let reps: usize = args.get(3).map_or(3, |r| r.parse().unwrap());
     let gpu_layers: GpuLayers = args
         .get(4)
         .map_or(GpuLayers::Count(0), |g| g.parse().unwrap());
+    // Another chat template than the GGUF's own (`--chat-template-file`).
+    let chat_template_file = args.get(5).filter(|t| !t.is_empty()).map(Into::into);
     let mut engine = LlamaEngine::load(&EngineConfig {
         ctx_size: Some(4096),
         threads: Some(threads),
         batch_size: 512,
         gpu_layers,
+        chat_template_file,
         ..EngineConfig::new(model)
     })
     .expect("model loads");
@@ -143,6 +146,7 @@ fn main() {
             "ttft_turn2_ms": median(ttft2),
             "prompt_tokens": prompt_tokens,
             "reused_prefix_tokens": reused,
+            "template": engine.chat_format().info(),
         })
     );
 }

@@ -47,7 +47,11 @@ impl OpenAiProvider {
         }
     }
 
-    /// llama-server lists its models as `owned_by: "llamacpp"`.
+    /// Whether the server is llama.cpp's: the only one that reads a
+    /// `grammar` field (vLLM and Ollama ignore it, some refuse unknown
+    /// fields). Asked once, from `GET /models`: llama-server answers with
+    /// its `Server: llama.cpp` header and lists its models as
+    /// `owned_by: "llamacpp"`; either is enough (a proxy may drop headers).
     fn is_llama_cpp(&mut self) -> bool {
         if let Some(known) = self.llama_cpp {
             return known;
@@ -56,16 +60,18 @@ impl OpenAiProvider {
         if let Some(key) = &self.api_key {
             call = call.set("Authorization", &format!("Bearer {key}"));
         }
-        let known = call
-            .call()
-            .ok()
-            .and_then(|r| r.into_json::<Value>().ok())
-            .and_then(|v| {
-                v["data"]
-                    .as_array()
-                    .map(|models| models.iter().any(|m| m["owned_by"] == "llamacpp"))
-            })
-            .unwrap_or(false);
+        let known = call.call().ok().is_some_and(|r| {
+            let header = r
+                .header("server")
+                .is_some_and(|s| s.starts_with("llama.cpp"));
+            header
+                || r.into_json::<Value>().ok().is_some_and(|v| {
+                    v["data"]
+                        .as_array()
+                        .is_some_and(|models| models.iter().any(|m| m["owned_by"] == "llamacpp"))
+                })
+        });
+        tracing::debug!(llama_cpp = known, "model server at {}", self.base_url);
         self.llama_cpp = Some(known);
         known
     }
@@ -96,12 +102,20 @@ impl OpenAiProvider {
             }
             Some(_) => {}
             None if !request.tools.is_empty() => {
-                body["tools"] = Value::Array(request.tools.iter().map(|t| t.to_openai()).collect());
+                // The tools the model may call now; with `none`, all of them
+                // still, so the template renders the same prompt prefix.
+                let tools = match request.tool_choice {
+                    ToolChoice::None => request.tools.clone(),
+                    _ => request.callable(),
+                };
+                body["tools"] = Value::Array(tools.iter().map(|t| t.to_openai()).collect());
                 body["tool_choice"] = json!(match request.tool_choice {
                     ToolChoice::Auto => "auto",
                     ToolChoice::Required => "required",
                     ToolChoice::None => "none",
                 });
+                // The loop runs every call of a turn, in order.
+                body["parallel_tool_calls"] = json!(true);
             }
             None => {}
         }
@@ -209,6 +223,12 @@ impl Provider for OpenAiProvider {
 
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
         Ok(estimate_tokens(text))
+    }
+
+    /// The server renders the model's own template and parses its calls:
+    /// the loop sends `tools` and reads `tool_calls`.
+    fn native_calls(&self) -> bool {
+        true
     }
 
     fn complete(
@@ -449,6 +469,63 @@ mod tests {
             "{sent}"
         );
         assert!(!sent.contains("\"grammar\""), "{sent}");
+    }
+
+    /// Answers `GET /models` once with `headers` and `body`.
+    fn models_once(headers: &'static str, body: &'static str) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut sock, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = sock.read(&mut buf).unwrap();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            sock.write_all(reply.as_bytes()).unwrap();
+        });
+        url
+    }
+
+    #[test]
+    fn llama_cpp_is_known_by_its_header_or_its_models_owner_and_vllm_is_not() {
+        let vllm = r#"{"data":[{"id":"m","owned_by":"vllm"}]}"#;
+        let mut p = OpenAiProvider::new(&models_once("", vllm), "m", None, 4096);
+        assert!(!p.is_llama_cpp());
+        let llama = r#"{"data":[{"id":"m","owned_by":"llamacpp"}]}"#;
+        let mut p = OpenAiProvider::new(&models_once("", llama), "m", None, 4096);
+        assert!(p.is_llama_cpp());
+        let proxied = r#"{"data":[{"id":"m"}]}"#;
+        let url = models_once("Server: llama.cpp\r\n", proxied);
+        let mut p = OpenAiProvider::new(&url, "m", None, 4096);
+        assert!(p.is_llama_cpp() && p.native_calls());
+    }
+
+    #[test]
+    fn several_calls_stream_in_by_index_and_only_allowed_tools_go_out() {
+        let (url, server) = serve_once(concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"grep\",\"arguments\":\"{\\\"pattern\\\": \\\"add\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"function\":{\"name\":\"grep\",\"arguments\":\"{\\\"pattern\\\": \\\"sub\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n"
+        ));
+        let mut p = OpenAiProvider::new(&url, "m", None, 4096);
+        let spec = |name| crate::ToolSpec::new(name, "t", json!({"type": "object"}));
+        let req = CompletionRequest {
+            tools: vec![spec("grep"), spec("run_cmd")],
+            allowed_tools: Some(vec!["grep".into()]),
+            ..CompletionRequest::new(vec![Message::user("where are add and sub?")])
+        };
+        let c = p.complete(&req, &mut |_| Flow::Continue).unwrap();
+        let patterns: Vec<&Value> = c
+            .tool_calls
+            .iter()
+            .map(|t| &t.arguments["pattern"])
+            .collect();
+        assert_eq!(patterns, [&json!("add"), &json!("sub")]);
+        let sent = server.join().unwrap();
+        assert!(sent.contains("\"parallel_tool_calls\":true"), "{sent}");
+        assert!(!sent.contains("run_cmd"), "{sent}");
     }
 
     #[test]

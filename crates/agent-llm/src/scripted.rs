@@ -52,6 +52,9 @@ pub struct PromptPrinter {
     pub json: bool,
     pub out: Box<dyn Write + Send>,
     printed: usize,
+    /// Called when a request finds no scripted turn left: the caller's way
+    /// to end the session there (the loop would otherwise ask again).
+    on_end: Option<Box<dyn FnMut() + Send>>,
 }
 
 impl PromptPrinter {
@@ -60,7 +63,14 @@ impl PromptPrinter {
             json,
             out,
             printed: 0,
+            on_end: None,
         }
+    }
+
+    /// Calls `end` once the script has no turn left for a request.
+    pub fn ending_with(mut self, end: impl FnMut() + Send + 'static) -> Self {
+        self.on_end = Some(Box::new(end));
+        self
     }
 
     fn print(
@@ -282,7 +292,10 @@ impl Provider for ScriptedProvider {
         });
         let prompt_tokens = self.count(&rendered.text);
         let Some(turn) = self.turns.get(self.next).cloned() else {
-            if self.printer.is_some() {
+            if let Some(printer) = &mut self.printer {
+                if let Some(end) = &mut printer.on_end {
+                    end();
+                }
                 return Ok(Completion {
                     finish: FinishReason::Cancelled,
                     prompt_tokens,

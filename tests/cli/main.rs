@@ -11,5 +11,6 @@ mod basics;
 mod conventions;
 mod languages;
 mod mcp_serve;
+mod prompt_cache;
 mod shared_index;
 mod trust;

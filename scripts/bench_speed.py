@@ -145,11 +145,12 @@ def speculation(reps, model):
         results = {}
         for name, (words, max_tokens) in cases.items():
             base = ["ask", "--no-tools", "--json", "--prompt-cache", "off", "--max-tokens", str(max_tokens)]
-            speeds = {"on": [], "off": []}
+            modes = ["on", "auto", "off"]
+            speeds = {m: [] for m in modes}
             answers = {}
             acceptance = []
             for rep in range(reps):
-                order = ("on", "off") if rep % 2 == 0 else ("off", "on")
+                order = modes[rep % 3:] + modes[:rep % 3]
                 for switch in order:
                     v, _, _ = run([*base, "--speculative", switch, *words], work, model)
                     tps = v["completion_tokens"] / (v["decode_ms"] / 1000)
@@ -160,22 +161,29 @@ def speculation(reps, model):
                     if switch == "on":
                         acceptance.append(v["speculative"])
             identical = answers["on"] == answers["off"]
+            identical_auto = answers["auto"] == answers["off"]
             on, off = statistics.median(speeds["on"]), statistics.median(speeds["off"])
+            auto = statistics.median(speeds["auto"])
             spec = acceptance[0]
             results[name] = {
                 "tokens_per_s_on": on,
                 "tokens_per_s_off": off,
+                "tokens_per_s_auto": auto,
                 "speedup": on / off,
+                "speedup_auto": auto / off,
                 "identical_output": identical,
+                "identical_output_auto": identical_auto,
                 "drafted": spec["drafted"],
                 "accepted": spec["accepted"],
                 "acceptance": spec["acceptance"],
                 "runs_on": speeds["on"],
                 "runs_off": speeds["off"],
+                "runs_auto": speeds["auto"],
             }
             print(
-                f"  {name}: {on:.1f} tok/s with speculation, {off:.1f} without: "
-                f"{on / off:.2f}x; output identical: {identical}; "
+                f"  {name}: {on:.1f} tok/s with speculation (on), {auto:.1f} (auto), {off:.1f} "
+                f"without: {on / off:.2f}x on, {auto / off:.2f}x auto; output identical: "
+                f"{identical} (on), {identical_auto} (auto); "
                 f"{spec['accepted']}/{spec['drafted']} drafts accepted",
                 flush=True,
             )

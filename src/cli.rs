@@ -288,6 +288,14 @@ pub enum Switch {
     Off,
 }
 
+/// When to draft tokens for speculative decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Speculation {
+    Auto,
+    On,
+    Off,
+}
+
 /// Which model answers, and how it runs.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -344,10 +352,11 @@ pub struct ModelArgs {
         env = "AGENT_PROMPT_CACHE_MB"
     )]
     pub prompt_cache_mb: u64,
-    /// Speculative decoding by prompt lookup: copied text (edits, quotes) is confirmed
-    /// several tokens per step; the output is the same either way.
-    #[arg(long, value_name = "on|off", default_value = "on")]
-    pub speculative: Switch,
+    /// Speculative decoding by prompt lookup (greedy decoding): copied text (edits, quotes)
+    /// is confirmed several tokens per step. auto drafts where it pays on this machine,
+    /// on always drafts.
+    #[arg(long, value_name = "auto|on|off", default_value = "auto")]
+    pub speculative: Speculation,
 }
 
 #[derive(Debug, Args)]

@@ -27,7 +27,7 @@ pub fn run(args: &MapArgs) -> Result<i32> {
         think_budget: None,
         prompt_cache: crate::cli::Switch::Off,
         prompt_cache_mb: 0,
-        speculative: crate::cli::Switch::Off,
+        speculative: crate::cli::Speculation::Off,
     })?;
     let mut map = RepoMap::open(&root, &default_cache_path(&root));
     map.refresh()?;

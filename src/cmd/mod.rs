@@ -13,9 +13,9 @@ pub mod sessions;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{ModelArgs, Switch};
+use crate::cli::{ModelArgs, Speculation, Switch};
 use agent_base::paths;
-use agent_engine::engine::{EngineConfig, LlamaEngine};
+use agent_engine::engine::{EngineConfig, LlamaEngine, Speculative};
 use agent_engine::prompt_cache::PromptCacheConfig;
 use agent_llm::chat::TemplateSource;
 use agent_llm::openai::OpenAiProvider;
@@ -78,7 +78,11 @@ pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
         think: args.think,
         think_budget: args.think_budget,
         prompt_cache: prompt_cache(args),
-        speculative: args.speculative == Switch::On,
+        speculative: match args.speculative {
+            Speculation::Auto => Speculative::Auto,
+            Speculation::On => Speculative::On,
+            Speculation::Off => Speculative::Off,
+        },
         ..EngineConfig::new("")
     };
     let spinner = spinner(format!("loading {}", config.model_path.display()));

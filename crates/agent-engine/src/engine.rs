@@ -48,6 +48,16 @@ use agent_llm::{
     Placement, Provider, Sampling, StopScanner, TemplateInfo, Think, ToolChoice, ToolSpec,
 };
 
+/// When to draft tokens by prompt lookup (greedy decoding only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speculative {
+    /// As many as pay on this machine, measured as it runs.
+    Auto,
+    /// Always the longest draft (tests, benchmarks).
+    On,
+    Off,
+}
+
 /// How to load the model, where, and with how large a context.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -73,7 +83,7 @@ pub struct EngineConfig {
     /// Keep prompts' KV state on disk for the next process (`--prompt-cache`).
     pub prompt_cache: Option<PromptCacheConfig>,
     /// Prompt-lookup speculative decoding (`--speculative`).
-    pub speculative: bool,
+    pub speculative: Speculative,
 }
 
 impl EngineConfig {
@@ -89,7 +99,7 @@ impl EngineConfig {
             think: Think::Auto,
             think_budget: None,
             prompt_cache: None,
-            speculative: true,
+            speculative: Speculative::Auto,
         }
     }
 
@@ -219,8 +229,11 @@ pub struct LlamaEngine {
     /// loaded or saved (replaced when a longer prompt extends it).
     disk: Option<PromptCache>,
     disk_entry: Option<prompt_cache::Entry>,
-    /// Drafted tokens in the KV cache after `cached`, not yet confirmed.
+    /// Drafted tokens in the KV cache after `cached`, not yet confirmed,
+    /// how long that draft was, and how long drafts should be.
     draft: Vec<LlamaToken>,
+    drafted: usize,
+    policy: speculative::Policy,
 }
 
 impl Drop for LlamaEngine {
@@ -361,6 +374,8 @@ impl LlamaEngine {
             disk,
             disk_entry: None,
             draft: Vec::new(),
+            drafted: 0,
+            policy: speculative::Policy::default(),
         })
     }
 
@@ -401,6 +416,7 @@ impl LlamaEngine {
         self.ctx.clear_kv_cache();
         self.cached.clear();
         self.draft.clear();
+        self.drafted = 0;
     }
 
     /// The chat template prompts are rendered with, and its family.
@@ -827,7 +843,7 @@ impl LlamaEngine {
             let next = turn.state();
             // Drafts only where decoding is greedy: there the model's choice
             // is the argmax, and a confirmed draft is exactly that choice.
-            let speculate = self.config.speculative
+            let speculate = self.config.speculative != Speculative::Off
                 && request.sampling.is_greedy()
                 && matches!(next, ReasoningState::Answer { .. });
             logits_at = self.advance(token, logits_at, speculate, result)?;
@@ -902,12 +918,17 @@ impl LlamaEngine {
         let room = self
             .n_ctx
             .saturating_sub(self.cached.len() + 2)
-            .min(self.n_batch - 1);
+            .min(self.n_batch - 1)
+            .min(match self.config.speculative {
+                Speculative::Auto => self.policy.draft_len(),
+                _ => speculative::MAX_DRAFT,
+            });
         let draft = if speculate {
             speculative::draft(&self.cached, token, room)
         } else {
             Vec::new()
         };
+        let started = Instant::now();
         let mut batch = LlamaBatch::new(1 + draft.len(), 1);
         for (i, &t) in std::iter::once(&token).chain(&draft).enumerate() {
             batch
@@ -915,14 +936,22 @@ impl LlamaEngine {
                 .map_err(|e| LlmError::Backend(e.to_string()))?;
         }
         self.decode(&mut batch)?;
+        self.policy
+            .decoded(batch.n_tokens() as usize, ms_since(started));
         self.cached.push(token);
         result.draft_tokens += draft.len();
+        self.drafted = draft.len();
         self.draft = draft;
         Ok(0)
     }
 
     /// Forgets the unconfirmed drafts, and their keys and values.
     fn drop_draft(&mut self) {
+        if self.drafted > 0 {
+            let confirmed = self.drafted - self.draft.len();
+            self.policy.drafted(self.drafted, confirmed);
+            self.drafted = 0;
+        }
         if self.draft.is_empty() {
             return;
         }

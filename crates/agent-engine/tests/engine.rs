@@ -575,7 +575,12 @@ fn with_and_without_speculation(
     config: &EngineConfig,
     req: &CompletionRequest,
 ) -> (agent_llm::Completion, agent_llm::Completion) {
-    let run = |speculative| {
+    let run = |speculative: bool| {
+        let speculative = if speculative {
+            agent_engine::engine::Speculative::On
+        } else {
+            agent_engine::engine::Speculative::Off
+        };
         let mut e = LlamaEngine::load(&EngineConfig {
             speculative,
             ..config.clone()

@@ -338,6 +338,14 @@ pub enum Switch {
     Off,
 }
 
+/// When to draft tokens for speculative decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Speculation {
+    Auto,
+    On,
+    Off,
+}
+
 /// Which model answers, and how it runs.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -378,6 +386,27 @@ pub struct ModelArgs {
     /// (default: an eighth of the context, between 256 and 4096).
     #[arg(long, value_name = "N")]
     pub think_budget: Option<usize>,
+    /// Keep prompts' KV state under .agent/cache/kv/, so the next run prefills only what changed.
+    #[arg(
+        long,
+        value_name = "on|off",
+        default_value = "on",
+        env = "AGENT_PROMPT_CACHE"
+    )]
+    pub prompt_cache: Switch,
+    /// Most megabytes the prompt cache may hold; the least recently used entries go first.
+    #[arg(
+        long,
+        value_name = "MB",
+        default_value_t = 2048,
+        env = "AGENT_PROMPT_CACHE_MB"
+    )]
+    pub prompt_cache_mb: u64,
+    /// Speculative decoding by prompt lookup (greedy decoding): copied text (edits, quotes)
+    /// is confirmed several tokens per step. auto drafts where it pays on this machine,
+    /// on always drafts.
+    #[arg(long, value_name = "auto|on|off", default_value = "auto")]
+    pub speculative: Speculation,
 }
 
 #[derive(Debug, Args)]

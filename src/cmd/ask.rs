@@ -156,6 +156,8 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
             "completion_tokens": completion.completion_tokens,
             "reused_tokens": completion.reused_tokens,
             "ttft_ms": completion.ttft_ms,
+            "prompt_cache": completion.prompt_cache(),
+            "speculative": completion.speculation(),
             "prefill_ms": completion.prefill_ms,
             "decode_ms": completion.decode_ms,
             "engine": provider.placement(),

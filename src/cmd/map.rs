@@ -25,6 +25,9 @@ pub fn run(args: &MapArgs) -> Result<i32> {
         chat_template_file: None,
         think: agent_llm::Think::Off,
         think_budget: None,
+        prompt_cache: crate::cli::Switch::Off,
+        prompt_cache_mb: 0,
+        speculative: crate::cli::Speculation::Off,
     })?;
     let mut map = RepoMap::open(&root, &default_cache_path(&root));
     map.refresh()?;

@@ -14,10 +14,11 @@ pub mod sessions;
 
 use anyhow::{bail, Result};
 
-use crate::cli::ModelArgs;
+use crate::cli::{ModelArgs, Speculation, Switch};
 use agent_base::cancel::CancelToken;
 use agent_base::paths;
-use agent_engine::engine::{EngineConfig, LlamaEngine};
+use agent_engine::engine::{EngineConfig, LlamaEngine, Speculative};
+use agent_engine::prompt_cache::PromptCacheConfig;
 use agent_llm::chat::TemplateSource;
 use agent_llm::openai::OpenAiProvider;
 use agent_llm::scripted::{PromptPrinter, ScriptedProvider};
@@ -86,6 +87,12 @@ fn engine_config(args: &ModelArgs) -> EngineConfig {
         chat_template_file: args.chat_template_file.clone(),
         think: args.think,
         think_budget: args.think_budget,
+        prompt_cache: prompt_cache(args),
+        speculative: match args.speculative {
+            Speculation::Auto => Speculative::Auto,
+            Speculation::On => Speculative::On,
+            Speculation::Off => Speculative::Off,
+        },
         ..EngineConfig::new("")
     }
 }
@@ -119,3 +126,22 @@ pub fn prompt_printer(
 }
 
 pub use agent_core::ui::spinner;
+
+/// The prompt cache of the workspace around the current directory
+/// (`.agent/cache/kv/`), when it is one (it has `.agent` or `.git`).
+fn prompt_cache(args: &ModelArgs) -> Option<PromptCacheConfig> {
+    if args.prompt_cache == Switch::Off {
+        return None;
+    }
+    let root = paths::repo_root(None).ok()?;
+    let state = root.join(".agent");
+    if !state.is_dir() && !root.join(".git").exists() {
+        return None;
+    }
+    std::fs::create_dir_all(&state).ok()?;
+    paths::ignore_state_dir(&state);
+    Some(PromptCacheConfig {
+        dir: state.join("cache").join("kv"),
+        max_bytes: args.prompt_cache_mb.saturating_mul(1 << 20),
+    })
+}

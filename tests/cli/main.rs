@@ -13,6 +13,6 @@ mod conventions;
 mod languages;
 mod mcp_serve;
 mod print_prompt;
-mod server;
+mod prompt_cache;
 mod shared_index;
 mod trust;

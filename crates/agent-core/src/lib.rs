@@ -166,6 +166,12 @@ pub struct Outcome {
     pub wall_ms: u64,
     /// Time spent generating tokens (the rest is prefill, tools and prompts).
     pub decode_ms: u64,
+    /// The first model request's time to first token.
+    pub ttft_ms: f64,
+    /// What the prompt cache on disk saved and provided.
+    pub prompt_cache: agent_llm::PromptCacheUse,
+    /// Speculative decoding's drafts and how many the model confirmed.
+    pub speculative: agent_llm::Speculation,
     /// Where the in-process model runs (device, layers, context).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<agent_llm::Placement>,
@@ -752,6 +758,11 @@ a larger --model does better)"
         outcome.reused_tokens += completion.reused_tokens;
         outcome.reasoning_tokens += completion.reasoning_tokens;
         outcome.decode_ms += completion.decode_ms.round() as u64;
+        if outcome.ttft_ms == 0.0 {
+            outcome.ttft_ms = completion.ttft_ms;
+        }
+        outcome.prompt_cache.add(completion.prompt_cache());
+        outcome.speculative.add(completion.speculation());
         self.log.trace(
             "llm_response",
             json!({"step": step + 1, "text": completion.text, "finish": completion.finish,

@@ -41,37 +41,41 @@ const RULES: &str = "Rules:
 const NATIVE_ANSWER_RULE: &str =
     "- When you know the answer, reply with it in plain text: short and specific (name files and functions).";
 
+/// The parts that are the same for every request come first, the parts
+/// that change (the date, git status, the map focused on the first request)
+/// last: the prompt cache on disk serves the longest prefix a new process
+/// shares with an earlier one, so the stable part is prefilled once.
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut out = String::new();
     out.push_str(IDENTITY);
-    out.push_str("\n\n");
-    out.push_str(&environment(parts.workspace));
+    out.push('\n');
+    if parts.tools.is_empty() {
+        out.push_str(
+            "\nAnswer directly and concisely. You cannot see the files in this conversation.\n",
+        );
+    } else if parts.native {
+        let (rules, _) = RULES.rsplit_once('\n').expect("the rules have lines");
+        out.push('\n');
+        out.push_str(rules);
+        out.push('\n');
+        out.push_str(NATIVE_ANSWER_RULE);
+        out.push('\n');
+    } else {
+        out.push('\n');
+        out.push_str(RULES);
+        out.push_str("\n\nTools:\n");
+        out.push_str(&describe_tools(parts.tools));
+        out.push_str(&call_format());
+    }
     out.push_str(parts.instructions);
     out.push_str(parts.skills);
+    out.push('\n');
+    out.push_str(&environment(parts.workspace));
     if let Some(map) = parts.repo_map.filter(|m| !m.trim().is_empty()) {
         out.push_str("\nRepository map (most relevant definitions):\n");
         out.push_str(map.trim_end());
         out.push('\n');
     }
-    if parts.tools.is_empty() {
-        out.push_str(
-            "\nAnswer directly and concisely. You cannot see the files in this conversation.\n",
-        );
-        return out;
-    }
-    out.push('\n');
-    if parts.native {
-        let (rules, _) = RULES.rsplit_once('\n').expect("the rules have lines");
-        out.push_str(rules);
-        out.push('\n');
-        out.push_str(NATIVE_ANSWER_RULE);
-        out.push('\n');
-        return out;
-    }
-    out.push_str(RULES);
-    out.push_str("\n\nTools:\n");
-    out.push_str(&describe_tools(parts.tools));
-    out.push_str(&call_format());
     out
 }
 
@@ -153,6 +157,10 @@ mod tests {
         assert!(a.contains("Use tabs."), "{a}");
         assert!(a.contains("- pdf: Fill PDF forms"), "{a}");
         assert!(a.contains(&dir.path().display().to_string()), "{a}");
+        // What stays the same across requests comes before what changes.
+        let at = |text: &str| a.find(text).unwrap();
+        assert!(at("Rules:") < at("Tools:") && at("Tools:") < at("Use tabs."));
+        assert!(at("Use tabs.") < at("Environment:") && at("Environment:") < at("fn main()"));
         let plain = system_prompt(&PromptParts {
             tools: &[],
             ..parts

@@ -171,6 +171,9 @@ impl Agent {
             declined: 0,
             wall_ms: 0,
             decode_ms: 0,
+            ttft_ms: 0.0,
+            prompt_cache: Default::default(),
+            speculative: Default::default(),
             engine: self.provider.placement(),
             compactions: Vec::new(),
         };

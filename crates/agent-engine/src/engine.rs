@@ -30,10 +30,12 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token_type::LlamaTokenAttr;
-use llama_cpp_2::LlamaBackendDeviceType;
+use llama_cpp_2::{LlamaBackendDeviceType, LlamaStateSeqFlags};
 
 use crate::gguf;
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
+use crate::prompt_cache::{self, PromptCache, PromptCacheConfig};
+use crate::speculative;
 use agent_chat::SpecialTokens;
 use agent_llm::chat::{
     reasoning_markers, reasoning_open_text, reasoning_sampling, reasoning_state, BuiltinRender,
@@ -45,6 +47,16 @@ use agent_llm::{
     ChatFormat, Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message,
     Placement, Provider, Sampling, StopScanner, TemplateInfo, Think, ToolChoice, ToolSpec,
 };
+
+/// When to draft tokens by prompt lookup (greedy decoding only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speculative {
+    /// As many as pay on this machine, measured as it runs.
+    Auto,
+    /// Always the longest draft (tests, benchmarks).
+    On,
+    Off,
+}
 
 /// How to load the model, where, and with how large a context.
 #[derive(Debug, Clone)]
@@ -68,6 +80,10 @@ pub struct EngineConfig {
     /// Most tokens a turn may reason (`--think-budget`); default: an eighth
     /// of the context, between 256 and 4096.
     pub think_budget: Option<usize>,
+    /// Keep prompts' KV state on disk for the next process (`--prompt-cache`).
+    pub prompt_cache: Option<PromptCacheConfig>,
+    /// Prompt-lookup speculative decoding (`--speculative`).
+    pub speculative: Speculative,
 }
 
 impl EngineConfig {
@@ -82,6 +98,8 @@ impl EngineConfig {
             chat_template_file: None,
             think: Think::Auto,
             think_budget: None,
+            prompt_cache: None,
+            speculative: Speculative::Auto,
         }
     }
 
@@ -207,6 +225,15 @@ pub struct LlamaEngine {
     /// mid-session (None once on the CPU).
     config: EngineConfig,
     cpu_fallback: Option<Plan>,
+    /// The prompt cache on disk, if on, and the entry this process last
+    /// loaded or saved (replaced when a longer prompt extends it).
+    disk: Option<PromptCache>,
+    disk_entry: Option<prompt_cache::Entry>,
+    /// Drafted tokens in the KV cache after `cached`, not yet confirmed,
+    /// how long that draft was, and how long drafts should be.
+    draft: Vec<LlamaToken>,
+    drafted: usize,
+    policy: speculative::Policy,
 }
 
 impl Drop for LlamaEngine {
@@ -317,6 +344,18 @@ impl LlamaEngine {
             }
         };
         tracing::info!("model placed: {}", plan.summary());
+        let disk = config.prompt_cache.as_ref().and_then(|cache| {
+            // Everything that shapes the saved state: the context's size and
+            // where its KV cache lives.
+            let context = format!("n_ctx={n_ctx} offload_kqv={on_gpu} seq=0");
+            match prompt_cache::key(path, &context) {
+                Ok(key) => Some(PromptCache::new(cache, key)),
+                Err(e) => {
+                    tracing::warn!("prompt cache off: cannot read {} ({e})", path.display());
+                    None
+                }
+            }
+        });
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),
             model,
@@ -332,6 +371,11 @@ impl LlamaEngine {
             plan,
             config: config.clone(),
             cpu_fallback: None,
+            disk,
+            disk_entry: None,
+            draft: Vec::new(),
+            drafted: 0,
+            policy: speculative::Policy::default(),
         })
     }
 
@@ -371,6 +415,8 @@ impl LlamaEngine {
     pub fn clear_cache(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        self.draft.clear();
+        self.drafted = 0;
     }
 
     /// The chat template prompts are rendered with, and its family.
@@ -593,9 +639,12 @@ impl LlamaEngine {
         drop(self.answer_sampler(request, constraint.as_ref())?);
 
         let reused = self.reuse_prefix(&prompt);
+        let loaded = self.load_from_disk(&prompt, reused);
+        let reused = reused.max(loaded);
         let mut result = Completion {
             prompt_tokens: prompt.len(),
             reused_tokens: reused,
+            cache_loaded_tokens: loaded,
             ..Completion::default()
         };
         let Some(logits_at) = self.prefill(&prompt[reused..], &mut result, on_event)? else {
@@ -617,12 +666,15 @@ impl LlamaEngine {
             &mut result,
             started,
             on_event,
-        )?;
+        );
+        self.drop_draft();
+        let finish = finish?;
         result.finish = finish;
         turn.end(finish, on_event);
         result.text = turn.text().to_string();
         result.completion_tokens = result.tokens.len();
         result.decode_ms = ms_since(decode_started);
+        result.cache_saved_tokens = self.save_to_disk(result.prefilled_tokens);
         let mut parsed = self
             .format
             .parse(&result.text, request, rendered.reasoning_open);
@@ -791,9 +843,13 @@ impl LlamaEngine {
             if !may_call && turn.cut_at_call(&self.format) {
                 return Ok(FinishReason::StopSequence);
             }
-            self.decode_one(token)?;
-            logits_at = 0;
             let next = turn.state();
+            // Drafts only where decoding is greedy: there the model's choice
+            // is the argmax, and a confirmed draft is exactly that choice.
+            let speculate = self.config.speculative != Speculative::Off
+                && request.sampling.is_greedy()
+                && matches!(next, ReasoningState::Answer { .. });
+            logits_at = self.advance(token, logits_at, speculate, result)?;
             match (state, next) {
                 (ReasoningState::Open { .. }, ReasoningState::Answer { .. }) => {
                     sampler = self.answer_sampler(request, constraint)?;
@@ -818,6 +874,7 @@ impl LlamaEngine {
         result: &mut Completion,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Option<FinishReason>, LlmError> {
+        self.drop_draft();
         let tokens = self.model.vocab().tokenize(text.as_bytes(), false, true);
         if self.cached.len() + tokens.len() >= self.n_ctx {
             return Ok(Some(FinishReason::ContextFull));
@@ -840,14 +897,195 @@ impl LlamaEngine {
         Ok(turn.push(text.as_bytes(), on_event))
     }
 
-    fn decode_one(&mut self, token: LlamaToken) -> Result<(), LlmError> {
-        let mut batch = LlamaBatch::new(1, 1);
-        batch
-            .add(token, self.cached.len() as i32, &[0], true)
-            .map_err(|e| LlmError::Backend(e.to_string()))?;
+    /// Puts the accepted `token` into the KV cache and returns the index of
+    /// the logits that follow it. A drafted token the model just confirmed
+    /// is there already. Otherwise the drafts go, and `token` is decoded
+    /// with a new draft behind it (prompt lookup, see [`speculative`]): the
+    /// next samples, each under the sampler (and its grammar) as always,
+    /// confirm it token by token, so the output is the one plain decoding
+    /// gives.
+    fn advance(
+        &mut self,
+        token: LlamaToken,
+        logits_at: i32,
+        speculate: bool,
+        result: &mut Completion,
+    ) -> Result<i32, LlmError> {
+        if self.draft.first() == Some(&token) {
+            self.draft.remove(0);
+            self.cached.push(token);
+            result.draft_accepted += 1;
+            return Ok(logits_at + 1);
+        }
+        self.drop_draft();
+        let room = self
+            .n_ctx
+            .saturating_sub(self.cached.len() + 2)
+            .min(self.n_batch - 1)
+            .min(match self.config.speculative {
+                Speculative::Auto => self.policy.draft_len(),
+                _ => speculative::MAX_DRAFT,
+            });
+        let draft = if speculate {
+            speculative::draft(&self.cached, token, room)
+        } else {
+            Vec::new()
+        };
+        let started = Instant::now();
+        let mut batch = LlamaBatch::new(1 + draft.len(), 1);
+        for (i, &t) in std::iter::once(&token).chain(&draft).enumerate() {
+            batch
+                .add(t, (self.cached.len() + i) as i32, &[0], true)
+                .map_err(|e| LlmError::Backend(e.to_string()))?;
+        }
         self.decode(&mut batch)?;
+        self.policy
+            .decoded(batch.n_tokens() as usize, ms_since(started));
         self.cached.push(token);
-        Ok(())
+        result.draft_tokens += draft.len();
+        self.drafted = draft.len();
+        self.draft = draft;
+        Ok(0)
+    }
+
+    /// Forgets the unconfirmed drafts, and their keys and values.
+    fn drop_draft(&mut self) {
+        if self.drafted > 0 {
+            let confirmed = self.drafted - self.draft.len();
+            self.policy.drafted(self.drafted, confirmed);
+            self.drafted = 0;
+        }
+        if self.draft.is_empty() {
+            return;
+        }
+        self.draft.clear();
+        if self
+            .ctx
+            .kv_cache_seq_rm(0, Some(self.cached.len() as u32), None)
+            .is_err()
+        {
+            self.clear_cache();
+        }
+    }
+
+    /// Loads the entry of the prompt cache on disk that shares the longest
+    /// prefix with `prompt`, when it holds more than the KV cache already
+    /// does (`reused`). Returns the prompt tokens it provides.
+    fn load_from_disk(&mut self, prompt: &[LlamaToken], reused: usize) -> usize {
+        let started = Instant::now();
+        let Some((entry, keep, state)) = self.read_from_disk(prompt, reused) else {
+            return 0;
+        };
+        self.clear_cache();
+        // SAFETY: the bytes are llama.cpp's own serialization for a context
+        // of this key (model file, build, context size), checked against the
+        // digest written with them.
+        let restored = unsafe {
+            self.ctx
+                .state_seq_set_data_ext(&state, 0, LlamaStateSeqFlags::empty())
+        };
+        if !restored {
+            tracing::info!(
+                "prompt cache: llama.cpp refused {}; removing it",
+                entry.path.display()
+            );
+            let _ = std::fs::remove_file(&entry.path);
+            self.clear_cache();
+            return 0;
+        }
+        self.cached = entry.tokens.iter().map(|&t| LlamaToken(t)).collect();
+        let dropped = self
+            .ctx
+            .kv_cache_seq_rm(0, Some(keep as u32), None)
+            .is_err();
+        if dropped {
+            self.clear_cache();
+            return 0;
+        }
+        self.cached.truncate(keep);
+        tracing::info!(
+            "prompt cache: {keep} of {} prompt tokens from {} ({:.1} MB) in {:.0} ms",
+            prompt.len(),
+            entry.path.display(),
+            state.len() as f64 / 1e6,
+            ms_since(started)
+        );
+        self.disk_entry = Some(entry);
+        keep
+    }
+
+    /// The best entry for `prompt` on disk, how many of its tokens serve,
+    /// and its checked state; None unless it serves more than `reused`.
+    fn read_from_disk(
+        &self,
+        prompt: &[LlamaToken],
+        reused: usize,
+    ) -> Option<(prompt_cache::Entry, usize, Vec<u8>)> {
+        let disk = self.disk.as_ref()?;
+        let ids: Vec<i32> = prompt.iter().map(|t| t.0).collect();
+        let (entry, common) = disk.best(&ids, reused + MIN_CACHE_TOKENS)?;
+        let keep = common.min(prompt.len() - 1);
+        if keep < reused + MIN_CACHE_TOKENS {
+            return None;
+        }
+        let state = disk.read_state(&entry)?;
+        Some((entry, keep, state))
+    }
+
+    /// Saves the KV cache's state to the prompt cache on disk, when the call
+    /// added enough to it (`prefilled` prompt tokens) and the cache grew by
+    /// half since this process last saved or loaded an entry it extends
+    /// (that entry is then replaced). Returns the tokens saved.
+    fn save_to_disk(&mut self, prefilled: usize) -> usize {
+        let Some(disk) = &self.disk else {
+            return 0;
+        };
+        if prefilled < MIN_CACHE_TOKENS {
+            return 0;
+        }
+        let tokens: Vec<i32> = self.cached.iter().map(|t| t.0).collect();
+        let extends = self
+            .disk_entry
+            .as_ref()
+            .filter(|old| tokens.starts_with(&old.tokens));
+        if extends.is_some_and(|old| tokens.len() < old.tokens.len() * 3 / 2) {
+            return 0;
+        }
+        let flags = LlamaStateSeqFlags::empty();
+        let size = self.ctx.state_seq_get_size_ext(0, flags);
+        let mut state = vec![0u8; size];
+        // SAFETY: the buffer holds the size llama.cpp just reported.
+        let written = unsafe {
+            self.ctx
+                .state_seq_get_data_ext(state.as_mut_ptr(), 0, flags)
+        };
+        if written != size {
+            tracing::warn!("prompt cache: llama.cpp gave {written} of {size} bytes; not saved");
+            return 0;
+        }
+        match disk.save(&tokens, &state) {
+            Ok(path) => {
+                if let Some(old) = extends.filter(|old| old.path != path) {
+                    disk.remove(&old.path);
+                }
+                tracing::info!(
+                    "prompt cache: saved {} tokens ({:.1} MB) to {}",
+                    tokens.len(),
+                    size as f64 / 1e6,
+                    path.display()
+                );
+                let saved = tokens.len();
+                self.disk_entry = Some(prompt_cache::Entry { path, tokens });
+                saved
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "prompt cache: cannot save to {} ({e}); the next run prefills again",
+                    disk.dir().display()
+                );
+                0
+            }
+        }
     }
 }
 
@@ -945,6 +1183,9 @@ fn sampling_chain(model: &LlamaModel, mut chain: Vec<LlamaSampler>, s: Sampling)
     }
     LlamaSampler::chain_simple(chain)
 }
+
+/// Fewer tokens than this are not worth a disk entry (or reading one).
+const MIN_CACHE_TOKENS: usize = 32;
 
 /// The default think budget: an eighth of the context, between 256 and
 /// 4096 tokens.

@@ -6,6 +6,8 @@
 pub mod engine;
 pub mod gguf;
 pub mod offload;
+pub mod prompt_cache;
+pub mod speculative;
 
 use agent_llm::{Grammar, LlmError};
 

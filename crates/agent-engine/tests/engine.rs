@@ -569,3 +569,91 @@ fn a_template_file_that_does_not_render_falls_back_and_says_so() {
         .to_string();
     assert!(err.contains("nope.jinja") && err.contains("fix:"), "{err}");
 }
+
+/// The same request with speculative decoding on and off, each on a fresh
+/// engine loaded with `config`.
+fn with_and_without_speculation(
+    config: &EngineConfig,
+    req: &CompletionRequest,
+) -> (agent_llm::Completion, agent_llm::Completion) {
+    let run = |speculative: bool| {
+        let speculative = if speculative {
+            agent_engine::engine::Speculative::On
+        } else {
+            agent_engine::engine::Speculative::Off
+        };
+        let mut e = LlamaEngine::load(&EngineConfig {
+            speculative,
+            ..config.clone()
+        })
+        .expect("the tiny model loads");
+        e.complete(req, &mut |_| Flow::Continue)
+            .expect("generation succeeds")
+    };
+    (run(true), run(false))
+}
+
+const CODE: &str = "fn parse_line(line: &str) -> Option<(String, u32)> {
+    let mut parts = line.split(',');
+    let name = parts.next()?.trim().to_string();
+    let count = parts.next()?.trim().parse::<u32>().ok()?;
+    if name.is_empty() {
+        return None;
+    }
+    Some((name, count))
+}
+
+fn total(lines: &[&str]) -> u32 {
+    lines.iter().filter_map(|l| parse_line(l)).map(|(_, n)| n).sum()
+}
+";
+
+#[test]
+fn speculation_gives_byte_identical_greedy_output_and_drafts_copied_code() {
+    let mut req = CompletionRequest::new(vec![Message::user(format!(
+        "Repeat this code exactly, then stop:\n```rust\n{CODE}```"
+    ))]);
+    req.max_tokens = 160;
+    let config = EngineConfig {
+        ctx_size: Some(2048),
+        ..EngineConfig::new(common::tiny_model())
+    };
+    let (on, off) = with_and_without_speculation(&config, &req);
+    assert_eq!(on.text, off.text);
+    assert_eq!(on.tokens, off.tokens);
+    assert_eq!(off.draft_tokens, 0);
+    assert!(
+        on.draft_accepted > 20 && on.draft_accepted <= on.draft_tokens,
+        "{} of {} drafts accepted: {:?}",
+        on.draft_accepted,
+        on.draft_tokens,
+        on.text
+    );
+}
+
+#[test]
+fn speculation_is_exact_under_the_call_grammar_and_across_a_think_block() {
+    let config = EngineConfig {
+        ctx_size: Some(2048),
+        chat_template_file: Some(template_file("Qwen-Qwen3-0.6B.jinja")),
+        think: agent_llm::Think::On,
+        think_budget: Some(48),
+        ..EngineConfig::new(common::tiny_model())
+    };
+    let path = "crates/agent-engine/src/speculative_lookup_table.rs";
+    let mut req = CompletionRequest::new(vec![
+        Message::system("You are a coding agent."),
+        Message::user(format!(
+            "Read the file {path}. The file to read is {path}, so call read_file with {path}."
+        )),
+    ]);
+    req.tools = vec![read_file_tool()];
+    req.tool_choice = agent_llm::ToolChoice::Required;
+    req.max_tokens = 96;
+    let (on, off) = with_and_without_speculation(&config, &req);
+    assert_eq!(on.text, off.text);
+    assert_eq!(on.tokens, off.tokens);
+    assert_eq!(on.tool_calls.len(), 1, "{:?}", on.text);
+    assert!(on.text.contains("</think>"), "{:?}", on.text);
+    assert!(on.draft_tokens > 0, "nothing drafted: {:?}", on.text);
+}

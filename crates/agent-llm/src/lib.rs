@@ -209,9 +209,78 @@ pub struct Completion {
     pub decode_ms: f64,
     /// Time from the call to the first generated token.
     pub ttft_ms: f64,
+    /// Prompt tokens whose KV state came from the prompt cache on disk
+    /// (counted in `reused_tokens` too).
+    #[serde(default)]
+    pub cache_loaded_tokens: usize,
+    /// Tokens whose KV state this call saved to the prompt cache on disk.
+    #[serde(default)]
+    pub cache_saved_tokens: usize,
+    /// Tokens proposed by speculative decoding, and those the model confirmed.
+    #[serde(default)]
+    pub draft_tokens: usize,
+    #[serde(default)]
+    pub draft_accepted: usize,
+}
+
+/// What the prompt cache on disk did (`--json`'s `prompt_cache`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptCacheUse {
+    /// Prompt tokens whose KV state was read from disk instead of prefilled.
+    pub loaded_tokens: usize,
+    /// Tokens whose KV state was written for the next run.
+    pub saved_tokens: usize,
+}
+
+impl PromptCacheUse {
+    pub fn add(&mut self, other: PromptCacheUse) {
+        self.loaded_tokens += other.loaded_tokens;
+        self.saved_tokens += other.saved_tokens;
+    }
+}
+
+/// How speculative decoding fared (`--json`'s `speculative`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Speculation {
+    /// Tokens drafted by prompt lookup.
+    pub drafted: usize,
+    /// Of them, those the model confirmed.
+    pub accepted: usize,
+    /// accepted / drafted (0 when nothing was drafted).
+    pub acceptance: f64,
+}
+
+impl Speculation {
+    pub fn new(drafted: usize, accepted: usize) -> Self {
+        let acceptance = if drafted == 0 {
+            0.0
+        } else {
+            accepted as f64 / drafted as f64
+        };
+        Self {
+            drafted,
+            accepted,
+            acceptance,
+        }
+    }
+
+    pub fn add(&mut self, other: Speculation) {
+        *self = Self::new(self.drafted + other.drafted, self.accepted + other.accepted);
+    }
 }
 
 impl Completion {
+    pub fn prompt_cache(&self) -> PromptCacheUse {
+        PromptCacheUse {
+            loaded_tokens: self.cache_loaded_tokens,
+            saved_tokens: self.cache_saved_tokens,
+        }
+    }
+
+    pub fn speculation(&self) -> Speculation {
+        Speculation::new(self.draft_tokens, self.draft_accepted)
+    }
+
     /// A completion whose text is all answer (no tools, no reasoning).
     pub fn with_text(text: String) -> Self {
         Self {

@@ -1,0 +1,369 @@
+//! The prompt cache on disk: the KV state of a prompt, kept across
+//! processes under `.agent/cache/kv/`, so the next `agent ask` prefills only
+//! what differs from a prompt seen before.
+//!
+//! One file per entry: a header (the key of the model and context it was
+//! made with, the token count, the payload size and a SHA-256 digest of
+//! tokens and payload), the prompt's tokens, then llama.cpp's serialized
+//! sequence state. A file from another model, build or context size, or a
+//! damaged or truncated one, is removed before llama.cpp ever reads it.
+//! Files are written to a temporary name and renamed, so a reader (another
+//! process) sees a whole entry or none; the least recently used entries go
+//! when the folder outgrows its cap.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+const MAGIC: &[u8; 8] = b"AGENTKV1";
+/// Magic, key, token count, payload length, digest.
+const HEADER: usize = 8 + 32 + 4 + 8 + 32;
+const EXTENSION: &str = "kv";
+/// A temporary file older than this was left by a process that died mid-write.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// Where the cache lives and how large it may grow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptCacheConfig {
+    pub dir: PathBuf,
+    pub max_bytes: u64,
+}
+
+/// The entries of one model and context (the key) in a folder.
+#[derive(Debug)]
+pub struct PromptCache {
+    dir: PathBuf,
+    key: [u8; 32],
+    max_bytes: u64,
+}
+
+/// An entry's file and the tokens it holds the state of.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub path: PathBuf,
+    pub tokens: Vec<i32>,
+}
+
+/// Identifies what a saved state is valid for: the model file (size, mtime
+/// and its first MiB: the GGUF header), the engine build and the context
+/// parameters in `context` (anything that changes the state's layout).
+pub fn key(model: &Path, context: &str) -> io::Result<[u8; 32]> {
+    let meta = fs::metadata(model)?;
+    let mtime = meta
+        .modified()?
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut head = Vec::with_capacity(1 << 20);
+    File::open(model)?.take(1 << 20).read_to_end(&mut head)?;
+    let mut h = Sha256::new();
+    h.update(MAGIC);
+    h.update(meta.len().to_le_bytes());
+    h.update(mtime.as_nanos().to_le_bytes());
+    h.update(Sha256::digest(&head));
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(crate::engine::system_info().as_bytes());
+    h.update(context.as_bytes());
+    Ok(h.finalize().into())
+}
+
+impl PromptCache {
+    pub fn new(config: &PromptCacheConfig, key: [u8; 32]) -> Self {
+        Self {
+            dir: config.dir.clone(),
+            key,
+            max_bytes: config.max_bytes,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The entry sharing the longest token prefix with `prompt` (at least
+    /// `min` tokens), and that length. Entries of another key, and files that
+    /// cannot be entries, are removed on the way.
+    pub fn best(&self, prompt: &[i32], min: usize) -> Option<(Entry, usize)> {
+        let mut best: Option<(Entry, usize)> = None;
+        for path in self.entries().into_iter().map(|(p, _, _)| p) {
+            let tokens = match self.read_tokens(&path) {
+                Ok(tokens) => tokens,
+                Err(why) => {
+                    discard(&path, &why);
+                    continue;
+                }
+            };
+            let common = tokens
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common >= min && best.as_ref().is_none_or(|(_, n)| common > *n) {
+                best = Some((Entry { path, tokens }, common));
+            }
+        }
+        best
+    }
+
+    /// The entry's state, checked against its digest; a damaged or truncated
+    /// file is removed and None returned. A hit counts as a use (LRU).
+    pub fn read_state(&self, entry: &Entry) -> Option<Vec<u8>> {
+        match self.read_checked(&entry.path) {
+            Ok(mut bytes) => {
+                touch(&entry.path);
+                let payload = HEADER + 4 * entry.tokens.len();
+                bytes.drain(..payload);
+                Some(bytes)
+            }
+            Err(why) => {
+                discard(&entry.path, &why);
+                None
+            }
+        }
+    }
+
+    /// Writes an entry atomically (temporary file, then rename) and evicts the
+    /// least recently used entries beyond the cap. On error (a full disk) the
+    /// temporary file goes and the cache is as before.
+    pub fn save(&self, tokens: &[i32], state: &[u8]) -> io::Result<PathBuf> {
+        fs::create_dir_all(&self.dir)?;
+        let token_bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        let mut digest = Sha256::new();
+        digest.update(&token_bytes);
+        digest.update(state);
+        let digest: [u8; 32] = digest.finalize().into();
+        let mut name = Sha256::new();
+        name.update(self.key);
+        name.update(&token_bytes);
+        let name = hex(&name.finalize()[..16]);
+        let path = self.dir.join(format!("{name}.{EXTENSION}"));
+        let temp = self.dir.join(format!(
+            ".{name}.{}.{}.tmp",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        ));
+        let written = (|| {
+            let mut file = File::create(&temp)?;
+            file.write_all(MAGIC)?;
+            file.write_all(&self.key)?;
+            file.write_all(&(tokens.len() as u32).to_le_bytes())?;
+            file.write_all(&(state.len() as u64).to_le_bytes())?;
+            file.write_all(&digest)?;
+            file.write_all(&token_bytes)?;
+            file.write_all(state)?;
+            file.sync_data()?;
+            fs::rename(&temp, &path)
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(e);
+        }
+        self.evict(&path);
+        Ok(path)
+    }
+
+    /// Removes an entry this process made redundant (a longer one holds it).
+    pub fn remove(&self, entry: &Path) {
+        let _ = fs::remove_file(entry);
+    }
+
+    /// Entries (path, size, last use), oldest first; stale temporary files
+    /// are removed.
+    fn entries(&self) -> Vec<(PathBuf, u64, SystemTime)> {
+        let Ok(dir) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let now = SystemTime::now();
+        let mut out = Vec::new();
+        for item in dir.flatten() {
+            let path = item.path();
+            let Ok(meta) = item.metadata() else { continue };
+            let used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            if path.extension().is_some_and(|e| e == "tmp") {
+                if now.duration_since(used).unwrap_or_default() > STALE_TEMP {
+                    let _ = fs::remove_file(&path);
+                }
+                continue;
+            }
+            if meta.is_file() && path.extension().is_some_and(|e| e == EXTENSION) {
+                out.push((path, meta.len(), used));
+            }
+        }
+        out.sort_by_key(|(_, _, used)| *used);
+        out
+    }
+
+    /// Removes the least recently used entries until the folder fits its
+    /// cap, never `keep` (the entry just written).
+    fn evict(&self, keep: &Path) {
+        let entries = self.entries();
+        let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
+        for (path, size, _) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path == keep {
+                continue;
+            }
+            tracing::info!(
+                "prompt cache: evicting {} (least recently used)",
+                path.display()
+            );
+            // Another process may have removed it already.
+            let _ = fs::remove_file(&path);
+            total = total.saturating_sub(size);
+        }
+    }
+
+    /// The header's checks and the tokens; not the payload's digest.
+    fn read_tokens(&self, path: &Path) -> Result<Vec<i32>, String> {
+        let mut file = File::open(path).map_err(|e| e.to_string())?;
+        let len = file.metadata().map_err(|e| e.to_string())?.len();
+        let mut header = [0u8; HEADER];
+        file.read_exact(&mut header)
+            .map_err(|_| "truncated (no complete header)".to_string())?;
+        let (n_tokens, payload) = self.check_header(&header, len)?;
+        let mut bytes = vec![0u8; 4 * n_tokens];
+        file.read_exact(&mut bytes)
+            .map_err(|_| "truncated (tokens cut off)".to_string())?;
+        let _ = payload;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// The whole file, its header and digest checked.
+    fn read_checked(&self, path: &Path) -> Result<Vec<u8>, String> {
+        let bytes = fs::read(path).map_err(|e| e.to_string())?;
+        if bytes.len() < HEADER {
+            return Err("truncated (no complete header)".into());
+        }
+        let (n_tokens, _) = self.check_header(&bytes[..HEADER], bytes.len() as u64)?;
+        let body = &bytes[HEADER..];
+        if Sha256::digest(body).as_slice() != &bytes[HEADER - 32..HEADER] {
+            return Err(format!(
+                "damaged (its digest does not match; {n_tokens} tokens)"
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Token count and payload size from a header, if it is one of ours,
+    /// of this key, and the file is as long as it says.
+    fn check_header(&self, header: &[u8], file_len: u64) -> Result<(usize, u64), String> {
+        if &header[..8] != MAGIC {
+            return Err("not a prompt cache entry of this version".into());
+        }
+        if header[8..40] != self.key {
+            return Err("made with another model, build or context size".into());
+        }
+        let n_tokens = u32::from_le_bytes(header[40..44].try_into().unwrap()) as usize;
+        let payload = u64::from_le_bytes(header[44..52].try_into().unwrap());
+        let expected = HEADER as u64 + 4 * n_tokens as u64 + payload;
+        if file_len != expected {
+            return Err(format!(
+                "truncated or damaged ({file_len} bytes, the header says {expected})"
+            ));
+        }
+        Ok((n_tokens, payload))
+    }
+}
+
+/// Removes an entry that cannot be used, and says why at `-v`.
+fn discard(path: &Path, why: &str) {
+    tracing::info!(
+        "prompt cache: ignoring and removing {}: {why}",
+        path.display()
+    );
+    let _ = fs::remove_file(path);
+}
+
+/// Marks an entry as just used: eviction goes by modification time.
+fn touch(path: &Path) {
+    if let Ok(file) = OpenOptions::new().append(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(dir: &Path, key: u8, max_bytes: u64) -> PromptCache {
+        PromptCache::new(
+            &PromptCacheConfig {
+                dir: dir.to_path_buf(),
+                max_bytes,
+            },
+            [key; 32],
+        )
+    }
+
+    #[test]
+    fn an_entry_round_trips_and_the_longest_prefix_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cache(dir.path(), 1, 1 << 20);
+        c.save(&[1, 2, 3], b"short").unwrap();
+        c.save(&[1, 2, 3, 4, 5], b"long").unwrap();
+        let (entry, common) = c.best(&[1, 2, 3, 4, 9], 1).unwrap();
+        assert_eq!((entry.tokens.as_slice(), common), (&[1, 2, 3, 4, 5][..], 4));
+        assert_eq!(c.read_state(&entry).unwrap(), b"long");
+        assert!(c.best(&[7, 8], 1).is_none());
+    }
+
+    #[test]
+    fn another_key_a_truncated_or_a_damaged_file_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = cache(dir.path(), 2, 1 << 20).save(&[1, 2], b"x").unwrap();
+        let c = cache(dir.path(), 1, 1 << 20);
+        let cut = c.save(&[1, 2, 3], b"payload").unwrap();
+        let bytes = fs::read(&cut).unwrap();
+        fs::write(&cut, &bytes[..bytes.len() - 2]).unwrap();
+        assert!(c.best(&[1, 2, 3], 1).is_none());
+        assert!(!other.exists() && !cut.exists());
+
+        let damaged = c.save(&[1, 2, 3], b"payload").unwrap();
+        let mut bytes = fs::read(&damaged).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        fs::write(&damaged, &bytes).unwrap();
+        let (entry, _) = c.best(&[1, 2, 3], 1).unwrap();
+        assert!(c.read_state(&entry).is_none());
+        assert!(!damaged.exists());
+    }
+
+    #[test]
+    fn the_least_recently_used_entries_go_beyond_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cache(dir.path(), 1, 2 * (HEADER as u64 + 4 + 1000));
+        let first = c.save(&[1], &[0; 1000]).unwrap();
+        let second = c.save(&[2], &[0; 1000]).unwrap();
+        // The first is used, so the second is the least recent.
+        std::thread::sleep(Duration::from_millis(20));
+        let (entry, _) = c.best(&[1], 1).unwrap();
+        c.read_state(&entry).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let third = c.save(&[3], &[0; 1000]).unwrap();
+        assert!(first.exists() && third.exists());
+        assert!(!second.exists());
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cache(&dir.path().join("kv"), 1, 1 << 20);
+        // The folder is a file: nothing can be written.
+        fs::write(dir.path().join("kv"), "").unwrap();
+        assert!(c.save(&[1], b"x").is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

@@ -84,6 +84,7 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
     checkpoints.set_session(id);
     let mut ledger = ReadLedger::default();
     let cancel = CancelToken::new();
+    let toolbox = Toolbox::standard();
     let mut ctx = ToolContext {
         workspace: &workspace,
         ledger: &mut ledger,
@@ -92,8 +93,9 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
         approver: &mut AlwaysApprove,
         search: None,
         cancel: &cancel,
+        files: toolbox.files(),
     };
-    let out = Toolbox::standard().call("undo", &serde_json::json!({}), &mut ctx);
+    let out = toolbox.call("undo", &serde_json::json!({}), &mut ctx);
     if let Some(diff) = &out.diff {
         eprint!("{}", agent_tools::diff::colored(diff));
     }

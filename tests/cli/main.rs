@@ -14,5 +14,6 @@ mod languages;
 mod mcp_serve;
 mod print_prompt;
 mod prompt_cache;
+mod server;
 mod shared_index;
 mod trust;

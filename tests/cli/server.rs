@@ -9,59 +9,29 @@
 //! them into the streamed `tool_calls` the agent runs.
 
 use crate::agent::{agent_in, json_of, repo};
-use crate::common;
+use crate::common::{self, LlamaServer};
 
-use std::time::{Duration, Instant};
-
-/// A llama-server on loopback, killed on drop.
-struct LlamaServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl LlamaServer {
-    /// Logs verbosely into `log`: the prompts it renders are in there.
-    fn start(binary: &std::ffi::OsStr, template: &std::path::Path, log: &std::path::Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new(binary)
-            .arg("-m")
-            .arg(common::tiny_model())
-            .arg("--jinja")
-            .arg("--chat-template-file")
-            .arg(template)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["-c", "8192", "--threads", "2", "--parallel", "1", "-v"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(log).unwrap())
-            .spawn()
-            .expect("llama-server starts");
-        let server = Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            let health = std::process::Command::new("curl")
-                .args(["-sf", &format!("{}/health", server.url)])
-                .output();
-            if health.is_ok_and(|o| o.status.success()) {
-                return server;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("llama-server did not come up on {}", server.url);
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The real llama-server with `--jinja` and `template`, logging verbosely
+/// into `log`: the prompts it renders are in there.
+fn start_jinja(
+    binary: &std::ffi::OsStr,
+    template: &std::path::Path,
+    log: &std::path::Path,
+) -> LlamaServer {
+    let args = [
+        "--jinja",
+        "--chat-template-file",
+        template.to_str().unwrap(),
+        "-c",
+        "8192",
+        "--threads",
+        "2",
+        "--parallel",
+        "1",
+        "-v",
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    LlamaServer::start(binary, &args, std::fs::File::create(log).unwrap().into())
 }
 
 #[test]
@@ -74,7 +44,7 @@ fn the_real_llama_server_takes_tools_and_a_history_of_tool_calls() {
         .join("crates/agent-chat/tests/fixtures/templates/qwen2.5-instruct.jinja");
     let dir = repo();
     let log = dir.path().join(".git/llama-server.log");
-    let server = LlamaServer::start(&binary, &template, &log);
+    let server = start_jinja(&binary, &template, &log);
     // With an index, the request starts with a search made for the model:
     // the one step's history holds an assistant call and its result.
     let indexed = agent_in(dir.path()).arg("index").output().unwrap();
@@ -159,7 +129,7 @@ fn a_tool_call_comes_back_from_the_real_llama_server_through_tool_calls() {
         "crates/agent-chat/tests/fixtures/templates/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
     );
     let dir = repo();
-    let server = LlamaServer::start(&binary, &template, &dir.path().join(".git/llama.log"));
+    let server = start_jinja(&binary, &template, &dir.path().join(".git/llama.log"));
     // The 135M model never calls a tool on its own: the proxy writes the
     // call's words for it, and the server's Hermes parser turns them into
     // `tool_calls`, as it would the words of a model that calls tools.

@@ -1,7 +1,9 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+mod llama_server;
 mod model;
+pub use llama_server::*;
 pub use model::*;
 
 /// The binary, run from a neutral directory so that no repository index

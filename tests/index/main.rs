@@ -1340,88 +1340,30 @@ It seems to work for me with this change and the output is what I would expect t
     }
 }
 
-/// A real llama-server (AGENT_TEST_LLAMA_SERVER, built by scripts/test)
-/// serving the default chat model's embeddings on loopback; killed on drop.
-struct EmbeddingServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl EmbeddingServer {
-    fn start(binary: &std::ffi::OsStr) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new(binary)
-            .arg("-m")
-            .arg(common::tiny_model())
-            .args(["--embeddings", "--pooling", "mean", "--host", "127.0.0.1"])
-            .args([
-                "--port",
-                &port.to_string(),
-                "-c",
-                "4096",
-                "-b",
-                "4096",
-                "-ub",
-                "4096",
-            ])
-            .args(["--threads", "1", "--parallel", "1"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("llama-server starts");
-        // Killed on drop, also when it never comes up.
-        let server = Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if http_ok(&format!("{}/health", server.url)) {
-                return server;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("llama-server did not come up on {}", server.url);
-    }
-}
-
-impl Drop for EmbeddingServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `GET url` answered 200.
-fn http_ok(url: &str) -> bool {
-    use std::io::{Read, Write};
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let Ok(mut stream) = std::net::TcpStream::connect(host) else {
-        return false;
-    };
-    let _ = write!(
-        stream,
-        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    );
-    let mut reply = String::new();
-    let _ = stream.read_to_string(&mut reply);
-    reply.starts_with("HTTP/1.1 200")
-}
-
 #[test]
 fn a_server_embeds_an_index_its_searches_and_no_second_embedder() {
     let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
         eprintln!("skipped: AGENT_TEST_LLAMA_SERVER is set by scripts/test");
         return;
     };
-    let server = EmbeddingServer::start(&binary);
+    // The default chat model's embeddings, on loopback.
+    let args = [
+        "--embeddings",
+        "--pooling",
+        "mean",
+        "-c",
+        "4096",
+        "-b",
+        "4096",
+        "-ub",
+        "4096",
+        "--threads",
+        "1",
+        "--parallel",
+        "1",
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let server = common::LlamaServer::start(&binary, &args, std::process::Stdio::null());
     let dir = repo();
     let options = || IndexOptions {
         embedder: agent_index::embed::Choice::Server {

@@ -7,10 +7,11 @@ prompt-lookup speculative decoding (issue 31).
    (an earlier process saved one), for the same question again and for
    another question. Cold and warm runs alternate, so machine load hits both.
 2. Decode tokens/s with speculation on and off, alternating, on edit-shaped
-   generation (repeat a file; rewrite a function with one change) and on
-   free prose. The answers of both must be identical (greedy decoding).
+   generation (repeat a file; rewrite a function with one change; a unified
+   diff whose 40-line hunk retypes its context) and on free prose. The answers of both must be identical (greedy decoding).
 
-Usage: bench_speed.py [--reps N] [--model PATH]   (AGENT_BIN: the binary)
+Usage: bench_speed.py [--reps N] [--model PATH] [--only cache|speculation]
+                      [--threads N] [--cases a,b]   (AGENT_BIN: the binary)
 Writes bench-results/speed.json.
 """
 
@@ -46,6 +47,48 @@ FUNCTION = '''def summarize(orders):
     lines = []
     for customer, amount in ranked:
         lines.append(f"{customer}: {amount:.2f}")
+    return "\\n".join(lines)
+'''
+
+# 39 lines: the hunk of a diff that renames `rows` retypes all of them.
+REPORT = '''import csv
+from collections import defaultdict
+
+
+def load(path):
+    """Rows of the CSV file at `path`, as dictionaries."""
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return rows
+
+
+def by_region(rows):
+    """Sales per region, largest first."""
+    totals = defaultdict(float)
+    for row in rows:
+        region = row["region"].strip() or "unknown"
+        totals[region] += float(row["amount"])
+    return sorted(totals.items(), key=lambda item: item[1], reverse=True)
+
+
+def monthly(rows):
+    """Sales per month (YYYY-MM), oldest first."""
+    totals = defaultdict(float)
+    for row in rows:
+        month = row["date"][:7]
+        totals[month] += float(row["amount"])
+    return sorted(totals.items())
+
+
+def report(path):
+    """A plain-text report of the CSV file at `path`."""
+    rows = load(path)
+    lines = ["By region:"]
+    for region, amount in by_region(rows):
+        lines.append(f"  {region}: {amount:.2f}")
+    lines.append("By month:")
+    for month, amount in monthly(rows):
+        lines.append(f"  {month}: {amount:.2f}")
     return "\\n".join(lines)
 '''
 
@@ -129,10 +172,11 @@ def prompt_cache(reps, model):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def speculation(reps, model):
+def speculation(reps, model, threads=None, cases_only=None):
     work = Path(tempfile.mkdtemp(prefix="bench-spec-"))
     try:
         (work / "orders.py").write_text(FUNCTION)
+        (work / "report.py").write_text(REPORT)
         (work / "engine.rs").write_text((SOURCES / "speculative.rs").read_text())
         cases = {
             "repeat_file": (["-f", "engine.rs", "Repeat the file exactly."], 256),
@@ -140,11 +184,24 @@ def speculation(reps, model):
                 ["-f", "orders.py", "Rewrite this function with `totals` renamed to `per_customer`."],
                 256,
             ),
+            "patch_40_line_hunk": (
+                [
+                    "-f",
+                    "report.py",
+                    "Write a unified diff for `git apply` that renames `rows` to `records` "
+                    "throughout this file: one hunk, every line of the file in it.",
+                ],
+                384,
+            ),
             "prose": (["Write a short story about a lighthouse keeper and a storm."], 192),
         }
         results = {}
         for name, (words, max_tokens) in cases.items():
+            if cases_only and name not in cases_only:
+                continue
             base = ["ask", "--no-tools", "--json", "--prompt-cache", "off", "--max-tokens", str(max_tokens)]
+            if threads:
+                base += ["--threads", str(threads)]
             modes = ["on", "auto", "off"]
             speeds = {m: [] for m in modes}
             answers = {}
@@ -197,6 +254,13 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--model")
     parser.add_argument("--only", choices=["cache", "speculation"])
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="llama.cpp threads for the speculation runs (1: the regime where llama.cpp "
+        "computes a token alone and in a batch with the same bits)",
+    )
+    parser.add_argument("--cases", help="comma-separated speculation cases (default: all)")
     args = parser.parse_args()
     report = {"agent": AGENT, "reps": args.reps}
     if args.only in (None, "cache"):
@@ -204,7 +268,9 @@ def main():
         report["prompt_cache"] = prompt_cache(args.reps, args.model)
     if args.only in (None, "speculation"):
         print("speculative decoding: on and off alternating", flush=True)
-        report["speculation"] = speculation(args.reps, args.model)
+        cases = args.cases.split(",") if args.cases else None
+        report["threads"] = args.threads
+        report["speculation"] = speculation(args.reps, args.model, args.threads, cases)
     out = ROOT / "bench-results/speed.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

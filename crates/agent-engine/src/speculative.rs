@@ -3,7 +3,12 @@
 //! followed them then are proposed as the continuation. Code edits retype
 //! what is in the context (`old_string`, a function with one change), so
 //! the model confirms many tokens per forward pass; the engine checks each
-//! drafted token with its sampler, so the output never changes.
+//! drafted token with its sampler, so the output is plain decoding's as far
+//! as llama.cpp computes a token in a batch with the same bits as alone. It
+//! does on one thread; past 512 cells of KV cache it splits a lone token's
+//! attention across threads and rounds differently, so there plain decoding
+//! itself changes with the thread count, and near-ties can flip either way
+//! (BENCHMARKS.md; the long-context engine test runs on one thread).
 
 use llama_cpp_2::token::LlamaToken;
 

@@ -631,6 +631,38 @@ fn speculation_gives_byte_identical_greedy_output_and_drafts_copied_code() {
     );
 }
 
+/// Past 512 cells of KV cache, llama.cpp decodes a single token with its
+/// attention split across threads (ggml-cpu's `use_split_kv_path`), which
+/// rounds differently from a batch: plain decoding itself then changes with
+/// the thread count. On one thread both paths give the same bits, so there
+/// the output with speculation must be plain decoding's, token for token,
+/// over a long context and a long copy (where any error in the engine's
+/// bookkeeping of confirmed and dropped drafts would show).
+#[test]
+fn speculation_is_exact_over_a_long_context_where_llama_cpp_is_batch_invariant() {
+    let source = include_str!("../src/speculative.rs");
+    let mut req = CompletionRequest::new(vec![Message::user(format!(
+        "Repeat this file exactly, then stop:\n```rust\n{source}```"
+    ))]);
+    req.max_tokens = 320;
+    let config = EngineConfig {
+        ctx_size: Some(4096),
+        threads: Some(1),
+        ..EngineConfig::new(common::tiny_model())
+    };
+    let (on, off) = with_and_without_speculation(&config, &req);
+    assert!(on.prompt_tokens > 1024, "a short prompt: {}", on.prompt_tokens);
+    assert_eq!(on.tokens, off.tokens, "\n{}\n---\n{}", on.text, off.text);
+    assert_eq!(on.text, off.text);
+    assert!(
+        on.draft_accepted > 100 && on.completion_tokens == 320,
+        "{} of {} drafts accepted in {} tokens",
+        on.draft_accepted,
+        on.draft_tokens,
+        on.completion_tokens
+    );
+}
+
 #[test]
 fn speculation_is_exact_under_the_call_grammar_and_across_a_think_block() {
     let config = EngineConfig {

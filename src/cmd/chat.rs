@@ -281,8 +281,8 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
     }
     drop(watcher);
     if !session.agent.session_id().is_empty() {
-        // Every turn's state is not written (a large rewrite for a few
-        // tokens); the session's end is, for `--resume`.
+        // After a turn the engine saves only a cache grown by half (an entry
+        // is rewritten whole); the rest is saved here, for `--resume`.
         session.agent.save_prompt_cache();
         eprintln!(
             "session {} saved; continue with `agent chat --resume {}`",

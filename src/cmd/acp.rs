@@ -132,4 +132,7 @@ impl Provider for SharedProvider {
     ) -> Result<Completion, LlmError> {
         self.get().complete(request, on_event)
     }
+    fn save_prompt_cache(&mut self) -> usize {
+        self.get().save_prompt_cache()
+    }
 }

@@ -13,7 +13,7 @@ use crate::cli::{AgentArgs, ChatArgs, ModelArgs};
 use agent_base::cancel::CancelToken;
 use agent_core::ui::{TerminalUi, Ui};
 use agent_core::{Agent, AgentConfig, Finish, Outcome, ToolAccess};
-use agent_llm::Sampling;
+use agent_llm::{PromptCacheUse, Sampling, Speculation};
 use agent_policy::Mode;
 use agent_tools::{Approver, SemanticSearch};
 
@@ -281,6 +281,9 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
     }
     drop(watcher);
     if !session.agent.session_id().is_empty() {
+        // After a turn the engine saves only a cache grown by half (an entry
+        // is rewritten whole); the rest is saved here, for `--resume`.
+        session.agent.save_prompt_cache();
         eprintln!(
             "session {} saved; continue with `agent chat --resume {}`",
             session.agent.session_id(),
@@ -334,6 +337,8 @@ struct Totals {
     reused: usize,
     generated: usize,
     wall_ms: u64,
+    prompt_cache: PromptCacheUse,
+    speculative: Speculation,
 }
 
 impl Totals {
@@ -343,6 +348,32 @@ impl Totals {
         self.reused += o.reused_tokens;
         self.generated += o.completion_tokens;
         self.wall_ms += o.wall_ms;
+        self.prompt_cache.add(o.prompt_cache);
+        self.speculative.add(o.speculative);
+    }
+
+    /// The `/tokens` report.
+    fn report(&self, used: usize, window: usize) -> String {
+        let spec = &self.speculative;
+        format!(
+            "this chat: {} request(s), {} prompt tokens ({} reused) + {} generated in {:.1} s\n\
+prompt cache on disk: {} tokens loaded, {} saved\n\
+speculative decoding: {} tokens drafted, {} confirmed ({:.0}% accepted)\n\
+context now: {} of {} tokens ({:.0}%)",
+            self.requests,
+            thousands(self.prompt),
+            thousands(self.reused),
+            thousands(self.generated),
+            self.wall_ms as f64 / 1000.0,
+            thousands(self.prompt_cache.loaded_tokens),
+            thousands(self.prompt_cache.saved_tokens),
+            thousands(spec.drafted),
+            thousands(spec.accepted),
+            spec.acceptance * 100.0,
+            thousands(used),
+            thousands(window),
+            used as f64 * 100.0 / window.max(1) as f64
+        )
     }
 }
 
@@ -424,6 +455,9 @@ fn slash_command(
         "exit" | "quit" | "q" => return Command::Quit,
         "clear" | "new" => {
             let old = agent.session_id().to_string();
+            if !old.is_empty() {
+                agent.save_prompt_cache();
+            }
             agent.clear();
             if old.is_empty() {
                 eprintln!("new conversation");
@@ -452,18 +486,7 @@ fn slash_command(
         }
         "tokens" => {
             let (used, window) = agent.context_usage();
-            eprintln!(
-                "this chat: {} request(s), {} prompt tokens ({} reused) + {} generated in {:.1} s\n\
-context now: {} of {} tokens ({:.0}%)",
-                totals.requests,
-                thousands(totals.prompt),
-                thousands(totals.reused),
-                thousands(totals.generated),
-                totals.wall_ms as f64 / 1000.0,
-                thousands(used),
-                thousands(window),
-                used as f64 * 100.0 / window.max(1) as f64
-            );
+            eprintln!("{}", totals.report(used, window));
         }
         _ => {
             let root = agent.workspace().to_path_buf();

@@ -177,3 +177,181 @@ fn speculation_is_reported_and_can_be_turned_off() {
     assert!(accepted > 0, "{on}");
     assert!(on["speculative"]["acceptance"].as_f64().unwrap() > 0.0);
 }
+
+/// `agent chat` on the real model in `dir` with `input` on stdin (`-v`);
+/// returns stderr.
+fn chat(dir: &Path, extra: &[&str], input: &str) -> String {
+    use std::io::Write;
+    common::tiny_model();
+    let mut child = agent_bin()
+        .current_dir(dir)
+        .args(["chat", "-v", "--mode", "yolo", "--max-steps", "2"])
+        .args(["--max-tokens", "48", "--speculative", "on"])
+        .args(extra)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    common::assert_success(&out);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The number after `before` in the last line that has it (`1,234` → 1234).
+fn number_after(text: &str, before: &str) -> usize {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(before))
+        .unwrap_or_else(|| panic!("no `{before}` in:\n{text}"));
+    let rest = &line[line.find(before).unwrap() + before.len()..];
+    let digits: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(|c| c.is_ascii_digit())
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after `{before}` in {line}"))
+}
+
+#[test]
+fn chat_resume_loads_the_whole_conversation_from_the_prompt_cache() {
+    let dir = workspace();
+    let first = chat(
+        dir.path(),
+        &[],
+        "What does notes.txt say on line 3?\nAnd on line 5?\n/tokens\n/exit\n",
+    );
+    // At exit the whole conversation is saved, also the second turn that
+    // grew it too little for a save after the request.
+    let saved = number_after(&first, "prompt cache: saved");
+    let context = number_after(&first, "context now:");
+    assert!(
+        saved + 16 >= context,
+        "saved {saved} of {context}:\n{first}"
+    );
+
+    let resumed = chat(
+        dir.path(),
+        &["--resume"],
+        "And on line 7?\n/tokens\n/exit\n",
+    );
+    assert!(resumed.contains("resumed session"), "{resumed}");
+    let loaded = number_after(&resumed, "prompt cache on disk:");
+    assert!(
+        loaded + 8 >= saved,
+        "loaded {loaded} of the {saved} saved:\n{resumed}"
+    );
+    // `/tokens` says what speculation drafted and the model confirmed: the
+    // tiny model's answers repeat words of the file.
+    let drafted = number_after(&resumed, "speculative decoding:");
+    let confirmed = number_after(&resumed, "drafted,");
+    let rate = number_after(&resumed, "confirmed (");
+    assert!(drafted >= confirmed && confirmed > 0, "{resumed}");
+    assert!(
+        (rate as f64 - confirmed as f64 * 100.0 / drafted as f64).abs() <= 0.5,
+        "{resumed}"
+    );
+}
+
+/// `agent ask` through the agent loop (a saved session) in `dir`, its files
+/// capped at `max_file` bytes when given: writing beyond it fails with EFBIG,
+/// as a full disk fails with ENOSPC.
+fn agent_ask(dir: &Path, question: &str, max_file: Option<u64>) -> (std::process::Output, Value) {
+    use std::os::unix::process::CommandExt;
+    common::tiny_model();
+    let mut cmd = agent_bin();
+    cmd.current_dir(dir)
+        .args(["ask", "--json", "-v", "--mode", "yolo", "--max-steps", "2"])
+        .args(["--max-tokens", "32"])
+        .arg(question);
+    if let Some(limit) = max_file {
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Ignored, SIGXFSZ lets the write fail instead of killing.
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let cap = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &cap) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = cmd.output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "stdout is not one JSON object:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+#[test]
+fn a_full_disk_while_saving_loses_nothing_but_the_entry() {
+    let dir = workspace();
+    // The tiny model may find no answer (exit 3); it must not fail.
+    let answered = |out: &std::process::Output| {
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let (out, before) = agent_ask(dir.path(), "What is on line 3 of notes.txt?", None);
+    answered(&out);
+    let kept = entries(dir.path());
+    assert!(!kept.is_empty(), "{before}");
+    let sizes: Vec<u64> = kept.iter().map(|f| f.metadata().unwrap().len()).collect();
+
+    // Files may grow to 4 MB: the session database and the logs fit, the
+    // KV state of the agent's prompt (tens of MB) does not.
+    let question = "What is on line 9 of notes.txt?";
+    let (out, full) = agent_ask(dir.path(), question, Some(4 << 20));
+    answered(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(full["prompt_cache"]["saved_tokens"], 0, "{full}");
+    assert!(
+        stderr.contains("prompt cache: cannot save") && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    // Nothing but the entry is lost: no temporary file, the entries before
+    // are whole, the session is saved, and the answer is the one a run with
+    // room gives.
+    assert_eq!(entries(dir.path()), kept, "{stderr}");
+    let now: Vec<u64> = kept.iter().map(|f| f.metadata().unwrap().len()).collect();
+    assert_eq!(now, sizes);
+    let id = full["session_id"].as_str().unwrap();
+    let listed = agent_bin()
+        .current_dir(dir.path())
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains(id),
+        "{listed:?}"
+    );
+
+    let (again, room) = agent_ask(dir.path(), question, None);
+    assert_eq!(again.status.code(), out.status.code());
+    assert_eq!(room["answer"], full["answer"]);
+    assert!(
+        room["prompt_cache"]["saved_tokens"].as_u64().unwrap() > 100,
+        "{room}"
+    );
+    assert!(loaded(&room) > 100, "{room}");
+}

@@ -387,6 +387,13 @@ impl Agent {
         self.provider.name()
     }
 
+    /// The conversation pauses (the chat exits or starts another): the
+    /// model keeps its state of it on disk for `agent chat --resume`.
+    /// Returns the tokens saved.
+    pub fn save_prompt_cache(&mut self) -> usize {
+        self.provider.save_prompt_cache()
+    }
+
     /// The session's turns so far.
     pub fn turns(&self) -> &[Turn] {
         &self.turns

@@ -615,6 +615,10 @@ impl Provider for LlamaEngine {
             other => other,
         }
     }
+
+    fn save_prompt_cache(&mut self) -> usize {
+        self.save_to_disk(SaveWhen::SessionEnd)
+    }
 }
 
 impl LlamaEngine {
@@ -674,7 +678,7 @@ impl LlamaEngine {
         result.text = turn.text().to_string();
         result.completion_tokens = result.tokens.len();
         result.decode_ms = ms_since(decode_started);
-        result.cache_saved_tokens = self.save_to_disk(result.prefilled_tokens);
+        result.cache_saved_tokens = self.save_to_disk(SaveWhen::Prefilled(result.prefilled_tokens));
         let mut parsed = self
             .format
             .parse(&result.text, request, rendered.reasoning_open);
@@ -1032,23 +1036,29 @@ impl LlamaEngine {
         Some((entry, keep, state))
     }
 
-    /// Saves the KV cache's state to the prompt cache on disk, when the call
-    /// added enough to it (`prefilled` prompt tokens) and the cache grew by
-    /// half since this process last saved or loaded an entry it extends
-    /// (that entry is then replaced). Returns the tokens saved.
-    fn save_to_disk(&mut self, prefilled: usize) -> usize {
+    /// Saves the KV cache's state to the prompt cache on disk, when it is
+    /// worth rewriting (see [`SaveWhen`]); an entry this process last saved
+    /// or loaded that it extends is replaced. Returns the tokens saved.
+    fn save_to_disk(&mut self, when: SaveWhen) -> usize {
         let Some(disk) = &self.disk else {
             return 0;
         };
-        if prefilled < MIN_CACHE_TOKENS {
-            return 0;
-        }
         let tokens: Vec<i32> = self.cached.iter().map(|t| t.0).collect();
         let extends = self
             .disk_entry
             .as_ref()
             .filter(|old| tokens.starts_with(&old.tokens));
-        if extends.is_some_and(|old| tokens.len() < old.tokens.len() * 3 / 2) {
+        let worth = match when {
+            SaveWhen::Prefilled(prefilled) => {
+                prefilled >= MIN_CACHE_TOKENS
+                    && extends.is_none_or(|old| tokens.len() >= old.tokens.len() * 3 / 2)
+            }
+            SaveWhen::SessionEnd => {
+                let known = extends.map_or(0, |old| old.tokens.len());
+                tokens.len() >= known + MIN_CACHE_TOKENS
+            }
+        };
+        if !worth {
             return 0;
         }
         let flags = LlamaStateSeqFlags::empty();
@@ -1186,6 +1196,18 @@ fn sampling_chain(model: &LlamaModel, mut chain: Vec<LlamaSampler>, s: Sampling)
 
 /// Fewer tokens than this are not worth a disk entry (or reading one).
 const MIN_CACHE_TOKENS: usize = 32;
+
+/// When the KV state is worth writing to disk. An entry is rewritten whole
+/// (tens of KB per token), so after a request only a cache that grew by half
+/// over the entry it extends is saved; at the end of a session everything
+/// new is, since the next process resumes from there.
+#[derive(Debug, Clone, Copy)]
+enum SaveWhen {
+    /// After a request that evaluated this many prompt tokens.
+    Prefilled(usize),
+    /// The conversation ends or pauses (`agent chat` exits).
+    SessionEnd,
+}
 
 /// The default think budget: an eighth of the context, between 256 and
 /// 4096 tokens.

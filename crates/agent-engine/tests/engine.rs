@@ -689,3 +689,46 @@ fn speculation_is_exact_under_the_call_grammar_and_across_a_think_block() {
     assert!(on.text.contains("</think>"), "{:?}", on.text);
     assert!(on.draft_tokens > 0, "nothing drafted: {:?}", on.text);
 }
+
+/// The session-end save writes what the save after a request skipped (a
+/// cache grown by less than half over its entry), replacing that entry, and
+/// a new process loads all of it.
+#[test]
+fn the_session_end_save_keeps_the_whole_conversation_for_the_next_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        ctx_size: Some(2048),
+        prompt_cache: Some(agent_engine::prompt_cache::PromptCacheConfig {
+            dir: dir.path().to_path_buf(),
+            max_bytes: 1 << 30,
+        }),
+        ..EngineConfig::new(common::tiny_model())
+    };
+    let entries = || std::fs::read_dir(dir.path()).unwrap().count();
+    let system = Message::system(
+        "You are a helpful assistant for a Rust code base. ".repeat(20) + "Answer briefly.",
+    );
+    let mut chat = vec![system, Message::user("What is a trait?")];
+    let mut e = LlamaEngine::load(&config).unwrap();
+    let first = ask(&mut e, chat.clone(), 24);
+    assert!(first.cache_saved_tokens > first.prompt_tokens, "{first:?}");
+    chat.push(Message::assistant(first.text.clone()));
+    chat.push(Message::user("And what is a lifetime?"));
+    let second = ask(&mut e, chat.clone(), 24);
+    assert_eq!(second.cache_saved_tokens, 0, "grew by less than half");
+
+    let saved = e.save_prompt_cache();
+    assert!(saved >= second.prompt_tokens, "saved {saved}");
+    assert_eq!(e.save_prompt_cache(), 0, "nothing new since");
+    assert_eq!(entries(), 1, "the entry it extends is replaced");
+    drop(e);
+
+    chat.push(Message::assistant(second.text.clone()));
+    chat.push(Message::user("Thanks. One more: what is a closure?"));
+    let resumed = ask(&mut LlamaEngine::load(&config).unwrap(), chat, 8);
+    assert!(
+        resumed.cache_loaded_tokens + 2 >= saved,
+        "loaded {} of {saved}",
+        resumed.cache_loaded_tokens
+    );
+}

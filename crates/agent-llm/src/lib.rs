@@ -405,6 +405,13 @@ pub trait Provider: Send {
         request: &CompletionRequest,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError>;
+    /// The conversation ends or pauses (a chat exits): keeps the model's
+    /// whole state of it in the prompt cache on disk now, where there is
+    /// one, so that resuming it prefills only what is new. Returns the
+    /// tokens saved (0: nothing new, or no cache).
+    fn save_prompt_cache(&mut self) -> usize {
+        0
+    }
 }
 
 /// Streams text while holding back a tail that might be the start of a stop

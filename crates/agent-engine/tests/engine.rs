@@ -651,7 +651,11 @@ fn speculation_is_exact_over_a_long_context_where_llama_cpp_is_batch_invariant()
         ..EngineConfig::new(common::tiny_model())
     };
     let (on, off) = with_and_without_speculation(&config, &req);
-    assert!(on.prompt_tokens > 1024, "a short prompt: {}", on.prompt_tokens);
+    assert!(
+        on.prompt_tokens > 1024,
+        "a short prompt: {}",
+        on.prompt_tokens
+    );
     assert_eq!(on.tokens, off.tokens, "\n{}\n---\n{}", on.text, off.text);
     assert_eq!(on.text, off.text);
     assert!(

@@ -219,7 +219,7 @@ pub struct Agent {
     /// Tools added beyond the built-in ones (MCP servers'): the intent gate
     /// must know them.
     extra_tools: Vec<ToolSpec>,
-    /// The repository map: the system prompt's outline and the gate's
+    /// The repository map: the session's context's outline and the gate's
     /// vocabulary. Opened on first use.
     map: Option<agent_repomap::RepoMap>,
     vocabulary: Option<vocabulary::Vocabulary>,
@@ -585,8 +585,8 @@ impl Agent {
     }
 
     /// What the model has seen of the workspace in this request (the
-    /// system prompt, the session's context with its repo map, and every observation since the
-    /// request): an answer must be about it. None when the answer need not
+    /// system prompt, the session's context with its repo map, and every
+    /// observation since the request): an answer must be about it. None when the answer need not
     /// be: chat, and a coding task that changed files (its result is the
     /// change, so "Done." is fine there; with nothing changed, the answer
     /// has to say why).

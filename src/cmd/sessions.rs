@@ -65,8 +65,19 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
                 );
             } else {
                 println!("session {} ({}, {})", info.id, info.model, info.created);
-                for m in messages {
-                    println!("\n── {} · {} ──\n{}", m.kind, m.ts, m.content.trim_end());
+                for (i, m) in messages.iter().enumerate() {
+                    // The session's context (environment, repo map) opens
+                    // the first request and any summary: shown on its own,
+                    // so the request reads as the user wrote it.
+                    let (context, text) = if i == 1 || m.kind == "summary" {
+                        agent_core::prompt::split_context(&m.content)
+                    } else {
+                        (None, m.content.as_str())
+                    };
+                    if let Some(context) = context {
+                        println!("\n── context · {} ──\n{}", m.ts, context.trim_end());
+                    }
+                    println!("\n── {} · {} ──\n{}", m.kind, m.ts, text.trim_end());
                 }
             }
         }

@@ -118,7 +118,24 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
         .arg(v["session_id"].as_str().unwrap())
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&show.stdout).contains("def add"));
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(show.contains("def add"), "{show}");
+    // The session's context shows on its own, the request as it was asked.
+    assert!(
+        show.contains("── context · ")
+            && show.contains("Environment:")
+            && !show.contains("<context>"),
+        "{show}"
+    );
+    let request = show.split("── request · ").nth(1).unwrap();
+    assert!(
+        request
+            .split_once('\n')
+            .unwrap()
+            .1
+            .starts_with("Where is the function add defined?"),
+        "{show}"
+    );
 }
 
 #[test]
@@ -908,6 +925,11 @@ fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
     let err = chat(dir.path(), &empty, &["--resume"], "/exit\n");
     assert!(err.contains("resumed session"), "{err}");
     assert!(err.contains("› Create new.py with x = 1"), "{err}");
+    // The session's context went to the model with the request, not to the screen.
+    assert!(
+        !err.contains("<context>") && !err.contains("Environment:"),
+        "{err}"
+    );
     assert!(err.contains("wrote new.py"), "{err}");
 }
 

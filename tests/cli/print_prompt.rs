@@ -39,8 +39,10 @@ fn prints_the_prompt_the_ggufs_own_template_renders_instead_of_generating() {
         "{text}"
     );
     assert_eq!(text.matches("── request").count(), 1, "{text}");
+    // The first user message: the session's context, then the request.
     assert!(
-        text.contains("<|im_start|>user\nGrep the code for the definition of add"),
+        text.contains("<|im_start|>user\n<context>\nEnvironment:")
+            && text.contains("</context>\n\nGrep the code for the definition of add"),
         "{text}"
     );
     assert!(text.ends_with("<|im_start|>assistant\n\n"), "{text:?}");
@@ -144,6 +146,91 @@ fn a_scripted_session_prints_each_request_in_the_templates_own_format() {
         .as_str()
         .unwrap()
         .contains("What is 2+2?"));
+}
+
+/// Two repository questions: a template is shown the tools a request may
+/// call, which its intent decides (none for chat, read-only for these).
+const QUESTIONS: [&str; 2] = [
+    "Where is the function add defined?",
+    "How is the README of this repository organised?",
+];
+
+/// Two questions in one workspace share their prompt up to the first user
+/// message: the system prompt and, with a template that shows the tools
+/// itself (Qwen's `<tools>` block after the system content), the tools too.
+/// That prefix is what the prompt cache on disk serves a new process.
+#[test]
+fn two_questions_share_the_prompt_through_the_tools() {
+    let dir = repo();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "calc"]);
+    // Between the two questions the user edits a file: git status changes.
+    let edit = dir.path().join("notes.md");
+    let prompt_for = |question: &str, template_file: Option<&str>| {
+        let _ = std::fs::remove_file(&edit);
+        if question == QUESTIONS[1] {
+            std::fs::write(&edit, "notes\n").unwrap();
+        }
+        let mut cmd = agent_in(dir.path());
+        cmd.args(["ask", "--json", "--print-prompt", "--model"])
+            .arg(common::tiny_model());
+        if let Some(file) = template_file {
+            cmd.arg("--chat-template-file").arg(template(file));
+        }
+        let printed = requests(&cmd.arg(question).output().unwrap());
+        let tools = printed[0]["tools"].clone();
+        (printed[0]["prompt"].as_str().unwrap().to_string(), tools)
+    };
+    let common_prefix = |a: &str, b: &str| -> String {
+        a.chars()
+            .zip(b.chars())
+            .take_while(|(x, y)| x == y)
+            .map(|(x, _)| x)
+            .collect()
+    };
+
+    // Native tool calls: the template renders the tools after the system content.
+    let ((a, tools_a), (b, tools_b)) = (
+        prompt_for(QUESTIONS[0], Some("qwen2.5-instruct.jinja")),
+        prompt_for(QUESTIONS[1], Some("qwen2.5-instruct.jinja")),
+    );
+    assert_eq!(tools_a, tools_b);
+    assert_ne!(a, b);
+    let shared = common_prefix(&a, &b);
+    let tools_end = a
+        .rfind("</tools>")
+        .unwrap_or_else(|| panic!("no tools: {a}"));
+    assert!(shared.len() > tools_end, "shared only:\n{shared}");
+    assert!(shared.contains("\"name\": \"read_file\""), "{shared}");
+    // And on into the first user message, up to what changed.
+    assert!(
+        shared.contains("<|im_start|>user\n<context>\nEnvironment:\n- OS:")
+            && shared.ends_with("- Git status: "),
+        "{shared}"
+    );
+
+    // Tools described in the system prompt (SmolLM2's own template): the
+    // whole system message is shared, tool descriptions included.
+    let ((a, _), (b, _)) = (
+        prompt_for(QUESTIONS[0], None),
+        prompt_for(QUESTIONS[1], None),
+    );
+    let shared = common_prefix(&a, &b);
+    assert!(shared.contains("read_file") && shared.contains("\"tool\": \"finish\""));
+    assert!(
+        shared.contains("<|im_start|>user\n<context>\nEnvironment:\n")
+            && shared.ends_with("- Git status: "),
+        "{shared}"
+    );
 }
 
 #[test]

@@ -23,7 +23,7 @@ use agent_base::cancel::CancelToken;
 use agent_core::intent::{self, Knowledge, Label, CONFIDENT};
 use agent_core::vocabulary::Vocabulary;
 use agent_llm::{Message, Provider};
-use agent_repomap::{MapOptions, RepoMap};
+use agent_repomap::RepoMap;
 use agent_tools::{Access, ToolSpec, Toolbox};
 
 struct Row {
@@ -139,14 +139,11 @@ fn workspace(root: &Path, tools: &[ToolSpec]) -> Workspace {
     map.refresh().expect("a repo map");
     let vocabulary = Vocabulary::from_tags(map.files());
     let warm_ms = ms(started);
-    let rendered = map.render(&MapOptions::for_context(8192), &|s: &str| s.len() / 4);
     let mut specs = Toolbox::standard().specs();
     specs.extend(tools.iter().cloned());
     let system = Message::system(agent_core::prompt::system_prompt(
         &agent_core::prompt::PromptParts {
-            workspace: root,
             instructions: "",
-            repo_map: Some(&rendered.text),
             tools: &specs,
             skills: "",
             native: false,

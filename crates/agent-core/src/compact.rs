@@ -9,7 +9,8 @@
 //!   so `--resume` continues from it.
 //! - The kept turns start with a model turn, so user and assistant still
 //!   alternate; when the request being worked on is among the replaced
-//!   turns, the summary carries it verbatim.
+//!   turns, the summary carries it verbatim. The session's context (see
+//!   [`crate::prompt`]), which opened the first request, opens the summary.
 //! - The prompt changes once: the KV cache is rebuilt for the step after a
 //!   compaction and reused from there, where pruning ([`crate::context`])
 //!   changes the prompt's middle, and so its cache, at every step it has to
@@ -29,7 +30,7 @@ use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
 use crate::context::{self, Kind, Turn};
 use crate::run::Run;
 use crate::ui::Ui;
-use crate::{strip_notes, truncate, Agent};
+use crate::{prompt, request_text, truncate, Agent};
 
 /// What the model is asked, after the turns it summarizes.
 pub const PROMPT: &str = "The conversation is about to outgrow the context window, so the turns \
@@ -344,7 +345,15 @@ impl Agent {
             Ok(summary) => {
                 let request = self.request_in_flight(k);
                 let text = self.policy.redact(&summary.render(request.as_deref()));
-                let turn = Turn::new(Kind::Summary, text.clone());
+                // The session's context stays at the head of the first user
+                // message: the prompt's prefix, and its KV cache, hold.
+                let turn = Turn::new(
+                    Kind::Summary,
+                    match self.session_context() {
+                        Some(context) => prompt::with_context(context, &text),
+                        None => text.clone(),
+                    },
+                );
                 if !self.log.session_id.is_empty() {
                     self.sessions
                         .append_summary(&self.log.session_id, &turn, n - k)?;
@@ -378,7 +387,7 @@ impl Agent {
             return None;
         }
         match (1..k).rev().find(|&i| self.turns[i].kind == Kind::Request) {
-            Some(i) => Some(strip_notes(&self.turns[i].message.content).to_string()),
+            Some(i) => Some(request_text(i, &self.turns[i].message.content).to_string()),
             None => self.turns[1..k]
                 .iter()
                 .filter(|t| t.kind == Kind::Summary)
@@ -456,9 +465,8 @@ impl Agent {
         let request = self
             .turns
             .iter()
-            .rev()
-            .find(|t| t.kind == Kind::Request)
-            .map(|t| strip_notes(&t.message.content).to_string())
+            .rposition(|t| t.kind == Kind::Request)
+            .map(|i| request_text(i, &self.turns[i].message.content).to_string())
             .unwrap_or_default();
         let evidence: String = self.turns[1..k]
             .iter()

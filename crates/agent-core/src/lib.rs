@@ -12,8 +12,10 @@
 //! 3. `finish` ends the request; the last step of the budget may only be
 //!    `finish`, so a grammar-constrained model always answers.
 //!
-//! The system prompt ([`prompt`]) lists every tool and is built once per
-//! session, so the KV cache is reused across steps and requests. Messages go
+//! The system prompt ([`prompt`]) lists every tool and holds nothing that
+//! depends on the request, so the KV cache is reused across steps, requests
+//! and processes; the session's context (environment, the repo map focused
+//! on the first request) opens the first user message. Messages go
 //! to SQLite as they happen ([`session`]); events go to JSONL ([`log`]).
 //!
 //! A team's own conventions join in: skills ([`skills`]: listed in the
@@ -74,7 +76,7 @@ pub struct AgentConfig {
     pub sampling: Sampling,
     /// Run after every write; a failure rolls the write back.
     pub verify: Option<String>,
-    /// Put the repo map in the system prompt.
+    /// Put the repo map in the session's context (the first user message).
     pub repo_map: bool,
     /// Resume this session instead of starting one.
     pub resume: Option<String>,
@@ -217,7 +219,7 @@ pub struct Agent {
     /// Tools added beyond the built-in ones (MCP servers'): the intent gate
     /// must know them.
     extra_tools: Vec<ToolSpec>,
-    /// The repository map: the system prompt's outline and the gate's
+    /// The repository map: the session's context's outline and the gate's
     /// vocabulary. Opened on first use.
     map: Option<agent_repomap::RepoMap>,
     vocabulary: Option<vocabulary::Vocabulary>,
@@ -399,11 +401,13 @@ impl Agent {
         &self.turns
     }
 
-    /// Starts the session on the first request: the system prompt (with the
-    /// repo map focused on that request) is fixed from here on.
-    fn start_session(&mut self, request: &str) -> Result<()> {
+    /// Starts the session on the first request: the system prompt is fixed
+    /// from here on. Returns the session's context (the environment and the
+    /// repo map focused on that request) for the first request's message;
+    /// None when the session had started.
+    fn start_session(&mut self, request: &str) -> Result<Option<String>> {
         if !self.turns.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let id = self
             .sessions
@@ -416,14 +420,23 @@ impl Agent {
             .flatten();
         let specs = self.toolbox.specs();
         let system = prompt::system_prompt(&prompt::PromptParts {
-            workspace: self.workspace.root(),
             instructions: &self.instructions.text,
             skills: &self.skills.prompt_section(),
-            repo_map: map.as_deref(),
             tools: &specs,
             native: self.provider.native_calls(),
         });
-        self.push(Turn::new(Kind::System, system))
+        self.push(Turn::new(Kind::System, system))?;
+        Ok(Some(prompt::session_context(
+            self.workspace.root(),
+            map.as_deref(),
+        )))
+    }
+
+    /// The session's context, as the first user message carries it (the
+    /// first request, or the summary that replaced it).
+    fn session_context(&self) -> Option<&str> {
+        let first = self.turns.get(1)?;
+        prompt::split_context(&first.message.content).0
     }
 
     /// The session's policy (for what runs beside the agent, like MCP servers).
@@ -455,7 +468,7 @@ impl Agent {
         }
     }
 
-    /// The repo map for the system prompt, or None when it cannot be built
+    /// The repo map for the session's context, or None when it cannot be built
     /// (the loop works without it).
     fn repo_map(&mut self, request: &str) -> Option<String> {
         use agent_repomap::{budget_for_context, focus_from_request, MapOptions};
@@ -516,10 +529,10 @@ impl Agent {
     /// unanswered request has an empty answer.
     pub fn exchanges(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        for turn in &self.turns {
+        for (i, turn) in self.turns.iter().enumerate() {
             match turn.kind {
                 Kind::Request => {
-                    let request = strip_notes(&turn.message.content);
+                    let request = request_text(i, &turn.message.content);
                     out.push((request.to_string(), String::new()));
                 }
                 Kind::Call => {
@@ -572,8 +585,8 @@ impl Agent {
     }
 
     /// What the model has seen of the workspace in this request (the
-    /// system prompt with its repo map, and every observation since the
-    /// request): an answer must be about it. None when the answer need not
+    /// system prompt, the session's context with its repo map, and every
+    /// observation since the request): an answer must be about it. None when the answer need not
     /// be: chat, and a coding task that changed files (its result is the
     /// change, so "Done." is fine there; with nothing changed, the answer
     /// has to say why).
@@ -586,6 +599,10 @@ impl Agent {
             .first()
             .map(|t| t.message.content.clone())
             .unwrap_or_default();
+        if let Some(context) = self.session_context() {
+            text.push('\n');
+            text.push_str(context);
+        }
         for turn in self.turns[request_turn.min(self.turns.len())..]
             .iter()
             .filter(|t| matches!(t.kind, Kind::Observation | Kind::Summary))
@@ -1006,6 +1023,17 @@ a larger --model does better)"
         }
         self.push(Turn::new(Kind::Observation, text))
     }
+}
+
+/// The request as the user wrote it, from the content of the request turn
+/// at index `turn`: the first one (index 1) opens with the session's context.
+pub(crate) fn request_text(turn: usize, content: &str) -> &str {
+    let content = if turn == 1 {
+        prompt::split_context(content).1
+    } else {
+        content
+    };
+    strip_notes(content)
 }
 
 /// A request turn's text without the note the loop appended for the model.

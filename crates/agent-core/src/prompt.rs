@@ -1,24 +1,28 @@
-//! The system prompt: identity and rules, the environment, the repo map, the
-//! tools and the call format.
+//! What the model is told besides the conversation: the system prompt
+//! (identity and rules, instructions, skills, the tools and the call format)
+//! and the session's context (the environment and the repo map focused on
+//! the first request), which opens the first user message.
 //!
-//! It is built once per session and then kept byte for byte: the engine
-//! reuses the KV cache for every token of a shared prefix, so a stable
-//! system prompt is prefilled once, not once per step.
+//! The system prompt holds only what stays the same across requests in a
+//! workspace, and is kept byte for byte for the session: the engine reuses
+//! the KV cache for every token of a shared prefix, within a process and
+//! across processes (the prompt cache on disk), so it is prefilled once.
+//! A chat template that shows the tools itself renders them right after the
+//! system content, so they join that shared prefix too; what changes from
+//! one request to the next (the date, git status, the map focused on the
+//! request) comes after all of it, at the head of the first user message.
 
 use std::path::Path;
 
 use super::protocol::{describe_tools, FORMAT_HINT};
 use agent_tools::ToolSpec;
 
-/// What the system prompt is made of.
+/// What the system prompt is made of: nothing that depends on the request.
 pub struct PromptParts<'a> {
-    pub workspace: &'a Path,
     /// AGENTS.md text ([`super::instructions`]); empty when there is none.
     pub instructions: &'a str,
     /// The skills' names and descriptions ([`super::skills`]); empty when none.
     pub skills: &'a str,
-    /// The rendered repo map, when one could be built.
-    pub repo_map: Option<&'a str>,
     /// The tools of this request; empty for answers without the loop.
     pub tools: &'a [ToolSpec],
     /// The model's own template shows the tools and its call syntax
@@ -41,10 +45,7 @@ const RULES: &str = "Rules:
 const NATIVE_ANSWER_RULE: &str =
     "- When you know the answer, reply with it in plain text: short and specific (name files and functions).";
 
-/// The parts that are the same for every request come first, the parts
-/// that change (the date, git status, the map focused on the first request)
-/// last: the prompt cache on disk serves the longest prefix a new process
-/// shares with an earlier one, so the stable part is prefilled once.
+/// The same text for every request in a workspace (see the module's doc).
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut out = String::new();
     out.push_str(IDENTITY);
@@ -69,14 +70,37 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     }
     out.push_str(parts.instructions);
     out.push_str(parts.skills);
-    out.push('\n');
-    out.push_str(&environment(parts.workspace));
-    if let Some(map) = parts.repo_map.filter(|m| !m.trim().is_empty()) {
+    out
+}
+
+/// Where the session's context opens and closes in the first user message.
+const CONTEXT_OPEN: &str = "<context>\n";
+const CONTEXT_CLOSE: &str = "\n</context>\n\n";
+
+/// The session's context: the environment, then the repo map (focused on
+/// the first request) when there is one.
+pub fn session_context(workspace: &Path, repo_map: Option<&str>) -> String {
+    let mut out = environment(workspace);
+    if let Some(map) = repo_map.filter(|m| !m.trim().is_empty()) {
         out.push_str("\nRepository map (most relevant definitions):\n");
         out.push_str(map.trim_end());
-        out.push('\n');
     }
-    out
+    out.trim_end().to_string()
+}
+
+/// The first user message: the session's context, delimited, then `text`
+/// (the request, or a summary that replaced it).
+pub fn with_context(context: &str, text: &str) -> String {
+    format!("{CONTEXT_OPEN}{}{CONTEXT_CLOSE}{text}", context.trim_end())
+}
+
+/// A first user message taken apart: its context (None when it has none)
+/// and what follows it, as [`with_context`] put them together.
+pub fn split_context(message: &str) -> (Option<&str>, &str) {
+    message
+        .strip_prefix(CONTEXT_OPEN)
+        .and_then(|rest| rest.split_once(CONTEXT_CLOSE))
+        .map_or((None, message), |(context, text)| (Some(context), text))
 }
 
 fn call_format() -> String {
@@ -133,34 +157,35 @@ mod tests {
     use super::*;
     use agent_tools::Access;
 
-    #[test]
-    fn the_prompt_is_byte_stable_and_carries_tools_and_map() {
-        let dir = tempfile::tempdir().unwrap();
-        let tools = vec![ToolSpec {
+    fn read_file() -> Vec<ToolSpec> {
+        vec![ToolSpec {
             name: "read_file",
             description: "Read a file.",
             parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
             access: Access::Read,
-        }];
+        }]
+    }
+
+    #[test]
+    fn the_prompt_carries_tools_and_instructions_and_nothing_that_changes() {
+        let tools = read_file();
         let parts = PromptParts {
-            workspace: dir.path(),
             instructions: "\nProject instructions (AGENTS.md); follow them:\nUse tabs.\n",
             skills: "\nSkills (...):\n- pdf: Fill PDF forms\n",
-            repo_map: Some("src/lib.rs:\n  fn main()\n"),
             tools: &tools,
             native: false,
         };
         let a = system_prompt(&parts);
         assert_eq!(a, system_prompt(&parts));
         assert!(a.contains("read_file: Read a file."), "{a}");
-        assert!(a.contains("fn main()"), "{a}");
         assert!(a.contains("Use tabs."), "{a}");
         assert!(a.contains("- pdf: Fill PDF forms"), "{a}");
-        assert!(a.contains(&dir.path().display().to_string()), "{a}");
-        // What stays the same across requests comes before what changes.
         let at = |text: &str| a.find(text).unwrap();
         assert!(at("Rules:") < at("Tools:") && at("Tools:") < at("Use tabs."));
-        assert!(at("Use tabs.") < at("Environment:") && at("Environment:") < at("fn main()"));
+        // No environment, no map: those open the first user message.
+        for changing in ["Environment:", "Date:", "Git", "Repository map"] {
+            assert!(!a.contains(changing), "{changing}: {a}");
+        }
         let plain = system_prompt(&PromptParts {
             tools: &[],
             ..parts
@@ -177,6 +202,36 @@ mod tests {
         assert!(
             native.contains("plain text") && native.contains("Use tabs."),
             "{native}"
+        );
+    }
+
+    #[test]
+    fn the_context_holds_environment_and_map_and_comes_apart_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let context = session_context(dir.path(), Some("src/lib.rs:\n  fn main()\n"));
+        assert!(context.starts_with("Environment:\n"), "{context}");
+        assert!(context.contains(&dir.path().display().to_string()));
+        let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+        assert!(context.contains(&format!("- Date: {today}")), "{context}");
+        let at = |text: &str| context.find(text).unwrap();
+        assert!(
+            at("Environment:") < at("Repository map") && at("Repository map") < at("fn main()")
+        );
+        assert!(!session_context(dir.path(), None).contains("Repository map"));
+
+        let request = "Where is main?\n\n(This is a question: do not change files.)";
+        let first = with_context(&context, request);
+        assert!(first.starts_with("<context>\nEnvironment:"), "{first}");
+        assert!(
+            first.contains("fn main()\n</context>\n\nWhere is main?"),
+            "{first}"
+        );
+        assert_eq!(split_context(&first), (Some(context.as_str()), request));
+        // A message without a context is all text.
+        assert_eq!(split_context(request), (None, request));
+        assert_eq!(
+            split_context("<context>\nunclosed"),
+            (None, "<context>\nunclosed")
         );
     }
 }

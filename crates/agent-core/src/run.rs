@@ -14,6 +14,7 @@ use agent_llm::Role;
 use agent_tools::{Access, Approver, ToolSpec};
 
 use crate::intent::{self, Label};
+use crate::prompt;
 use crate::protocol::{self, ToolCall, FINISH};
 use crate::ui::Ui;
 use crate::{
@@ -61,10 +62,10 @@ impl Agent {
     ) -> Result<Run> {
         let started = Instant::now();
         // The gate's knowledge of the workspace first: the session's repo
-        // map (its system prompt) is made from the same refresh.
+        // map (its context) is made from the same refresh.
         self.refresh_vocabulary();
         let vocabulary_ms = started.elapsed().as_millis() as u64;
-        self.start_session(request)?;
+        let context = self.start_session(request)?;
         if self
             .turns
             .last()
@@ -137,7 +138,14 @@ impl Agent {
             .into_iter()
             .filter(|s| access.contains(&s.access))
             .collect();
-        self.push(Turn::new(Kind::Request, request_message(request, &allowed)))?;
+        let message = request_message(request, &allowed);
+        // The first request opens with the session's context, after the
+        // system prompt and the tools, which every request shares.
+        let message = match context {
+            Some(context) => prompt::with_context(&context, &message),
+            None => message,
+        };
+        self.push(Turn::new(Kind::Request, message))?;
         let request_turn = self.turns.len();
         let mut calls_seen = HashMap::new();
         let mut found = None;

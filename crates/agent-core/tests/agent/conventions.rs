@@ -279,6 +279,15 @@ fn a_conversation_past_the_threshold_is_compacted_once_and_goes_on_from_the_summ
     );
     assert!(!after.iter().any(|m| m.content.contains("def alpha_000")));
     assert!(after.iter().any(|m| m.content.contains("def gamma_000")));
+    // The session's context still opens the first user message, as it
+    // opened the request; the summary reported is the summary alone.
+    let (context, summary) = agent_core::prompt::split_context(&after[1].content);
+    assert_eq!(
+        context,
+        agent_core::prompt::split_context(&requests[0].messages[1].content).0
+    );
+    assert!(context.is_some_and(|c| c.starts_with("Environment:")));
+    assert_eq!(Some(summary), c.summary.as_deref());
 
     // The prompt changed once: every other step extended the one before.
     let kept: Vec<bool> = events(root, "trace.jsonl")

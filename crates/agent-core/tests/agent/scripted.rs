@@ -262,6 +262,100 @@ fn agents_md_reaches_the_system_prompt_and_subfolder_rules_come_with_their_files
     assert_eq!(r.requests[0].messages[0], r.requests[2].messages[0]);
 }
 
+/// The prompt cache on disk serves the longest prefix a new process shares
+/// with an earlier one: the system prompt is the same for every request in
+/// the workspace, and what changes (environment, the map focused on the
+/// request) opens the first user message instead.
+#[test]
+fn the_system_prompt_is_the_same_for_every_request_and_the_context_opens_the_first() {
+    let dir = repo();
+    let with_map = |c: &mut AgentConfig| c.repo_map = true;
+    let (mut agent, model) = start(
+        dir.path(),
+        Mode::Confirm,
+        &[
+            READ_CALC,
+            &finish("add is defined in src/calc.py line 1"),
+            READ_CALC,
+            &finish("sub is defined in src/calc.py line 5"),
+        ],
+        None,
+        with_map,
+    );
+    ask(&mut agent, "Where is the function add defined?").unwrap();
+    ask(&mut agent, "Where is the function sub defined?").unwrap();
+    let (mut other, other_model) = start(
+        dir.path(),
+        Mode::Confirm,
+        &[
+            READ_CALC,
+            &finish("sub returns a - b, in src/calc.py line 5"),
+        ],
+        None,
+        with_map,
+    );
+    ask(&mut other, "What does the function sub in calc.py return?").unwrap();
+    let requests = model.requests();
+    let (first, later) = (&requests[0], &requests[2]);
+    let another = &other_model.requests()[0];
+
+    let system = &first.messages[0];
+    assert_eq!(
+        system, &another.messages[0],
+        "another session, another request"
+    );
+    for changing in ["Environment:", "Date:", "Repository map", "calc.py"] {
+        assert!(
+            !system.content.contains(changing),
+            "{changing}: {}",
+            system.content
+        );
+    }
+
+    let opening = &first.messages[1].content;
+    let (context, request) = agent_core::prompt::split_context(opening);
+    let context = context.unwrap_or_else(|| panic!("no context: {opening}"));
+    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    assert!(context.starts_with("Environment:"), "{context}");
+    assert!(context.contains(&format!("- Date: {today}")), "{context}");
+    let map = context.split_once("Repository map").map(|(_, map)| map);
+    assert!(
+        map.is_some_and(|m| m.contains("src/calc.py") && m.contains("add")),
+        "{context}"
+    );
+    assert!(
+        request.starts_with("Where is the function add defined?"),
+        "{opening}"
+    );
+    assert!(another.messages[1]
+        .content
+        .contains("</context>\n\nWhat does the function sub"));
+
+    // The next request: the first message as it was, the new one without
+    // a context of its own.
+    assert_eq!(later.messages[..2], first.messages[..2]);
+    assert!(last_user_message(later).starts_with("Where is the function sub defined?"));
+    let contexts = later
+        .messages
+        .iter()
+        .filter(|m| m.content.contains("<context>"));
+    assert_eq!(contexts.count(), 1);
+
+    // What the user sees of the conversation: the requests as asked.
+    let asked: Vec<String> = agent
+        .exchanges()
+        .into_iter()
+        .map(|(asked, _)| asked)
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "Where is the function add defined?",
+            "Where is the function sub defined?"
+        ]
+    );
+}
+
 #[test]
 fn questions_get_read_only_tools_and_the_last_step_may_only_answer() {
     let dir = repo();
@@ -508,7 +602,18 @@ fn a_session_resumes_with_its_history() {
     let outcome = ask(&mut agent, "thanks").unwrap();
     assert_eq!(outcome.session_id, first.outcome.session_id);
     let req = &model.requests()[0];
-    assert!(req.messages.iter().any(|m| m.content.starts_with("hello")));
+    assert!(req.messages.iter().any(|m| m.content.contains("\nhello")));
+    // The earlier request's context is not sent again with this one.
+    assert_eq!(
+        req.messages
+            .last()
+            .unwrap()
+            .content
+            .matches("<context>")
+            .count(),
+        0
+    );
+    assert_eq!(agent.exchanges()[0].0, "hello");
     assert_eq!(
         req.messages[0], first.requests[0].messages[0],
         "same system prompt"
@@ -540,7 +645,7 @@ fn ctrl_c_ends_the_request_and_keeps_the_session() {
     let turns = store.turns(&outcome.session_id).unwrap();
     assert!(turns
         .iter()
-        .any(|t| t.message.content.starts_with("Where is")));
+        .any(|t| t.message.content.contains("</context>\n\nWhere is")));
 }
 
 struct FakeIndex;

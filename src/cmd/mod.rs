@@ -88,6 +88,7 @@ fn engine_config(args: &ModelArgs) -> EngineConfig {
         think: args.think,
         think_budget: args.think_budget,
         prompt_cache: prompt_cache(args),
+        prefill_rates: workspace_state().map(|state| state.join("cache").join("prefill.json")),
         speculative: match args.speculative {
             Speculation::Auto => Speculative::Auto,
             Speculation::On => Speculative::On,
@@ -127,12 +128,9 @@ pub fn prompt_printer(
 
 pub use agent_core::ui::spinner;
 
-/// The prompt cache of the workspace around the current directory
-/// (`.agent/cache/kv/`), when it is one (it has `.agent` or `.git`).
-fn prompt_cache(args: &ModelArgs) -> Option<PromptCacheConfig> {
-    if args.prompt_cache == Switch::Off {
-        return None;
-    }
+/// The `.agent` folder of the workspace around the current directory, made
+/// if need be, when it is one (it has `.agent` or `.git`).
+fn workspace_state() -> Option<std::path::PathBuf> {
     let root = paths::repo_root(None).ok()?;
     let state = root.join(".agent");
     if !state.is_dir() && !root.join(".git").exists() {
@@ -140,6 +138,16 @@ fn prompt_cache(args: &ModelArgs) -> Option<PromptCacheConfig> {
     }
     std::fs::create_dir_all(&state).ok()?;
     paths::ignore_state_dir(&state);
+    Some(state)
+}
+
+/// The prompt cache of the workspace around the current directory
+/// (`.agent/cache/kv/`), when it is one (it has `.agent` or `.git`).
+fn prompt_cache(args: &ModelArgs) -> Option<PromptCacheConfig> {
+    if args.prompt_cache == Switch::Off {
+        return None;
+    }
+    let state = workspace_state()?;
     Some(PromptCacheConfig {
         dir: state.join("cache").join("kv"),
         max_bytes: args.prompt_cache_mb.saturating_mul(1 << 20),

@@ -10,6 +10,7 @@ mod agent;
 mod architecture;
 mod basics;
 mod conventions;
+mod first_prompt;
 mod languages;
 mod mcp_serve;
 mod print_prompt;

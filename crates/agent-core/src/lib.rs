@@ -28,6 +28,7 @@ pub mod answer;
 pub mod commands;
 pub mod compact;
 pub mod context;
+pub mod first_prompt;
 pub mod hooks;
 pub mod init;
 pub mod instructions;
@@ -179,6 +180,10 @@ pub struct Outcome {
     pub engine: Option<agent_llm::Placement>,
     /// Compactions during the request, successful or not ([`compact`]).
     pub compactions: Vec<compact::Compaction>,
+    /// How large the session's first prompt was made (the request that
+    /// started the session only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<first_prompt::FirstPrompt>,
 }
 
 pub struct Agent {
@@ -223,7 +228,16 @@ pub struct Agent {
     /// vocabulary. Opened on first use.
     map: Option<agent_repomap::RepoMap>,
     vocabulary: Option<vocabulary::Vocabulary>,
+    /// Search results prefetched per request: `config.prefetch`, or fewer
+    /// for a slow model ([`first_prompt`]).
+    prefetch_results: usize,
+    /// The sizes of the session's first prompt, until the outcome reports them.
+    first_prompt: Option<first_prompt::FirstPrompt>,
 }
+
+/// The map's share of the context window at most: smaller than `agent map`
+/// shows, as the loop needs room for tool output.
+const MAP_SHARE: f64 = 0.08;
 
 /// Most lines of search results given as a fallback answer.
 const EVIDENCE_LINES: usize = 30;
@@ -347,7 +361,6 @@ impl Agent {
             search,
             sessions,
             log,
-            config,
             instructions,
             turns,
             judge,
@@ -364,6 +377,9 @@ impl Agent {
             extra_tools: Vec::new(),
             map: None,
             vocabulary: None,
+            prefetch_results: config.prefetch,
+            first_prompt: None,
+            config,
         })
     }
 
@@ -413,10 +429,11 @@ impl Agent {
             .sessions
             .create(request, &self.provider.name(), self.workspace.root())?;
         self.log.session_id = id;
+        let sizes = self.size_first_prompt();
         let map = self
             .config
             .repo_map
-            .then(|| self.repo_map(request))
+            .then(|| self.repo_map(request, sizes.map_tokens))
             .flatten();
         let specs = self.toolbox.specs();
         let system = prompt::system_prompt(&prompt::PromptParts {
@@ -468,14 +485,65 @@ impl Agent {
         }
     }
 
-    /// The repo map for the session's context, or None when it cannot be built
-    /// (the loop works without it).
-    fn repo_map(&mut self, request: &str) -> Option<String> {
-        use agent_repomap::{budget_for_context, focus_from_request, MapOptions};
-        let context = self.provider.context_size();
-        // A smaller share than `agent map` shows: the loop needs room for tool output.
+    /// Sizes the session's first prompt to the model's prefill rate (see
+    /// [`first_prompt`]): the map's budget and the results prefetched.
+    fn size_first_prompt(&mut self) -> first_prompt::FirstPrompt {
+        let specs = self.toolbox.specs();
+        let native = self.provider.native_calls();
+        // What the first prompt carries whatever the sizes: the system
+        // prompt, and the session's context but for the map.
+        let system = prompt::system_prompt(&prompt::PromptParts {
+            instructions: &self.instructions.text,
+            skills: &self.skills.prompt_section(),
+            tools: &specs,
+            native,
+        });
+        let context = prompt::session_context(self.workspace.root(), None);
+        let tools = if native {
+            native::tool_specs(&specs)
+        } else {
+            Vec::new()
+        };
+        let fixed_tokens = self
+            .provider
+            .count_prompt_tokens(
+                &[
+                    agent_llm::Message::system(system.clone()),
+                    agent_llm::Message::user(context.clone()),
+                ],
+                &tools,
+            )
+            .unwrap_or((system.len() + context.len()) / 3);
+        let caps = first_prompt::Caps {
+            map_tokens: if self.config.repo_map {
+                agent_repomap::budget_for_context(self.provider.context_size(), MAP_SHARE)
+            } else {
+                0
+            },
+            results: self.config.prefetch,
+        };
+        let sizes = first_prompt::size(self.provider.prefill_rate(), fixed_tokens, caps);
+        tracing::info!(
+            "first prompt: {} map tokens, {} search results (prefill {} tokens/s, {}; {} fixed tokens)",
+            sizes.map_tokens,
+            sizes.prefetch_results,
+            sizes
+                .prefill_tokens_per_s
+                .map_or_else(|| "?".to_string(), |r| r.to_string()),
+            sizes.rate_source,
+            sizes.fixed_tokens
+        );
+        self.prefetch_results = sizes.prefetch_results;
+        self.first_prompt = Some(sizes);
+        sizes
+    }
+
+    /// The repo map for the session's context within `token_budget`, or None
+    /// when it cannot be built (the loop works without it).
+    fn repo_map(&mut self, request: &str, token_budget: usize) -> Option<String> {
+        use agent_repomap::{focus_from_request, MapOptions};
         let options = MapOptions {
-            token_budget: budget_for_context(context, 0.08),
+            token_budget,
             focus: focus_from_request(request),
             recent_files: Vec::new(),
         };
@@ -858,7 +926,7 @@ a larger --model does better)"
         let call = ToolCall {
             thought: "Search the code index for the request first.".into(),
             tool: "search_semantic".into(),
-            args: json!({"query": request, "k": self.config.prefetch}),
+            args: json!({"query": request, "k": self.prefetch_results}),
         };
         let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
         if !output.ok {

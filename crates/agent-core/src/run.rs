@@ -85,6 +85,9 @@ impl Agent {
         if let Some(placement) = self.provider.placement() {
             self.log.trace("engine", json!(placement));
         }
+        if let Some(sizes) = &self.first_prompt {
+            self.log.trace("first_prompt", json!(sizes));
+        }
 
         // A replay of recorded turns holds the loop's turns only (what
         // `agent sessions show --script` exports), so it is not asked for
@@ -149,7 +152,7 @@ impl Agent {
         let request_turn = self.turns.len();
         let mut calls_seen = HashMap::new();
         let mut found = None;
-        if self.config.prefetch > 0 && access.contains(&Access::Read) {
+        if self.prefetch_results > 0 && access.contains(&Access::Read) {
             if let Some((call, content)) = self.prefetch(request, ui, cancel)? {
                 calls_seen.insert((call.tool, call.args.to_string()), 1);
                 found = Some(content);
@@ -184,6 +187,7 @@ impl Agent {
             speculative: Default::default(),
             engine: self.provider.placement(),
             compactions: Vec::new(),
+            first_prompt: self.first_prompt.take(),
         };
         Ok(Run {
             request: request.to_string(),

@@ -34,6 +34,7 @@ use llama_cpp_2::{LlamaBackendDeviceType, LlamaStateSeqFlags};
 
 use crate::gguf;
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
+use crate::prefill_rate::{self, RateBook};
 use crate::prompt_cache::{self, PromptCache, PromptCacheConfig};
 use crate::speculative;
 use agent_chat::SpecialTokens;
@@ -45,7 +46,8 @@ use agent_llm::scripted::turn_kind;
 use agent_llm::stream::TurnStreamer;
 use agent_llm::{
     ChatFormat, Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message,
-    Placement, Provider, Sampling, StopScanner, TemplateInfo, Think, ToolChoice, ToolSpec,
+    Placement, PrefillRate, Provider, RateSource, Sampling, StopScanner, TemplateInfo, Think,
+    ToolChoice, ToolSpec,
 };
 
 /// When to draft tokens by prompt lookup (greedy decoding only).
@@ -84,6 +86,9 @@ pub struct EngineConfig {
     pub prompt_cache: Option<PromptCacheConfig>,
     /// Prompt-lookup speculative decoding (`--speculative`).
     pub speculative: Speculative,
+    /// Where measured prefill rates are kept across processes
+    /// (`.agent/cache/prefill.json`; see `prefill_rate`).
+    pub prefill_rates: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -100,6 +105,7 @@ impl EngineConfig {
             think_budget: None,
             prompt_cache: None,
             speculative: Speculative::Auto,
+            prefill_rates: None,
         }
     }
 
@@ -234,6 +240,10 @@ pub struct LlamaEngine {
     draft: Vec<LlamaToken>,
     drafted: usize,
     policy: speculative::Policy,
+    /// Prefill throughput: the file it is kept in, and the latest smoothed
+    /// value (from the file at load, then from this process's prefills).
+    rates: Option<RateBook>,
+    measured_rate: Option<f64>,
 }
 
 impl Drop for LlamaEngine {
@@ -356,6 +366,29 @@ impl LlamaEngine {
                 }
             }
         });
+        let rates = config.prefill_rates.as_ref().and_then(|file| {
+            let device = plan.device.as_ref().filter(|_| on_gpu).map(|d| &d.name);
+            let placement = match device {
+                Some(name) => format!(
+                    "{}/{} layers on {name}, {threads} threads",
+                    plan.gpu_layers, plan.model_layers
+                ),
+                None => format!("CPU, {threads} threads"),
+            };
+            let context = format!(
+                "prefill gpu_layers={} device={device:?} threads={threads} batch={n_batch}",
+                plan.gpu_layers
+            );
+            let key = prompt_cache::key(path, &context).ok()?;
+            let model = path.file_name()?.to_string_lossy().into_owned();
+            Some(RateBook::new(
+                file,
+                prompt_cache::hex(&key),
+                model,
+                placement,
+            ))
+        });
+        let measured_rate = rates.as_ref().and_then(RateBook::read);
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),
             model,
@@ -376,6 +409,8 @@ impl LlamaEngine {
             draft: Vec::new(),
             drafted: 0,
             policy: speculative::Policy::default(),
+            rates,
+            measured_rate,
         })
     }
 
@@ -552,6 +587,25 @@ impl Provider for LlamaEngine {
         true
     }
 
+    fn prefill_rate(&self) -> Option<PrefillRate> {
+        let (tokens_per_s, source) = match self.measured_rate {
+            Some(rate) => (rate, RateSource::Measured),
+            None => (
+                prefill_rate::estimate(
+                    self.model.n_params(),
+                    self.threads,
+                    self.plan.gpu_layers,
+                    self.plan.model_layers,
+                ),
+                RateSource::Estimated,
+            ),
+        };
+        Some(PrefillRate {
+            tokens_per_s,
+            source,
+        })
+    }
+
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
         Ok(self
             .model
@@ -712,6 +766,7 @@ impl LlamaEngine {
         result: &mut Completion,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Option<i32>, LlmError> {
+        let started = Instant::now();
         let mut batch = LlamaBatch::new(self.n_batch, 1);
         let mut done = 0;
         for chunk in suffix.chunks(self.n_batch) {
@@ -733,6 +788,13 @@ impl LlamaEngine {
             {
                 return Ok(None);
             }
+        }
+        if let Some(rate) = self
+            .rates
+            .as_ref()
+            .and_then(|book| book.record(done, started.elapsed().as_secs_f64()))
+        {
+            self.measured_rate = Some(rate);
         }
         Ok(Some(batch.n_tokens() - 1))
     }

@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod gguf;
 pub mod offload;
+pub mod prefill_rate;
 pub mod prompt_cache;
 pub mod speculative;
 

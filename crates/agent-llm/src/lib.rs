@@ -39,6 +39,23 @@ pub struct Placement {
     pub summary: String,
 }
 
+/// How fast the model reads a prompt (prefill), and how that is known:
+/// the first prompt is sized from it (a slow CPU gets a leaner one).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PrefillRate {
+    pub tokens_per_s: f64,
+    pub source: RateSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateSource {
+    /// Timed on real prefills of this model, placement and thread count.
+    Measured,
+    /// Not timed yet: worked out from the model's size and placement.
+    Estimated,
+}
+
 /// How the next token is picked.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
@@ -342,6 +359,11 @@ pub trait Provider: Send {
     fn context_size(&self) -> usize;
     /// Where the model runs (in-process engines only).
     fn placement(&self) -> Option<Placement> {
+        None
+    }
+    /// How fast the model prefills prompts (None: not known, as for a
+    /// remote server).
+    fn prefill_rate(&self) -> Option<PrefillRate> {
         None
     }
     /// The chat template prompts are rendered with, where the provider

@@ -408,7 +408,7 @@ impl LlamaEngine {
             disk_entry: None,
             draft: Vec::new(),
             drafted: 0,
-            policy: speculative::Policy::default(),
+            policy: speculative::Policy::new(on_gpu),
             rates,
             measured_rate,
         })
@@ -997,7 +997,6 @@ impl LlamaEngine {
         } else {
             Vec::new()
         };
-        let started = Instant::now();
         let mut batch = LlamaBatch::new(1 + draft.len(), 1);
         for (i, &t) in std::iter::once(&token).chain(&draft).enumerate() {
             batch
@@ -1005,8 +1004,6 @@ impl LlamaEngine {
                 .map_err(|e| LlmError::Backend(e.to_string()))?;
         }
         self.decode(&mut batch)?;
-        self.policy
-            .decoded(batch.n_tokens() as usize, ms_since(started));
         self.cached.push(token);
         result.draft_tokens += draft.len();
         self.drafted = draft.len();

@@ -403,8 +403,10 @@ pub struct ModelArgs {
     )]
     pub prompt_cache_mb: u64,
     /// Speculative decoding by prompt lookup (greedy decoding): copied text (edits, quotes)
-    /// is confirmed several tokens per step. auto drafts where it pays on this machine,
-    /// on always drafts.
+    /// is confirmed several tokens per step. auto drafts while the model confirms enough
+    /// of its drafts (the same answer every run), on always drafts. On one thread the
+    /// answer is plain decoding's bit for bit; on more, llama.cpp rounds a lone token
+    /// and a batch differently past 512 cached tokens, so a near-tie may flip.
     #[arg(long, value_name = "auto|on|off", default_value = "auto")]
     pub speculative: Speculation,
 }

@@ -861,24 +861,14 @@ fn the_terminal_shows_read_only_access_and_a_stats_line() {
 
 /// `agent chat --script` with `input` on stdin; returns stderr.
 fn chat(dir: &Path, script: &Path, extra: &[&str], input: &str) -> String {
-    use std::io::Write;
-    let mut child = common::agent_bin()
-        .current_dir(dir)
-        .args(["chat", "--mode", "yolo", "--script"])
-        .arg(script)
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::output_with_input(
+        common::agent_bin()
+            .current_dir(dir)
+            .args(["chat", "--mode", "yolo", "--script"])
+            .arg(script)
+            .args(extra),
+        input.as_bytes(),
+    );
     common::assert_success(&out);
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

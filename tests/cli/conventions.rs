@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::agent::{agent_in, json_of, repo, write_script};
 use crate::common;
@@ -89,22 +89,14 @@ fn chat_expands_a_command_and_names_a_missing_one() {
             r#"{"thought": "done", "tool": "finish", "args": {"answer": "calc.py line 3: return a + b is correct."}}"#
         ]),
     );
-    let mut child = common::agent_bin()
-        .current_dir(root)
-        .env("XDG_CONFIG_HOME", root.join(".git/test-config"))
-        .args(["chat", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(
-        &mut child.stdin.take().unwrap(),
+    let out = common::output_with_input(
+        common::agent_bin()
+            .current_dir(root)
+            .env("XDG_CONFIG_HOME", root.join(".git/test-config"))
+            .args(["chat", "--mode", "yolo", "--script"])
+            .arg(&script),
         b"/help\n/review calc.py\n/missing\n/exit\n",
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    );
     common::assert_success(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -316,22 +308,14 @@ fn chat_compact_shows_the_summary_and_nothing_to_compact_says_so() {
             r#"{"goal": "Find where alpha_001 is defined", "decisions": [], "files": [{"path": "alpha.py", "why": "defines alpha_001"}], "open_questions": [], "next_step": "none"}"#
         ]),
     );
-    let mut child = common::agent_bin()
-        .current_dir(root)
-        .env("XDG_CONFIG_HOME", root.join(".git/test-config"))
-        .args(["chat", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(
-        &mut child.stdin.take().unwrap(),
+    let out = common::output_with_input(
+        common::agent_bin()
+            .current_dir(root)
+            .env("XDG_CONFIG_HOME", root.join(".git/test-config"))
+            .args(["chat", "--mode", "yolo", "--script"])
+            .arg(&script),
         b"/compact\nWhich file defines alpha_001?\n/compact the alpha file\n/exit\n",
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    );
     common::assert_success(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nothing to compact yet"), "{err}");

@@ -19,19 +19,24 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
-fn ask(dir: &Path, extra: &[&str], question: &str) -> (Value, String) {
+/// `agent ask` about notes.txt: a short answer as JSON.
+fn ask_about_notes(dir: &Path) -> std::process::Command {
     common::tiny_model();
-    let out = agent_bin()
-        .current_dir(dir)
-        .args([
-            "ask",
-            "--no-tools",
-            "--json",
-            "--max-tokens",
-            "8",
-            "-f",
-            "notes.txt",
-        ])
+    let mut cmd = agent_bin();
+    cmd.current_dir(dir).args([
+        "ask",
+        "--no-tools",
+        "--json",
+        "--max-tokens",
+        "8",
+        "-f",
+        "notes.txt",
+    ]);
+    cmd
+}
+
+fn ask(dir: &Path, extra: &[&str], question: &str) -> (Value, String) {
+    let out = ask_about_notes(dir)
         .args(extra)
         .arg(question)
         .output()
@@ -118,19 +123,8 @@ fn an_entry_of_another_context_size_or_a_damaged_file_is_removed() {
 #[test]
 fn two_processes_at_once_leave_a_valid_cache() {
     let dir = workspace();
-    common::tiny_model();
     let spawn = |question: &str| {
-        agent_bin()
-            .current_dir(dir.path())
-            .args([
-                "ask",
-                "--no-tools",
-                "--json",
-                "--max-tokens",
-                "8",
-                "-f",
-                "notes.txt",
-            ])
+        ask_about_notes(dir.path())
             .arg(question)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -181,25 +175,15 @@ fn speculation_is_reported_and_can_be_turned_off() {
 /// `agent chat` on the real model in `dir` with `input` on stdin (`-v`);
 /// returns stderr.
 fn chat(dir: &Path, extra: &[&str], input: &str) -> String {
-    use std::io::Write;
     common::tiny_model();
-    let mut child = agent_bin()
-        .current_dir(dir)
-        .args(["chat", "-v", "--mode", "yolo", "--max-steps", "2"])
-        .args(["--max-tokens", "48", "--speculative", "on"])
-        .args(extra)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::output_with_input(
+        agent_bin()
+            .current_dir(dir)
+            .args(["chat", "-v", "--mode", "yolo", "--max-steps", "2"])
+            .args(["--max-tokens", "48", "--speculative", "on"])
+            .args(extra),
+        input.as_bytes(),
+    );
     common::assert_success(&out);
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

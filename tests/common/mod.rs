@@ -28,3 +28,18 @@ pub fn assert_success(out: &std::process::Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `cmd` with `input` on its stdin (then closed), capturing stdout
+/// and stderr.
+pub fn output_with_input(cmd: &mut std::process::Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}

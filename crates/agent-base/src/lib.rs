@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod cancel;
+pub mod files;
 pub mod models;
 pub mod paths;
 pub mod term;

@@ -115,16 +115,8 @@ fn read_all(path: &Path) -> BTreeMap<String, Rate> {
 }
 
 fn write_atomically(path: &Path, all: &BTreeMap<String, Rate>) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
-    }
-    let temp = path.with_extension(format!("tmp{}", std::process::id()));
     let text = serde_json::to_string_pretty(all).map_err(io::Error::other)?;
-    let written = fs::write(&temp, text).and_then(|_| fs::rename(&temp, path));
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written
+    agent_base::files::atomic_write(path, text.as_bytes(), None)
 }
 
 /// A prefill rate worked out from the model's size and placement, before

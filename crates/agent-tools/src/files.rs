@@ -33,6 +33,6 @@ impl FileAccess for Disk {
     }
 
     fn write(&self, path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
-        crate::change::atomic_write(path, bytes, mode)
+        agent_base::files::atomic_write(path, bytes, mode)
     }
 }

@@ -354,40 +354,54 @@ impl LlamaEngine {
             }
         };
         tracing::info!("model placed: {}", plan.summary());
-        let disk = config.prompt_cache.as_ref().and_then(|cache| {
-            // Everything that shapes the saved state: the context's size and
-            // where its KV cache lives.
-            let context = format!("n_ctx={n_ctx} offload_kqv={on_gpu} seq=0");
-            match prompt_cache::key(path, &context) {
-                Ok(key) => Some(PromptCache::new(cache, key)),
-                Err(e) => {
-                    tracing::warn!("prompt cache off: cannot read {} ({e})", path.display());
-                    None
-                }
-            }
-        });
-        let rates = config.prefill_rates.as_ref().and_then(|file| {
-            let device = plan.device.as_ref().filter(|_| on_gpu).map(|d| &d.name);
-            let placement = match device {
-                Some(name) => format!(
-                    "{}/{} layers on {name}, {threads} threads",
-                    plan.gpu_layers, plan.model_layers
-                ),
-                None => format!("CPU, {threads} threads"),
-            };
-            let context = format!(
-                "prefill gpu_layers={} device={device:?} threads={threads} batch={n_batch}",
-                plan.gpu_layers
-            );
-            let key = prompt_cache::key(path, &context).ok()?;
-            let model = path.file_name()?.to_string_lossy().into_owned();
-            Some(RateBook::new(
-                file,
-                prompt_cache::hex(&key),
-                model,
-                placement,
-            ))
-        });
+        let model_file = if config.prompt_cache.is_some() || config.prefill_rates.is_some() {
+            prompt_cache::ModelFile::read(path)
+                .map_err(|e| {
+                    tracing::warn!(
+                        "prompt cache and prefill rates off: cannot read {} ({e})",
+                        path.display()
+                    )
+                })
+                .ok()
+        } else {
+            None
+        };
+        let disk = config
+            .prompt_cache
+            .as_ref()
+            .zip(model_file.as_ref())
+            .map(|(cache, file)| {
+                // Everything that shapes the saved state: the context's size and
+                // where its KV cache lives.
+                let context = format!("n_ctx={n_ctx} offload_kqv={on_gpu} seq=0");
+                PromptCache::new(cache, file.key(&context))
+            });
+        let rates = config
+            .prefill_rates
+            .as_ref()
+            .zip(model_file.as_ref())
+            .and_then(|(rates_file, model_file)| {
+                let device = plan.device.as_ref().filter(|_| on_gpu).map(|d| &d.name);
+                let placement = match device {
+                    Some(name) => format!(
+                        "{}/{} layers on {name}, {threads} threads",
+                        plan.gpu_layers, plan.model_layers
+                    ),
+                    None => format!("CPU, {threads} threads"),
+                };
+                let context = format!(
+                    "prefill gpu_layers={} device={device:?} threads={threads} batch={n_batch}",
+                    plan.gpu_layers
+                );
+                let key = model_file.key(&context);
+                let model = path.file_name()?.to_string_lossy().into_owned();
+                Some(RateBook::new(
+                    rates_file,
+                    prompt_cache::hex(&key),
+                    model,
+                    placement,
+                ))
+            });
         let measured_rate = rates.as_ref().and_then(RateBook::read);
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),

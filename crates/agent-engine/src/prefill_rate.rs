@@ -4,7 +4,7 @@
 //!
 //! One entry per model file, placement (GPU layers, device), thread count
 //! and batch size: the key is the prompt cache's model identity
-//! ([`crate::prompt_cache::key`]) over those. A prefill of fewer than
+//! ([`crate::prompt_cache::ModelFile::key`]) over those. A prefill of fewer than
 //! [`MIN_TOKENS`] tokens is not timed (fixed costs dominate it); the rest
 //! update a smoothed rate. The file is rewritten atomically (a temporary
 //! file, then a rename); two processes at once lose a sample at worst.

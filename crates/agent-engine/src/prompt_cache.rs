@@ -47,26 +47,44 @@ pub struct Entry {
     pub tokens: Vec<i32>,
 }
 
-/// Identifies what a saved state is valid for: the model file (size, mtime
-/// and its first MiB: the GGUF header), the engine build and the context
-/// parameters in `context` (anything that changes the state's layout).
-pub fn key(model: &Path, context: &str) -> io::Result<[u8; 32]> {
-    let meta = fs::metadata(model)?;
-    let mtime = meta
-        .modified()?
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let mut head = Vec::with_capacity(1 << 20);
-    File::open(model)?.take(1 << 20).read_to_end(&mut head)?;
-    let mut h = Sha256::new();
-    h.update(MAGIC);
-    h.update(meta.len().to_le_bytes());
-    h.update(mtime.as_nanos().to_le_bytes());
-    h.update(Sha256::digest(&head));
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    h.update(crate::engine::system_info().as_bytes());
-    h.update(context.as_bytes());
-    Ok(h.finalize().into())
+/// The model file as keys know it: size, mtime and a digest of its first
+/// MiB (the GGUF header). Read once per engine, for every key made from it.
+pub struct ModelFile {
+    len: u64,
+    mtime: std::time::Duration,
+    head: [u8; 32],
+}
+
+impl ModelFile {
+    pub fn read(model: &Path) -> io::Result<Self> {
+        let meta = fs::metadata(model)?;
+        let mtime = meta
+            .modified()?
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut head = Vec::with_capacity(1 << 20);
+        File::open(model)?.take(1 << 20).read_to_end(&mut head)?;
+        Ok(Self {
+            len: meta.len(),
+            mtime,
+            head: Sha256::digest(&head).into(),
+        })
+    }
+
+    /// Identifies what a saved state is valid for: this model file, the
+    /// engine build and the context parameters in `context` (anything that
+    /// changes the state's layout).
+    pub fn key(&self, context: &str) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(MAGIC);
+        h.update(self.len.to_le_bytes());
+        h.update(self.mtime.as_nanos().to_le_bytes());
+        h.update(self.head);
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(crate::engine::system_info().as_bytes());
+        h.update(context.as_bytes());
+        h.finalize().into()
+    }
 }
 
 impl PromptCache {

@@ -52,6 +52,50 @@ pub fn config_dir() -> Option<PathBuf> {
         .map(|d| d.join("agent"))
 }
 
+/// The root of what the agent keeps per user and machine (indexes, sessions,
+/// logs, prompt cache, checkpoints): `$XDG_STATE_HOME/agent`, else
+/// `~/.local/state/agent`. Outside every workspace, so no command the agent
+/// runs can write it (the sandbox writes only the workspace and a temp dir)
+/// and no repository ships it.
+pub fn state_root() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .map(|d| d.join("agent"))
+}
+
+/// The agent's own state for one workspace: `state_root()/workspaces/KEY`,
+/// where KEY is the folder's name and a hash of its canonical path (two
+/// clones named alike never share a folder). Without a home, `.agent/state`
+/// inside the workspace, as a last resort.
+pub fn state_dir(workspace: &std::path::Path) -> PathBuf {
+    match state_root() {
+        Some(root) => root.join("workspaces").join(workspace_key(workspace)),
+        None => workspace.join(".agent").join("state"),
+    }
+}
+
+/// A folder name for `workspace`: its base name (letters, digits, `-_.`
+/// only) and 16 hex digits of the sha256 of its canonical path.
+pub fn workspace_key(workspace: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let canonical = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    let name: String = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .take(40)
+        .collect();
+    let hash = hex::encode(Sha256::digest(canonical.as_os_str().as_bytes()));
+    format!("{name}-{}", &hash[..16])
+}
+
 /// Keeps the agent's state folder (`.agent/`) out of the user's `git status`:
 /// a `.gitignore` of `*` inside it, written once (a user's own is kept).
 pub fn ignore_state_dir(state_dir: &std::path::Path) {

@@ -1,9 +1,12 @@
 //! The date templates print (`strftime_now`), from a clock the caller can
-//! replace so renderings are reproducible. No time-zone database: the caller
-//! that wants local time passes its UTC offset.
+//! replace so renderings are reproducible. The calendar and the formatting
+//! are chrono's. No time-zone database: the caller that wants local time
+//! passes its UTC offset.
 
+use std::fmt::Write;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 
 /// A moment as a calendar and a wall clock show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,30 +34,6 @@ pub fn fixed_clock(at: DateTime) -> Clock {
     Arc::new(move || at)
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];
-
 impl DateTime {
     pub fn new(year: i32, month: u32, day: u32, hour: u32, minute: u32, second: u32) -> Self {
         Self {
@@ -69,35 +48,54 @@ impl DateTime {
 
     /// The calendar time `unix_seconds` after the epoch, shifted by `utc_offset_seconds`.
     pub fn from_unix(unix_seconds: i64, utc_offset_seconds: i32) -> Self {
-        let local = unix_seconds + i64::from(utc_offset_seconds);
-        let days = local.div_euclid(86_400);
-        let secs = local.rem_euclid(86_400) as u32;
-        let (year, month, day) = civil_from_days(days);
-        Self::new(year, month, day, secs / 3600, secs / 60 % 60, secs % 60)
+        let local = unix_seconds.saturating_add(i64::from(utc_offset_seconds));
+        let at = chrono::DateTime::from_timestamp(local, 0).unwrap_or_default();
+        Self::from_chrono(at.naive_utc())
     }
 
     pub fn now_utc() -> Self {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
-        Self::from_unix(secs, 0)
+        Self::from_chrono(chrono::Utc::now().naive_utc())
+    }
+
+    fn from_chrono(at: NaiveDateTime) -> Self {
+        Self::new(
+            at.year(),
+            at.month(),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second(),
+        )
+    }
+
+    /// This moment for chrono; `None` for a date no calendar has (month 13).
+    fn to_chrono(self) -> Option<NaiveDateTime> {
+        NaiveDate::from_ymd_opt(self.year, self.month, self.day)?.and_hms_opt(
+            self.hour,
+            self.minute,
+            self.second,
+        )
     }
 
     /// 0 = Monday … 6 = Sunday.
     pub fn weekday(&self) -> usize {
-        // 1970-01-01 was a Thursday (3).
-        (days_from_civil(self.year, self.month, self.day) + 3).rem_euclid(7) as usize
+        self.to_chrono()
+            .map_or(0, |at| at.weekday().num_days_from_monday() as usize)
     }
 
     /// Day of the year, 1..=366.
     pub fn ordinal(&self) -> i64 {
-        days_from_civil(self.year, self.month, self.day) - days_from_civil(self.year, 1, 1) + 1
+        self.to_chrono().map_or(0, |at| i64::from(at.ordinal()))
     }
 
     /// C's `strftime` in the C locale, for the common directives (`%Y %m %d
-    /// %H %M %S %y %b %B %a %A %j %p %I %e %F %T %%`); others pass through.
+    /// %H %M %S %y %b %h %B %a %A %j %p %I %e %F %T %%`), formatted by
+    /// chrono; other directives, and every directive of a date no calendar
+    /// has, pass through as written.
     pub fn strftime(&self, format: &str) -> String {
+        let Some(at) = self.to_chrono() else {
+            return format.to_string();
+        };
         let mut out = String::new();
         let mut chars = format.chars();
         while let Some(c) = chars.next() {
@@ -105,27 +103,11 @@ impl DateTime {
                 out.push(c);
                 continue;
             }
-            let month = MONTHS[(self.month as usize).clamp(1, 12) - 1];
-            let weekday = WEEKDAYS[self.weekday()];
             match chars.next() {
-                Some('Y') => out.push_str(&self.year.to_string()),
-                Some('y') => out.push_str(&format!("{:02}", self.year.rem_euclid(100))),
-                Some('m') => out.push_str(&format!("{:02}", self.month)),
-                Some('d') => out.push_str(&format!("{:02}", self.day)),
-                Some('e') => out.push_str(&format!("{:2}", self.day)),
-                Some('H') => out.push_str(&format!("{:02}", self.hour)),
-                Some('I') => out.push_str(&format!("{:02}", (self.hour + 11) % 12 + 1)),
-                Some('p') => out.push_str(if self.hour < 12 { "AM" } else { "PM" }),
-                Some('M') => out.push_str(&format!("{:02}", self.minute)),
-                Some('S') => out.push_str(&format!("{:02}", self.second)),
-                Some('j') => out.push_str(&format!("{:03}", self.ordinal())),
-                Some('b') | Some('h') => out.push_str(&month[..3]),
-                Some('B') => out.push_str(month),
-                Some('a') => out.push_str(&weekday[..3]),
-                Some('A') => out.push_str(weekday),
-                Some('F') => out.push_str(&self.strftime("%Y-%m-%d")),
-                Some('T') => out.push_str(&self.strftime("%H:%M:%S")),
-                Some('%') => out.push('%'),
+                Some(d) if DIRECTIVES.contains(d) => {
+                    // One directive chrono knows: formatting cannot fail.
+                    let _ = write!(out, "{}", at.format(&format!("%{d}")));
+                }
                 Some(other) => {
                     out.push('%');
                     out.push(other);
@@ -137,30 +119,9 @@ impl DateTime {
     }
 }
 
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian
-/// (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i32, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year as i32, month, day)
-}
-
-fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
-    let y = i64::from(year) - i64::from(month <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+/// The directives [`DateTime::strftime`] formats: those C's locale and
+/// chrono spell alike.
+const DIRECTIVES: &str = "YymdeHIpMSjbhBaAFT%";
 
 #[cfg(test)]
 mod tests {
@@ -192,5 +153,59 @@ mod tests {
             t.strftime("%a %A %j %I%p %e %F %T %% %q"),
             "Tue Tuesday 063 03PM  4 2025-03-04 15:06:07 % %q"
         );
+    }
+
+    /// The outputs of the hand-written calendar this module had before
+    /// chrono, for dates around the edges it handled (leap days, centuries,
+    /// before the epoch, negative offsets).
+    #[test]
+    fn chrono_gives_the_hand_written_calendars_outputs() {
+        let cases = [
+            (
+                0,
+                0,
+                "1970-01-01 00:00:00 Thu Thursday 001 12AM  1 Jan January 70",
+            ),
+            (
+                -1,
+                0,
+                "1969-12-31 23:59:59 Wed Wednesday 365 11PM 31 Dec December 69",
+            ),
+            (
+                951_782_400,
+                0,
+                "2000-02-29 00:00:00 Tue Tuesday 060 12AM 29 Feb February 00",
+            ),
+            (
+                4_107_456_000,
+                0,
+                "2100-02-28 00:00:00 Sun Sunday 059 12AM 28 Feb February 00",
+            ),
+            (
+                1_741_944_413,
+                19_800,
+                "2025-03-14 14:56:53 Fri Friday 073 02PM 14 Mar March 25",
+            ),
+            (
+                1_735_689_599,
+                -3_600,
+                "2024-12-31 22:59:59 Tue Tuesday 366 10PM 31 Dec December 24",
+            ),
+            (
+                -2_208_988_800,
+                0,
+                "1900-01-01 00:00:00 Mon Monday 001 12AM  1 Jan January 00",
+            ),
+        ];
+        for (unix, offset, want) in cases {
+            let t = DateTime::from_unix(unix, offset);
+            assert_eq!(
+                t.strftime("%F %T %a %A %j %I%p %e %b %B %y"),
+                want,
+                "{unix}"
+            );
+        }
+        assert_eq!(DateTime::new(2025, 3, 4, 0, 0, 0).strftime("100%"), "100%");
+        assert_eq!(DateTime::new(2025, 13, 4, 0, 0, 0).strftime("%Y"), "%Y");
     }
 }

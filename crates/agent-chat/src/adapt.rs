@@ -508,24 +508,51 @@ pub fn nine_char_id(id: &str) -> String {
 /// ending with how this family writes a call.
 pub fn describe_tools(tools: &[ToolSpec], family: Family) -> String {
     let mut out = String::from("# Tools\n\nYou can call these tools:\n");
-    for tool in tools {
-        out.push_str(&format!(
-            "- {}: {}\n  arguments: {}\n",
-            tool.name,
-            tool.description,
-            arguments_signature(&tool.parameters)
-        ));
-    }
+    out.push_str(&tool_list(tools, Arguments::NATIVE));
     let example = ToolCall::new("abcDEF123", "tool_name", json!({"argument_name": "value"}));
     out.push_str("\nTo call a tool, write:\n");
     out.push_str(&family.format_calls(&[example]));
     out
 }
 
-/// `{"path": string, "start_line"?: integer}`: the arguments in the order
-/// the schema lists them (its map keeps the order it was written in), the
-/// order the call grammar asks for (see [`crate::grammar::schema_expr`]).
-fn arguments_signature(schema: &Json) -> String {
+/// How a call format names a call's arguments and in which order its
+/// grammar asks for them: what [`tool_list`] shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arguments {
+    /// The key the call writes its arguments under.
+    pub key: &'static str,
+    /// Required arguments first (in the `required` list's order), then the
+    /// optional ones; otherwise the order the schema lists them.
+    pub required_first: bool,
+}
+
+impl Arguments {
+    /// Native calls: `arguments`, in the schema's order (see
+    /// [`crate::grammar::schema_expr`]).
+    pub const NATIVE: Self = Self {
+        key: "arguments",
+        required_first: false,
+    };
+}
+
+/// One entry per tool: `- NAME: DESCRIPTION` and, indented below it, its
+/// arguments as `{"path": string, "start_line"?: integer}` (compact for a
+/// small context; `?` marks an optional one).
+pub fn tool_list(tools: &[ToolSpec], arguments: Arguments) -> String {
+    let mut out = String::new();
+    for tool in tools {
+        out.push_str(&format!(
+            "- {}: {}\n  {}: {}\n",
+            tool.name,
+            tool.description,
+            arguments.key,
+            arguments_signature(&tool.parameters, arguments.required_first)
+        ));
+    }
+    out
+}
+
+fn arguments_signature(schema: &Json, required_first: bool) -> String {
     let empty = Map::new();
     let props = schema
         .get("properties")
@@ -537,10 +564,14 @@ fn arguments_signature(schema: &Json) -> String {
         .map(|r| r.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
     let is_required = |name: &str| required.contains(&name);
-    let parts: Vec<String> = props
-        .iter()
-        .map(|(name, prop)| {
-            let ty = match prop.get("type") {
+    let mut names: Vec<&String> = props.keys().collect();
+    if required_first {
+        names.sort_by_key(|n| required.iter().position(|r| r == n).unwrap_or(usize::MAX));
+    }
+    let parts: Vec<String> = names
+        .into_iter()
+        .map(|name| {
+            let ty = match props[name].get("type") {
                 Some(Json::String(t)) => t.clone(),
                 Some(Json::Array(ts)) => ts
                     .iter()

@@ -24,6 +24,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use agent_chat::grammar::literal as gbnf_literal;
 use agent_llm::Grammar;
 use agent_tools::ToolSpec;
 
@@ -172,21 +173,6 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).expect("a string always serializes")
 }
 
-/// `text` as a GBNF string literal.
-fn gbnf_literal(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// Why a model turn is not a usable call; shown to the model so it can retry.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
@@ -299,42 +285,21 @@ fn first_object(text: &str) -> Option<&str> {
     None
 }
 
-/// The tool list for the system prompt: name, description, argument schema.
+/// The tool list for the system prompt: name, description, argument schema
+/// (in the order [`call_grammar`] asks for them, under the call's `args`).
 pub fn describe_tools(tools: &[ToolSpec]) -> String {
-    let mut out = String::new();
-    for t in tools {
-        out.push_str(&format!(
-            "- {}: {}\n  args: {}\n",
-            t.name,
-            t.description,
-            args_signature(&t.parameters)
-        ));
-    }
-    out
+    let specs: Vec<_> = tools
+        .iter()
+        .map(|t| agent_llm::ToolSpec::new(t.name, t.description, t.parameters.clone()))
+        .collect();
+    agent_chat::adapt::tool_list(&specs, JSON_ARGUMENTS)
 }
 
-/// `{"path": string, "start_line"?: integer}`: compact for a small context.
-fn args_signature(schema: &Value) -> String {
-    let (props, required) = properties(schema);
-    let mut names: Vec<&String> = props.keys().collect();
-    names.sort_by_key(|n| required.iter().position(|r| r == n).unwrap_or(usize::MAX));
-    let parts: Vec<String> = names
-        .iter()
-        .map(|n| {
-            let ty = props[*n]
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("string");
-            let opt = if required.contains(&n.as_str()) {
-                ""
-            } else {
-                "?"
-            };
-            format!("\"{n}\"{opt}: {ty}")
-        })
-        .collect();
-    format!("{{{}}}", parts.join(", "))
-}
+/// This format's calls write their arguments under `args`, required ones first.
+const JSON_ARGUMENTS: agent_chat::adapt::Arguments = agent_chat::adapt::Arguments {
+    key: "args",
+    required_first: true,
+};
 
 /// A cut-off answer made presentable: a degenerate loop ("It is X. It is
 /// X. It is X.") is cut at its first repeat, and the cut is marked.
@@ -482,6 +447,24 @@ mod tests {
         );
         assert!(p < o && o < n && n < r, "{text}");
         assert!(text.contains("call ::= call0"), "{text}");
+    }
+
+    /// GBNF literals have one home (agent-chat's grammar, which the native
+    /// call grammars use too); this module's own copy once left `\t` and
+    /// `\r` raw.
+    #[test]
+    fn tabs_and_returns_in_a_tool_build_the_grammar_agent_chat_writes() {
+        let g = call_grammar(&[spec(
+            "tab\tand\rreturn",
+            json!({"type": "object",
+                   "properties": {"mode": {"enum": ["a\tb"]}},
+                   "required": ["mode"]}),
+        )])
+        .gbnf;
+        assert!(!g.contains('\t') && !g.contains('\r'), "{g}");
+        let name = agent_chat::grammar::literal(&json_string("tab\tand\rreturn"));
+        assert!(g.contains(&name), "{name} in {g}");
+        assert_eq!(gbnf_literal("a\tb\r"), r#""a\tb\r""#);
     }
 
     #[test]

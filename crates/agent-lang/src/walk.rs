@@ -13,10 +13,13 @@ use serde::Serialize;
 /// Default per-file size limit: larger files are almost never hand-written code.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 
-/// Folders never worth indexing even when no ignore file says so.
-const SKIPPED_DIRS: &[&str] = &[
-    ".git",
-    ".agent",
+/// Never indexed, listed, searched or written: the agent's state and git's.
+pub const HIDDEN_DIRS: &[&str] = &[".git", ".agent"];
+
+/// Folders of dependencies, caches, vendored code and build output, even
+/// where no ignore file says so: never indexed, and the agent's file tools
+/// (agent-tools' walker) show them but descend into them only when asked.
+pub const HEAVY_DIRS: &[&str] = &[
     ".hg",
     ".svn",
     "node_modules",
@@ -28,9 +31,13 @@ const SKIPPED_DIRS: &[&str] = &[
     ".tox",
     ".mypy_cache",
     ".pytest_cache",
+    ".ruff_cache",
     "target",
     "dist",
     "build",
+    ".gradle",
+    ".next",
+    ".cache",
 ];
 
 /// Lock files and other machine-written files, by name.
@@ -108,9 +115,13 @@ pub fn builder(root: &Path) -> ignore::WalkBuilder {
         .add_custom_ignore_filename(".agentignore")
         .filter_entry(|e| {
             !(e.file_type().is_some_and(|t| t.is_dir())
-                && SKIPPED_DIRS.contains(&e.file_name().to_string_lossy().as_ref()))
+                && is_skipped_dir(&e.file_name().to_string_lossy()))
         });
     b
+}
+
+fn is_skipped_dir(name: &str) -> bool {
+    HIDDEN_DIRS.contains(&name) || HEAVY_DIRS.contains(&name)
 }
 
 /// Every indexable file under `root`, sorted by relative path, plus the files

@@ -12,26 +12,10 @@ use super::change::{self, FileChange};
 use super::{sha256_hex, Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Folders shown by `list_dir` but never descended into by the tools
-/// (dependencies, caches, build output), unless asked for directly.
-pub const HEAVY_DIRS: &[&str] = &[
-    "node_modules",
-    "__pycache__",
-    ".venv",
-    "venv",
-    ".tox",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    "target",
-    ".hg",
-    ".svn",
-    ".gradle",
-    ".next",
-    ".cache",
-];
-
-/// Never listed, searched or written: the agent's state and git's.
-pub const HIDDEN_DIRS: &[&str] = &[".git", ".agent"];
+/// (dependencies, caches, build output), unless asked for directly; and
+/// those never listed, searched or written (the agent's state and git's).
+/// One list with the index's walk, which skips both.
+pub use agent_lang::walk::{HEAVY_DIRS, HIDDEN_DIRS};
 
 /// An `ignore` walker from `start` (a resolved path inside the workspace):
 /// .gitignore/.ignore/.agentignore honoured (also outside git), hidden files

@@ -1,7 +1,7 @@
 //! What every crate of the agent may use, and nothing else: cancellation
 //! ([`cancel`]), where files live ([`paths`]), the model manifest
-//! ([`models`]), the process's allocator ([`alloc`]) and how repository text
-//! reaches a terminal ([`term`]). It depends on no
+//! ([`models`]), the process's allocator ([`alloc`]), how repository text
+//! reaches a terminal ([`term`]) and token estimates ([`tokens`]). It depends on no
 //! other crate of the workspace.
 
 pub mod alloc;
@@ -10,3 +10,4 @@ pub mod files;
 pub mod models;
 pub mod paths;
 pub mod term;
+pub mod tokens;

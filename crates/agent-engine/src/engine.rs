@@ -649,17 +649,9 @@ impl Provider for LlamaEngine {
         messages: &[Message],
         tools: &[ToolSpec],
     ) -> Result<usize, LlmError> {
-        let request = CompletionRequest {
-            tools: tools.to_vec(),
-            ..CompletionRequest::new(messages.to_vec())
-        };
-        match self.format.try_render(&request) {
-            Ok(rendered) => Ok(self.tokenize_prompt(&rendered.text).len()),
-            // The template refuses it: the request itself will fall back.
-            Err(_) => messages
-                .iter()
-                .try_fold(0, |sum, m| Ok(sum + 4 + self.count_tokens(&m.content)?)),
-        }
+        self.format.count_prompt_tokens(messages, tools, &|text| {
+            Ok(self.tokenize_prompt(text).len())
+        })
     }
 
     /// Runs the request; when the GPU fails before any text was shown (a

@@ -328,6 +328,25 @@ impl ChatFormat {
         self.think = think;
     }
 
+    /// Tokens the conversation takes as this format renders it, counted by
+    /// `count`; where the template refuses it (the request will fall back),
+    /// [`crate::estimate_prompt_tokens`].
+    pub fn count_prompt_tokens(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        count: &dyn Fn(&str) -> Result<usize, crate::LlmError>,
+    ) -> Result<usize, crate::LlmError> {
+        let request = CompletionRequest {
+            tools: tools.to_vec(),
+            ..CompletionRequest::new(messages.to_vec())
+        };
+        match self.try_render(&request) {
+            Ok(rendered) => count(&rendered.text),
+            Err(_) => crate::estimate_prompt_tokens(messages, tools, count),
+        }
+    }
+
     /// The prompt for `request`, or why the template refused it (no fallback).
     pub fn try_render(&self, request: &CompletionRequest) -> Result<Rendered, TemplateError> {
         let thinking = self.thinking(request);

@@ -380,23 +380,15 @@ pub trait Provider: Send {
     /// tokenizer is remote).
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError>;
     /// Tokens the rendered conversation takes, its tools included. Providers
-    /// that render prompts themselves count exactly; the default estimates.
+    /// that render prompts themselves count exactly
+    /// ([`ChatFormat::count_prompt_tokens`]); the default estimates
+    /// ([`estimate_prompt_tokens`]).
     fn count_prompt_tokens(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
     ) -> Result<usize, LlmError> {
-        let tools = serde_json::to_string(tools).unwrap_or_default();
-        messages
-            .iter()
-            .try_fold(self.count_tokens(&tools)?, |sum, m| {
-                let calls = if m.tool_calls.is_empty() {
-                    0
-                } else {
-                    self.count_tokens(&serde_json::to_string(&m.tool_calls).unwrap_or_default())?
-                };
-                Ok(sum + 4 + calls + self.count_tokens(&m.content)?)
-            })
+        estimate_prompt_tokens(messages, tools, &|text| self.count_tokens(text))
     }
     /// Tokens the rendered conversation takes, without tools.
     fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
@@ -524,6 +516,26 @@ impl StopScanner {
         self.text.truncate(len);
         self.emitted = self.emitted.min(len);
     }
+}
+
+/// A conversation's tokens without its template: the tools' schemas, and
+/// each message's text and calls plus 4 for its markup, each counted by
+/// `count`. What a provider that does not render the prompt itself (or
+/// whose template refused the conversation) can say.
+pub fn estimate_prompt_tokens(
+    messages: &[Message],
+    tools: &[ToolSpec],
+    count: &dyn Fn(&str) -> Result<usize, LlmError>,
+) -> Result<usize, LlmError> {
+    let tools = serde_json::to_string(tools).unwrap_or_default();
+    messages.iter().try_fold(count(&tools)?, |sum, m| {
+        let calls = if m.tool_calls.is_empty() {
+            0
+        } else {
+            count(&serde_json::to_string(&m.tool_calls).unwrap_or_default())?
+        };
+        Ok(sum + 4 + calls + count(&m.content)?)
+    })
 }
 
 #[cfg(test)]

@@ -208,11 +208,8 @@ impl ScriptedProvider {
     }
 }
 
-/// Rough count for providers without a local tokenizer: about four
-/// characters per token for English and code.
-pub fn estimate_tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(4)
-}
+/// Rough count for providers without a local tokenizer.
+pub use agent_base::tokens::estimate_tokens;
 
 /// How a turn for `request` is shown while it streams.
 pub fn turn_kind(format: &ChatFormat, request: &CompletionRequest) -> TurnKind {
@@ -261,16 +258,8 @@ impl Provider for ScriptedProvider {
         messages: &[Message],
         tools: &[ToolSpec],
     ) -> Result<usize, LlmError> {
-        let request = CompletionRequest {
-            tools: tools.to_vec(),
-            ..CompletionRequest::new(messages.to_vec())
-        };
-        match self.format.try_render(&request) {
-            Ok(rendered) => Ok(self.count(&rendered.text)),
-            Err(_) => Ok(estimate_tokens(
-                &serde_json::to_string(&request.messages).unwrap_or_default(),
-            )),
-        }
+        self.format
+            .count_prompt_tokens(messages, tools, &|text| Ok(self.count(text)))
     }
 
     fn complete(

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
+use agent_base::tokens::estimate_tokens;
 use agent_index::{Index, SearchMode, SearchQuery, SearchResult};
 use agent_lang::walk::Lang;
 use agent_repomap::{default_cache_path, MapOptions, RepoMap, DEFAULT_TOKEN_BUDGET};
@@ -359,12 +360,6 @@ fn no_index_note(root: &Path) -> String {
          work without it.",
         root.display()
     )
-}
-
-/// The map's budget unit: about four characters per token (the caller's
-/// model and tokenizer are unknown).
-fn estimate_tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(4)
 }
 
 /// Parses a call's arguments, or says what was expected.

@@ -16,24 +16,31 @@ export AGENT_MODELS_DIR="${AGENT_MODELS_DIR:-$ROOT/models}"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
+# Installs Debian packages with apt-get, as root or through sudo.
+apt_install() {
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "error: need root or sudo to run: apt-get install -y $*" >&2; return 1; }
+        sudo="sudo"
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
 # Debian packages the build needs: cmake and clang (llama.cpp, bindgen),
-# libclang-dev (bindgen), protobuf-compiler (lance, for the index).
+# libclang-dev (bindgen), protobuf-compiler (lance, for the index), git (the
+# agent's own git, and its tests).
 ensure_build_deps() {
     local missing=()
     command -v cmake >/dev/null || missing+=(cmake)
     command -v clang >/dev/null || missing+=(clang)
     command -v protoc >/dev/null || missing+=(protobuf-compiler)
+    command -v git >/dev/null || missing+=(git)
     dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
     command -v cc >/dev/null || missing+=(build-essential)
     if ((${#missing[@]})); then
         log "installing build dependencies: ${missing[*]}"
-        local sudo=""
-        if [ "$(id -u)" -ne 0 ]; then
-            command -v sudo >/dev/null || { echo "error: need root or sudo to run: apt-get install -y ${missing[*]}" >&2; exit 1; }
-            sudo="sudo"
-        fi
-        $sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+        apt_install "${missing[@]}" || exit 1
     fi
     command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from rustup.rs (or your distribution) first" >&2; exit 1; }
 }
@@ -76,11 +83,16 @@ ensure_test_sdist() {
     export AGENT_TEST_SDIST="$file"
 }
 
-# Checkers the agent runs after edits (ruff, tsc), for the tests that use
-# them: under the cache folder, exported as AGENT_TEST_RUFF and
-# AGENT_TEST_NODE_MODULES. Without them those tests say they were skipped.
+# Checkers the agent runs after edits (ruff, tsc, go vet), for the tests
+# that use them: ruff and typescript under the cache folder, exported as
+# AGENT_TEST_RUFF and AGENT_TEST_NODE_MODULES; Go from apt (golang-go), on
+# PATH. Without them those tests say they were skipped.
 ensure_checkers() {
     local dir="${XDG_CACHE_HOME:-$HOME/.cache}/agent/checkers"
+    if ! command -v go >/dev/null && command -v apt-get >/dev/null; then
+        log "installing go (for the go vet test)"
+        apt_install golang-go || log "warning: could not install go; its test will be skipped"
+    fi
     if [ ! -x "$dir/venv/bin/ruff" ]; then
         log "installing ruff (for the diagnostics tests) into $dir/venv"
         { python3 -m venv "$dir/venv" && "$dir/venv/bin/pip" install -q 'ruff<1'; } >&2 ||

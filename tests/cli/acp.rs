@@ -80,8 +80,7 @@ fn text_of(step: &Value, kind: &str) -> String {
 #[test]
 fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again() {
     let Some(sdk) = acp_client() else {
-        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
-        return;
+        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let script = write_script(
@@ -375,8 +374,7 @@ fn a_malformed_line_gets_an_error_and_a_vanished_client_ends_the_agent_and_its_c
 #[test]
 fn a_cancel_stops_the_real_model_at_its_next_batch() {
     let Some(sdk) = acp_client() else {
-        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
-        return;
+        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let model = common::tiny_model();
@@ -419,12 +417,10 @@ fn a_cancel_stops_the_real_model_at_its_next_batch() {
 #[test]
 fn the_editors_mcp_servers_join_the_session() {
     let Some(sdk) = acp_client() else {
-        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
-        return;
+        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let Some(python) = mcp_python() else {
-        eprintln!("skipped: AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
-        return;
+        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
@@ -473,8 +469,7 @@ fn the_editors_mcp_servers_join_the_session() {
 #[test]
 fn an_editor_that_offers_its_files_shows_unsaved_buffers_and_receives_the_writes() {
     let Some(sdk) = acp_client() else {
-        eprintln!("skipped: AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
-        return;
+        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let root = dir.path().canonicalize().unwrap();

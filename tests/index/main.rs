@@ -1019,6 +1019,8 @@ fn a_crash_before_the_bm25_index_is_built_is_finished_by_the_next_run() {
 /// privilege to mount).
 struct SmallDisk(std::path::PathBuf);
 impl SmallDisk {
+    /// `None` where root's `mount` fails; a user who is not root cannot
+    /// mount at all, which [`skip_unless_root`] says first.
     fn mount(kib: usize) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap().keep();
         let ok = std::process::Command::new("mount")
@@ -1030,6 +1032,17 @@ impl SmallDisk {
         ok.then(|| Self(dir))
     }
 }
+/// Skips the test, as optional, for a user who is not root (CI runs as
+/// root, where a mount that fails is a broken set-up).
+macro_rules! skip_unless_root {
+    () => {
+        // SAFETY: geteuid reads the process's credentials and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            agent_base::skip!(optional: "mounting a tmpfs needs root, and this user is not");
+        }
+    };
+}
+
 impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
@@ -1040,9 +1053,9 @@ impl Drop for SmallDisk {
 #[test]
 fn a_full_disk_never_deletes_rows() {
     common::tiny_model();
+    skip_unless_root!();
     let Some(disk) = SmallDisk::mount(16 * 1024) else {
-        eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
-        return;
+        agent_base::skip!("root cannot mount a tmpfs here");
     };
     let root = disk.0.join("repo");
     let version = |op: &str| sensor_files(&root, op);
@@ -1094,9 +1107,9 @@ fn a_full_disk_never_deletes_rows() {
 #[test]
 fn a_failed_update_on_a_full_disk_leaves_the_last_index_searchable() {
     common::tiny_model();
+    skip_unless_root!();
     let Some(disk) = SmallDisk::mount(4 * 1024) else {
-        eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
-        return;
+        agent_base::skip!("root cannot mount a tmpfs here");
     };
     let root = disk.0.join("repo");
     for i in 0..20 {
@@ -1343,8 +1356,7 @@ It seems to work for me with this change and the output is what I would expect t
 #[test]
 fn a_server_embeds_an_index_its_searches_and_no_second_embedder() {
     let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
-        eprintln!("skipped: AGENT_TEST_LLAMA_SERVER is set by scripts/test");
-        return;
+        agent_base::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
     };
     // The default chat model's embeddings, on loopback.
     let args = [

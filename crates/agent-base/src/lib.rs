@@ -10,4 +10,6 @@ pub mod files;
 pub mod models;
 pub mod paths;
 pub mod term;
+#[doc(hidden)]
+pub mod testing;
 pub mod tokens;

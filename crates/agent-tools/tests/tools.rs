@@ -534,8 +534,7 @@ fn installed(program: &str) -> bool {
 #[test]
 fn cargo_check_after_an_edit_lists_the_errors_the_change_brought() {
     if !installed("cargo") {
-        eprintln!("skipped: no cargo");
-        return;
+        agent_base::skip!("no cargo");
     }
     // Yolo: where the kernel has no sandbox, cargo check (it runs build
     // scripts) runs unsandboxed only in yolo mode.
@@ -605,8 +604,7 @@ fn ruff_and_tsc_after_an_edit_list_what_a_parse_cannot_see() {
         std::env::var_os("AGENT_TEST_RUFF"),
         std::env::var_os("AGENT_TEST_NODE_MODULES"),
     ) else {
-        eprintln!("skipped: AGENT_TEST_RUFF and AGENT_TEST_NODE_MODULES are set by scripts/test");
-        return;
+        agent_base::skip!("AGENT_TEST_RUFF and AGENT_TEST_NODE_MODULES are set by scripts/test");
     };
     let mut h = Harness::new();
     // The project's own copies, where the checkers look first.
@@ -677,8 +675,7 @@ fn go_vet_after_an_edit_lists_the_errors_the_change_brought() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!("skipped: no go");
-        return;
+        agent_base::skip!("no go on PATH (scripts/test installs it)");
     }
     let mut h = Harness::with_mode(Mode::Yolo);
     h.policy.check_timeout_s = 120; // a cold build cache the first time
@@ -1489,8 +1486,7 @@ fn commands_cannot_change_the_agents_own_folder() {
 #[test]
 fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
     if agent_sandbox::landlock_abi().is_none() {
-        eprintln!("skipped: this kernel has no Landlock");
-        return;
+        agent_base::skip!("this kernel has no Landlock");
     }
     let mut h = Harness::with_mode(Mode::Yolo);
     let outside = tempfile::tempdir().unwrap();

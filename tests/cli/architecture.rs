@@ -103,7 +103,10 @@ fn the_crate_graph_keeps_the_documented_invariants() {
         assert!(ours(&g[leaf]).is_empty(), "{leaf}: {:?}", g[leaf]);
     }
     // The providers speak each model's language through agent-chat only.
-    assert_eq!(ours(&g["agent-llm"]), BTreeSet::from(["agent-chat"]));
+    assert_eq!(
+        ours(&g["agent-llm"]),
+        BTreeSet::from(["agent-base", "agent-chat"])
+    );
 
     // Tree-sitter's grammars belong to agent-lang.
     for (name, deps) in &g {
@@ -115,4 +118,342 @@ fn the_crate_graph_keeps_the_documented_invariants() {
             assert!(grammars.is_empty(), "{name} links grammars {grammars:?}");
         }
     }
+}
+
+/// The root of the repository (this package's manifest folder).
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// ARCHITECTURE.md without its fenced blocks (drawings, not names).
+fn document() -> String {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Every `code span` of the document.
+fn spans(doc: &str) -> BTreeSet<String> {
+    doc.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.contains('\n'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The crate table: each crate, in the table's order, with the crates its
+/// "uses" column names (short names: `base` is `agent-base`; the binary's
+/// "all of the above" is every crate before it).
+fn table(doc: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut rows: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in doc.lines().filter(|l| l.starts_with("| `agent")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // "", crate, job, API, uses, ""
+        assert_eq!(cells.len(), 6, "a crate row has four cells: {line}");
+        let name = cells[1]
+            .split('`')
+            .nth(1)
+            .expect("the crate's name in backticks")
+            .to_string();
+        let uses = match cells[4] {
+            "-" => BTreeSet::new(),
+            "all of the above" => rows.iter().map(|(n, _)| n.clone()).collect(),
+            list => list
+                .split(',')
+                .map(|short| format!("agent-{}", short.trim()))
+                .collect(),
+        };
+        rows.push((name, uses));
+    }
+    rows
+}
+
+#[test]
+fn the_crate_table_is_the_crate_graph() {
+    let g = graph();
+    let rows = table(&document());
+    let listed: BTreeSet<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    let crates: BTreeSet<&str> = g
+        .keys()
+        .map(String::as_str)
+        .filter(|n| *n == "agent" || n.starts_with("agent-"))
+        .collect();
+    assert_eq!(
+        listed, crates,
+        "the table lists every crate of the workspace"
+    );
+    for (i, (name, uses)) in rows.iter().enumerate() {
+        let deps: BTreeSet<String> = ours(&g[name]).into_iter().map(String::from).collect();
+        let missing: Vec<_> = deps.difference(uses).collect();
+        let extra: Vec<_> = uses.difference(&deps).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{name}'s \"uses\" column: missing {missing:?}, not in its manifest {extra:?}"
+        );
+        // Bottom-up: what a crate uses stands above it.
+        let above: BTreeSet<&String> = rows[..i].iter().map(|(n, _)| n).collect();
+        for dep in uses {
+            assert!(above.contains(dep), "{name} uses {dep}, listed below it");
+        }
+    }
+}
+
+/// Every Rust source file of the workspace's crates and the binary.
+fn sources() -> Vec<(std::path::PathBuf, String)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join("src"), &mut out);
+    for entry in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        walk(&entry.path().join("src"), &mut out);
+    }
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `text` declares `name` (a prefix, for a name ending in `*`):
+/// an item, a module, a field, an enum variant or a re-export; with
+/// `public`, only a `pub` one.
+fn declares(text: &str, name: &str, public: bool) -> bool {
+    let (name, prefix) = match name.strip_suffix('*') {
+        Some(stem) => (stem, true),
+        None => (name, false),
+    };
+    let ends = |rest: &str| prefix || !rest.starts_with(is_ident);
+    text.lines().any(|line| {
+        let line = line.trim_start();
+        let is_pub = line.starts_with("pub ");
+        if public && !is_pub {
+            return false;
+        }
+        let line = line
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub ")
+            .trim_start_matches("async ")
+            .trim_start_matches("unsafe ");
+        let item = [
+            "fn ", "struct ", "enum ", "trait ", "type ", "const ", "static ", "mod ",
+        ]
+        .iter()
+        .any(|kw| {
+            line.strip_prefix(kw)
+                .and_then(|rest| rest.strip_prefix(name))
+                .is_some_and(ends)
+        });
+        // A field or a variant: `name: T`, `name,`, `name(T)`, `name {`.
+        let member = line.strip_prefix(name).is_some_and(|rest| {
+            ends(rest)
+                && [":", ",", "(", " {", " ="]
+                    .iter()
+                    .any(|p| rest.starts_with(p))
+        });
+        let reexport = line.starts_with("use ")
+            && is_pub
+            && line
+                .match_indices(name)
+                .any(|(i, _)| !line[..i].ends_with(is_ident) && ends(&line[i + name.len()..]));
+        item || member || reexport
+    })
+}
+
+/// The files of module `name` below the module in `file`.
+fn submodule(file: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let stem = file.file_stem().unwrap().to_string_lossy();
+    let dir = if ["lib", "main", "mod"].contains(&stem.as_ref()) {
+        file.parent().unwrap().to_path_buf()
+    } else {
+        file.with_extension("")
+    };
+    [
+        dir.join(format!("{name}.rs")),
+        dir.join(name).join("mod.rs"),
+    ]
+    .into_iter()
+    .filter(|p| p.exists())
+    .collect()
+}
+
+/// Why `path` (`agent_tools::git::run`, `ui::Ui`, `Index::notes`) names
+/// nothing in the sources, or `None` when it does. A path that starts with
+/// a crate names only public items; one that starts with a module, a module
+/// of that name in any crate; one that starts with a type, a member of it.
+fn unresolved(path: &str, sources: &[(std::path::PathBuf, String)]) -> Option<String> {
+    let text = |f: &std::path::Path| {
+        sources
+            .iter()
+            .find(|(p, _)| p == f)
+            .map_or("", |(_, t)| t.as_str())
+    };
+    let segs: Vec<&str> = path.split("::").collect();
+    let public = segs[0].starts_with("agent_");
+    let (mut files, mut rest): (Vec<std::path::PathBuf>, &[&str]) = if public {
+        let lib = root()
+            .join("crates")
+            .join(segs[0].replace('_', "-"))
+            .join("src/lib.rs");
+        if !lib.exists() {
+            return Some(format!("no crate {}", segs[0]));
+        }
+        (vec![lib], &segs[1..])
+    } else if segs[0].starts_with(char::is_lowercase) {
+        let files: Vec<_> = sources
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| {
+                p.ends_with(format!("{}.rs", segs[0])) || p.ends_with(format!("{}/mod.rs", segs[0]))
+            })
+            .collect();
+        if files.is_empty() {
+            return Some(format!("no module {}", segs[0]));
+        }
+        (files, &segs[1..])
+    } else {
+        (sources.iter().map(|(p, _)| p.clone()).collect(), &segs[..])
+    };
+    while let [seg, tail @ ..] = rest {
+        if tail.is_empty() {
+            return (!files.iter().any(|f| declares(text(f), seg, public))).then(|| {
+                format!(
+                    "no {}{seg} in {files:?}",
+                    if public { "public " } else { "" }
+                )
+            });
+        }
+        if seg.starts_with(char::is_uppercase) {
+            // A type: its member is declared where the type or an impl of it is.
+            let owners: Vec<_> = sources
+                .iter()
+                .filter(|(p, t)| {
+                    files.contains(p)
+                        && (declares(t, seg, public)
+                            || t.contains(&format!(" {seg} {{"))
+                            || t.contains(&format!(" {seg}<")))
+                })
+                .map(|(p, _)| p.clone())
+                .collect();
+            if owners.is_empty() {
+                return Some(format!("no type {seg}"));
+            }
+            files = sources
+                .iter()
+                .filter(|(p, t)| owners.contains(p) || t.contains(&format!("for {seg} {{")))
+                .map(|(p, _)| p.clone())
+                .collect();
+        } else {
+            let next: Vec<_> = files
+                .iter()
+                .filter(|f| !public || declares(text(f), seg, true))
+                .flat_map(|f| submodule(f, seg))
+                .collect();
+            if next.is_empty() {
+                return Some(format!(
+                    "no {}module {seg}",
+                    if public { "public " } else { "" }
+                ));
+            }
+            files = next;
+        }
+        rest = tail;
+    }
+    None
+}
+
+/// Runtime paths the document names (the agent's state, tools' folders),
+/// not files of this repository.
+fn is_runtime_path(span: &str) -> bool {
+    [
+        ".agent",
+        "/",
+        "~",
+        "node_modules",
+        ".venv",
+        "s3:",
+        "session/",
+    ]
+    .iter()
+    .any(|p| span.starts_with(p))
+}
+
+/// Whether `path` (`scripts/test`, `offload.rs`, `agent-tools/src/shell.rs`,
+/// `crates/agent-index/examples/bench_*.rs`) exists: from the root, from
+/// `src/`, from `crates/`, or as the end of a crate's source path.
+fn path_exists(path: &str) -> bool {
+    fn matches(dir: &std::path::Path, pattern: &str) -> bool {
+        let Some((head, tail)) = pattern.split_once('*') else {
+            return dir.join(pattern).exists();
+        };
+        let (folder, prefix) = head.rsplit_once('/').unwrap_or(("", head));
+        std::fs::read_dir(dir.join(folder)).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with(prefix) && n.ends_with(tail)
+            })
+        })
+    }
+    let root = root();
+    let trimmed = path.trim_end_matches('/');
+    [root.clone(), root.join("src"), root.join("crates")]
+        .iter()
+        .any(|d| matches(d, trimmed))
+        || sources()
+            .iter()
+            .any(|(p, _)| p.ends_with(trimmed) && p.starts_with(root.join("crates")))
+        || std::fs::read_dir(root.join("crates"))
+            .unwrap()
+            .flatten()
+            .any(|c| c.path().join("src").join(trimmed).exists())
+}
+
+/// Every path and `crate::item` ARCHITECTURE.md names is there.
+#[test]
+fn the_architecture_document_names_what_exists() {
+    let doc = document();
+    let sources = sources();
+    let mut wrong = Vec::new();
+    for span in spans(&doc) {
+        let is_item = span.contains("::")
+            && span
+                .split("::")
+                .all(|s| !s.is_empty() && s.trim_end_matches('*').chars().all(is_ident));
+        let is_path = !span.contains(' ')
+            && !span.contains("::")
+            && (span.contains('/')
+                || [".rs", ".toml", ".md", ".sh"]
+                    .iter()
+                    .any(|e| span.ends_with(e)));
+        if is_item {
+            if let Some(why) = unresolved(&span, &sources) {
+                wrong.push(format!("`{span}`: {why}"));
+            }
+        } else if is_path && !is_runtime_path(&span) && !path_exists(&span) {
+            wrong.push(format!("`{span}`: no such file or folder"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md names:\n{}",
+        wrong.join("\n")
+    );
 }

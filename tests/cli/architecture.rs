@@ -300,12 +300,13 @@ fn submodule(file: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
 /// a crate names only public items; one that starts with a module, a module
 /// of that name in any crate; one that starts with a type, a member of it.
 fn unresolved(path: &str, sources: &[(std::path::PathBuf, String)]) -> Option<String> {
-    let text = |f: &std::path::Path| {
+    fn text_of<'a>(sources: &'a [(std::path::PathBuf, String)], f: &std::path::Path) -> &'a str {
         sources
             .iter()
             .find(|(p, _)| p == f)
             .map_or("", |(_, t)| t.as_str())
-    };
+    }
+    let text = |f: &std::path::Path| text_of(sources, f);
     let segs: Vec<&str> = path.split("::").collect();
     let public = segs[0].starts_with("agent_");
     let (mut files, mut rest): (Vec<std::path::PathBuf>, &[&str]) = if public {

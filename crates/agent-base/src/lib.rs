@@ -9,4 +9,5 @@ pub mod cancel;
 pub mod files;
 pub mod models;
 pub mod paths;
+pub mod state;
 pub mod term;

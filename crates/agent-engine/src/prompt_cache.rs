@@ -1,12 +1,16 @@
 //! The prompt cache on disk: the KV state of a prompt, kept across
-//! processes under `.agent/cache/kv/`, so the next `agent ask` prefills only
-//! what differs from a prompt seen before.
+//! processes under `cache/kv/` in the workspace's state folder
+//! (`paths::state_dir`), so the next `agent ask` prefills only what differs
+//! from a prompt seen before.
 //!
 //! One file per entry: a header (the key of the model and context it was
-//! made with, the token count, the payload size and a SHA-256 digest of
-//! tokens and payload), the prompt's tokens, then llama.cpp's serialized
-//! sequence state. A file from another model, build or context size, or a
-//! damaged or truncated one, is removed before llama.cpp ever reads it.
+//! made with, the token count, the payload size and an HMAC-SHA256 of the
+//! header and body), the prompt's tokens, then llama.cpp's serialized
+//! sequence state. The HMAC's key is the user's own (`kv.key` in
+//! `~/.config/agent/`, which no command reads), so an entry written by
+//! anyone else, even with a right-looking digest, is not loaded. A file from
+//! another model, build or context size, a forged, damaged or truncated one,
+//! is removed before llama.cpp ever reads it.
 //! Files are written to a temporary name and renamed, so a reader (another
 //! process) sees a whole entry or none; the least recently used entries go
 //! when the folder outgrows its cap.
@@ -16,10 +20,14 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-const MAGIC: &[u8; 8] = b"AGENTKV1";
-/// Magic, key, token count, payload length, digest.
+/// HMAC-SHA256 (hmac 0.13 is on sha2 0.11).
+type HmacSha256 = hmac::Hmac<sha2_hmac::Sha256>;
+
+const MAGIC: &[u8; 8] = b"AGENTKV2";
+/// Magic, key, token count, payload length, HMAC.
 const HEADER: usize = 8 + 32 + 4 + 8 + 32;
 const EXTENSION: &str = "kv";
 /// A temporary file older than this was left by a process that died mid-write.
@@ -30,6 +38,8 @@ const STALE_TEMP: Duration = Duration::from_secs(3600);
 pub struct PromptCacheConfig {
     pub dir: PathBuf,
     pub max_bytes: u64,
+    /// The user's key that authenticates entries (`state::user_key("kv")`).
+    pub auth_key: [u8; 32],
 }
 
 /// The entries of one model and context (the key) in a folder.
@@ -38,6 +48,7 @@ pub struct PromptCache {
     dir: PathBuf,
     key: [u8; 32],
     max_bytes: u64,
+    auth_key: [u8; 32],
 }
 
 /// An entry's file and the tokens it holds the state of.
@@ -93,7 +104,19 @@ impl PromptCache {
             dir: config.dir.clone(),
             key,
             max_bytes: config.max_bytes,
+            auth_key: config.auth_key,
         }
+    }
+
+    /// The HMAC of an entry: over its header up to the tag, then its body.
+    fn tag(&self, head: &[u8], body: &[&[u8]]) -> HmacSha256 {
+        let mut mac =
+            <HmacSha256 as KeyInit>::new_from_slice(&self.auth_key).expect("any key length");
+        mac.update(head);
+        for part in body {
+            mac.update(part);
+        }
+        mac
     }
 
     pub fn dir(&self) -> &Path {
@@ -148,10 +171,15 @@ impl PromptCache {
     pub fn save(&self, tokens: &[i32], state: &[u8]) -> io::Result<PathBuf> {
         fs::create_dir_all(&self.dir)?;
         let token_bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-        let mut digest = Sha256::new();
-        digest.update(&token_bytes);
-        digest.update(state);
-        let digest: [u8; 32] = digest.finalize().into();
+        let mut head = Vec::with_capacity(HEADER);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&self.key);
+        head.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
+        head.extend_from_slice(&(state.len() as u64).to_le_bytes());
+        let tag = self
+            .tag(&head, &[&token_bytes, state])
+            .finalize()
+            .into_bytes();
         let mut name = Sha256::new();
         name.update(self.key);
         name.update(&token_bytes);
@@ -167,11 +195,8 @@ impl PromptCache {
         ));
         let written = (|| {
             let mut file = File::create(&temp)?;
-            file.write_all(MAGIC)?;
-            file.write_all(&self.key)?;
-            file.write_all(&(tokens.len() as u32).to_le_bytes())?;
-            file.write_all(&(state.len() as u64).to_le_bytes())?;
-            file.write_all(&digest)?;
+            file.write_all(&head)?;
+            file.write_all(&tag)?;
             file.write_all(&token_bytes)?;
             file.write_all(state)?;
             file.sync_data()?;
@@ -256,7 +281,7 @@ impl PromptCache {
             .collect())
     }
 
-    /// The whole file, its header and digest checked.
+    /// The whole file, its header and HMAC checked.
     fn read_checked(&self, path: &Path) -> Result<Vec<u8>, String> {
         let bytes = fs::read(path).map_err(|e| e.to_string())?;
         if bytes.len() < HEADER {
@@ -264,9 +289,11 @@ impl PromptCache {
         }
         let (n_tokens, _) = self.check_header(&bytes[..HEADER], bytes.len() as u64)?;
         let body = &bytes[HEADER..];
-        if Sha256::digest(body).as_slice() != &bytes[HEADER - 32..HEADER] {
+        let mac = self.tag(&bytes[..HEADER - 32], &[body]);
+        if mac.verify_slice(&bytes[HEADER - 32..HEADER]).is_err() {
             return Err(format!(
-                "damaged (its digest does not match; {n_tokens} tokens)"
+                "not authenticated (its HMAC does not match this user's key: damaged, \
+                 or written by someone else; {n_tokens} tokens)"
             ));
         }
         Ok(bytes)
@@ -322,6 +349,7 @@ mod tests {
             &PromptCacheConfig {
                 dir: dir.to_path_buf(),
                 max_bytes,
+                auth_key: [9; 32],
             },
             [key; 32],
         )
@@ -357,6 +385,36 @@ mod tests {
         let (entry, _) = c.best(&[1, 2, 3], 1).unwrap();
         assert!(c.read_state(&entry).is_none());
         assert!(!damaged.exists());
+    }
+
+    /// A command that could write the folder forges an entry: the real
+    /// prompt's tokens, another state, and a recomputed SHA-256 in the tag's
+    /// place (what the old format checked). Not loaded, and removed.
+    #[test]
+    fn a_forged_entry_without_the_users_hmac_is_not_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cache(dir.path(), 1, 1 << 20);
+        let path = c.save(&[5, 6, 7], b"the real state").unwrap();
+        let bytes = fs::read(&path).unwrap();
+        let mut forged = bytes[..HEADER - 32].to_vec();
+        forged[44..52].copy_from_slice(&(b"forged state!!".len() as u64).to_le_bytes());
+        let mut body: Vec<u8> = [5i32, 6, 7].iter().flat_map(|t| t.to_le_bytes()).collect();
+        body.extend_from_slice(b"forged state!!");
+        forged.extend_from_slice(&Sha256::digest(&body));
+        forged.extend_from_slice(&body);
+        fs::write(&path, &forged).unwrap();
+
+        let (entry, common) = c.best(&[5, 6, 7], 1).unwrap();
+        assert_eq!(common, 3);
+        assert!(c.read_state(&entry).is_none());
+        assert!(!path.exists());
+
+        // Another user's key (or none) cannot make one either.
+        let mut other = cache(dir.path(), 1, 1 << 20);
+        other.auth_key = [1; 32];
+        other.save(&[5, 6, 7], b"theirs").unwrap();
+        let (entry, _) = c.best(&[5, 6, 7], 1).unwrap();
+        assert!(c.read_state(&entry).is_none());
     }
 
     #[test]

@@ -177,7 +177,7 @@ impl PromptCache {
         head.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
         head.extend_from_slice(&(state.len() as u64).to_le_bytes());
         let tag = self
-            .tag(&head, &[&token_bytes, state])
+            .tag(&head, &[token_bytes.as_slice(), state])
             .finalize()
             .into_bytes();
         let mut name = Sha256::new();

@@ -150,7 +150,7 @@ pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>) 
         if files.len() >= opts.max_files || total_bytes >= opts.max_total_bytes {
             skipped.push(Skipped {
                 rel: String::new(),
-                reason: ceiling_reason(root, files.len(), total_bytes, opts),
+                reason: ceiling_reason(root, files.len(), opts),
             });
             break;
         }
@@ -189,7 +189,7 @@ pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>) 
     (files, skipped)
 }
 
-fn ceiling_reason(root: &Path, files: usize, bytes: u64, opts: &WalkOptions) -> String {
+fn ceiling_reason(root: &Path, files: usize, opts: &WalkOptions) -> String {
     let what = if files >= opts.max_files {
         format!("more than {} files", opts.max_files)
     } else {

@@ -26,6 +26,12 @@ pub struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// Accept `/`, the home folder or a system folder (/etc, /usr, ...) as
+    /// the workspace. Refused by default: the agent indexes, changes and runs
+    /// commands in its workspace.
+    #[arg(long, global = true)]
+    pub allow_root_workspace: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,7 +65,7 @@ pub enum Command {
     Init(Box<InitArgs>),
     /// Build or update the code index of a repository (incremental; --watch keeps it live).
     #[command(
-        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n  agent index --threads 1      # leave the other cores free\n  agent index --store s3://team-bucket/myrepo   # CI: keep the team's shared index current\n\nThe index lives in .agent/index/ at the repository root (with --store, in the store; `agent search --store` and `agent ask --store` then read it, with this machine's changed files indexed locally on top). It honours .gitignore, .ignore and .agentignore. Past 50,000 chunks it also gets a vector index (IVF_PQ), so searches stay fast on large repositories. While watching, it runs at low CPU priority."
+        after_help = "Examples:\n  agent index                  # index the current repository (only changed files are redone)\n  agent index --watch          # then keep it up to date as files change\n  agent index --status --json  # what is indexed\n  agent index --rebuild        # start from scratch\n  agent index --threads 1      # leave the other cores free\n  agent index --store s3://team-bucket/myrepo   # CI: keep the team's shared index current\n\nThe index lives in the repository's state folder outside it (~/.local/state/agent/workspaces/NAME-HASH/index/; `agent doctor` names it) (with --store, in the store; `agent search --store` and `agent ask --store` then read it, with this machine's changed files indexed locally on top). It honours .gitignore, .ignore and .agentignore. Past 50,000 chunks it also gets a vector index (IVF_PQ), so searches stay fast on large repositories. While watching, it runs at low CPU priority."
     )]
     Index(IndexArgs),
     /// Search the code index: hybrid (vector + BM25) by default.
@@ -213,7 +219,8 @@ Permissions (--mode):
   the workspace and a private temp dir and reach no network. Whatever a command starts ends with
   it. `undo` (or the model's undo tool) reverts the last change set.
 
-Logs and state (in .agent/ at the workspace root):
+Logs and state (outside the workspace, in ~/.local/state/agent/workspaces/NAME-HASH/, or under
+$XDG_STATE_HOME; `agent doctor` names it; .agent/ holds only what a team commits):
   sessions.sqlite         every session and message (`agent sessions list`)
   logs/audit.jsonl        requests, intents, tool calls, decisions, diffs, commands
   logs/trace.jsonl        each model request/response with token counts and timings
@@ -588,6 +595,16 @@ pub struct IndexArgs {
     /// Skip files larger than this many KiB.
     #[arg(long, default_value_t = 1024, value_name = "KIB")]
     pub max_file_kb: u64,
+
+    /// Stop (with an error) past this many files: a folder that holds more
+    /// is rarely one project (`/`, a home folder), and indexing it would run
+    /// out of memory.
+    #[arg(long, default_value_t = agent_lang::walk::DEFAULT_MAX_FILES, value_name = "N")]
+    pub max_files: usize,
+
+    /// Stop (with an error) once the files to index hold this many MiB.
+    #[arg(long, default_value_t = agent_lang::walk::DEFAULT_MAX_TOTAL_BYTES >> 20, value_name = "MIB")]
+    pub max_total_mb: u64,
     /// CPU threads for embedding (default: all cores). Fewer leave room for
     /// other work while a large repository indexes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]

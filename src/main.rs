@@ -13,6 +13,7 @@ fn main() {
     agent_lang::route_tree_sitter();
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    agent_base::paths::allow_root_workspace(cli.allow_root_workspace);
     if let Some(store) = cli.command.index_store() {
         // Every index reader in the process (search, the agent's tools, its
         // prefetch, doctor) opens the shared index; set before any thread.
@@ -43,7 +44,14 @@ fn main() {
                 die_of_sigpipe();
             }
             eprintln!("error: {e:#}");
-            exit::FAILURE
+            let refused = e
+                .chain()
+                .any(|c| c.downcast_ref::<agent_base::paths::NotAProject>().is_some());
+            if refused {
+                exit::USAGE
+            } else {
+                exit::FAILURE
+            }
         }
     };
     std::process::exit(code);

@@ -199,7 +199,8 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
         None => None,
         Some(wanted) => {
             let root = agent_base::paths::repo_root(None)?;
-            let store = agent_core::session::SessionStore::open(&root.join(".agent"))?;
+            let store =
+                agent_core::session::SessionStore::open(&agent_base::paths::state_dir(&root))?;
             let found = if wanted.is_empty() {
                 store.latest()?
             } else {

@@ -62,6 +62,8 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         checks.push(default_model_note());
     }
     checks.push(onnx_runtime_check(&dir.join(paths::ONNX_RUNTIME_LIB)));
+    // Before the index: opening it moves an old `.agent/` state.
+    checks.push(state_check());
     checks.push(index_check());
     checks.push(instructions_check());
     checks.extend(conventions_checks());
@@ -468,9 +470,58 @@ fn checkers_check() -> Check {
     }
 }
 
+/// Where the agent keeps its own state for this workspace (outside it),
+/// and the old state still in `.agent/` that the next run moves there.
+fn state_check() -> Check {
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    if let Some(what) = paths::not_a_project(&root) {
+        return Check {
+            name: "state",
+            ok: false,
+            required: false,
+            detail: format!("{} is {what}, not a project", root.display()),
+            fix: Some("run `agent doctor` inside a project folder".into()),
+        };
+    }
+    let location = paths::state_location(&root);
+    let pending = agent_base::state::pending(&root);
+    let mut detail = format!("{} (for {})", location.display(), root.display());
+    if !pending.is_empty() {
+        let names: Vec<String> = pending
+            .iter()
+            .map(|p| {
+                format!(
+                    ".agent/{}",
+                    p.file_name().unwrap_or_default().to_string_lossy()
+                )
+            })
+            .collect();
+        detail.push_str(&format!(
+            "; old state in the workspace, moved there when the agent next opens it: {}",
+            names.join(", ")
+        ));
+    }
+    Check {
+        name: "state",
+        ok: true,
+        required: false,
+        detail,
+        fix: None,
+    }
+}
+
 /// The workspace's code index, if any: optional for `ask`, so only a warning.
 fn index_check() -> Check {
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    if paths::not_a_project(&root).is_some() {
+        return Check {
+            name: "index",
+            ok: false,
+            required: false,
+            detail: format!("{}: not a project folder", root.display()),
+            fix: Some("run `agent doctor` inside a project folder".into()),
+        };
+    }
     let (ok, detail, fix) = match agent_index::Index::open_reader(&root).and_then(|i| i.status()) {
         Ok(s) => (
             true,

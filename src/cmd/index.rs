@@ -36,6 +36,8 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     let options = IndexOptions {
         walk: WalkOptions {
             max_file_bytes: args.max_file_kb * 1024,
+            max_files: args.max_files,
+            max_total_bytes: args.max_total_mb.saturating_mul(1 << 20),
             ..WalkOptions::default()
         },
         threads: args.threads.map_or(defaults.threads, usize::from),

@@ -51,7 +51,7 @@ pub(crate) fn protocol_output() -> Result<std::fs::File> {
 
 fn list(root: &Path, json: bool) -> Result<i32> {
     let servers = config::load(root)?;
-    let policy = Policy::load(&root.join(".agent"), Mode::Confirm)?;
+    let policy = Policy::load(&agent_base::paths::team_dir(root), Mode::Confirm)?;
     let status = if servers.is_empty() {
         Vec::new()
     } else {

@@ -128,28 +128,34 @@ pub fn prompt_printer(
 
 pub use agent_core::ui::spinner;
 
-/// The `.agent` folder of the workspace around the current directory, made
-/// if need be, when it is one (it has `.agent` or `.git`).
+/// The state folder of the workspace around the current directory
+/// (`paths::state_dir`), when it is one (it has `.git` or team files in
+/// `.agent/`).
 fn workspace_state() -> Option<std::path::PathBuf> {
     let root = paths::repo_root(None).ok()?;
-    let state = root.join(".agent");
-    if !state.is_dir() && !root.join(".git").exists() {
+    if !root.join(".git").exists() && !paths::has_team_files(&paths::team_dir(&root)) {
         return None;
     }
-    std::fs::create_dir_all(&state).ok()?;
-    paths::ignore_state_dir(&state);
-    Some(state)
+    Some(paths::state_dir(&root))
 }
 
 /// The prompt cache of the workspace around the current directory
-/// (`.agent/cache/kv/`), when it is one (it has `.agent` or `.git`).
+/// (`cache/kv/` in its state folder), when it is one.
 fn prompt_cache(args: &ModelArgs) -> Option<PromptCacheConfig> {
     if args.prompt_cache == Switch::Off {
         return None;
     }
     let state = workspace_state()?;
+    let auth_key = match agent_base::state::user_key("kv") {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::warn!("prompt cache off: no key to authenticate its entries ({e})");
+            return None;
+        }
+    };
     Some(PromptCacheConfig {
         dir: state.join("cache").join("kv"),
         max_bytes: args.prompt_cache_mb.saturating_mul(1 << 20),
+        auth_key,
     })
 }

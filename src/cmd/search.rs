@@ -86,7 +86,7 @@ impl IndexSearch {
     /// None when the workspace has no index (of its own, or shared).
     pub fn for_workspace(root: &Path) -> Option<Self> {
         let has_index =
-            root.join(".agent/index").is_dir() || agent_index::shared::configured().is_some();
+            agent_index::index_dir(root).is_dir() || agent_index::shared::configured().is_some();
         has_index.then(|| Self {
             root: root.to_path_buf(),
             index: None,

@@ -13,7 +13,7 @@ use agent_tools::{AlwaysApprove, ReadLedger, ToolContext, Toolbox, Workspace};
 
 pub fn run(args: &SessionsArgs) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
-    let store = SessionStore::open(&root.join(".agent"))?;
+    let store = SessionStore::open(&agent_base::paths::state_dir(&root))?;
     match &args.command {
         SessionsCommand::List { limit, json } => {
             let sessions = store.list(*limit)?;
@@ -90,7 +90,7 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
 fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
     let workspace = Workspace::new(root)?;
     let state = workspace.state_dir();
-    let policy = Policy::load(&state, Mode::default())?;
+    let policy = Policy::load(&workspace.team_dir(), Mode::default())?;
     let mut checkpoints = Checkpoints::open(&state)?;
     checkpoints.set_session(id);
     let mut ledger = ReadLedger::default();

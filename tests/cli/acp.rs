@@ -45,6 +45,7 @@ fn drive_with(sdk: &str, dir: &Path, args: &[&str], steps: Value, buffers: Value
         .current_dir(dir)
         .env("AGENT_TEST_ACP_CLIENT", sdk)
         .env("XDG_CONFIG_HOME", dir.join(".git/test-config"))
+        .envs(common::state_env())
         .stdin(Stdio::null())
         .output()
         .expect("node runs (AGENT_TEST_NODE or node on PATH)");
@@ -395,7 +396,8 @@ fn a_cancel_stops_the_real_model_at_its_next_batch() {
     assert_eq!(report["exit"]["code"], 0, "{report}");
     // The model stopped where the cancel found it: within its prompt (a
     // batch of the prefill is one llama.cpp call) or after a token.
-    let trace = std::fs::read_to_string(dir.path().join(".agent/logs/trace.jsonl")).unwrap();
+    let trace =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/trace.jsonl")).unwrap();
     let response: Value = trace
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())

@@ -277,7 +277,8 @@ fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
         std::fs::read_to_string(dir.path().join("closed.txt")).unwrap(),
         "7 fixed\n"
     );
-    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let audit =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
     let results: Vec<Value> = audit
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -423,6 +424,7 @@ fn on_a_terminal(
         .args(["-qfec", cmd, "/dev/null"])
         .current_dir(dir)
         .env("XDG_CONFIG_HOME", dir.join(".git/test-config"))
+        .envs(common::state_env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -741,13 +743,15 @@ fn the_real_tiny_model_runs_the_loop_end_to_end() {
     assert!(v["steps"].as_u64().unwrap() >= 1);
     assert!(v["completion_tokens"].as_u64().unwrap() > 0);
 
-    let logs = dir.path().join(".agent/logs");
+    let logs = common::state_dir(dir.path()).join("logs");
     let audit = std::fs::read_to_string(logs.join("audit.jsonl")).unwrap();
     let trace = std::fs::read_to_string(logs.join("trace.jsonl")).unwrap();
     assert!(audit.contains("\"event\":\"intent\""));
     assert!(audit.contains("\"event\":\"final\""));
     assert!(trace.contains("\"event\":\"llm_response\""));
-    assert!(dir.path().join(".agent/sessions.sqlite").is_file());
+    assert!(common::state_dir(dir.path())
+        .join("sessions.sqlite")
+        .is_file());
     // A question never changes files.
     assert_eq!(v["changed_files"].as_array().unwrap().len(), 0);
 }
@@ -987,7 +991,7 @@ fn secrets_never_reach_commands_or_the_logs() {
         .output()
         .unwrap();
     common::assert_success(&out);
-    let logs = dir.path().join(".agent/logs");
+    let logs = common::state_dir(dir.path()).join("logs");
     let audit = std::fs::read_to_string(logs.join("audit.jsonl")).unwrap();
     assert!(audit.contains("[redacted]"), "{audit}");
     for secret in ["s3cr3t-v4lue-42", "hunter2hunter2", "REDIS_URL="] {
@@ -1032,7 +1036,8 @@ fn a_replay_in_a_templates_own_syntax_reaches_the_tools_and_counts_reasoning() {
         (Some(1), Some(0))
     );
     assert!(v["reasoning_tokens"].as_u64().unwrap() > 0, "{v}");
-    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let audit =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
     assert!(audit.contains("\"tool\":\"grep\""), "{audit}");
     assert!(!audit.contains("\"tool\":\"read_file\""), "{audit}");
 }

@@ -17,7 +17,7 @@ fn write(root: &Path, path: &str, text: &str) {
 
 /// The texts of the requests in the audit log, in order.
 fn audited_requests(root: &Path) -> Vec<String> {
-    std::fs::read_to_string(root.join(".agent/logs/audit.jsonl"))
+    std::fs::read_to_string(common::state_dir(root).join("logs/audit.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())

@@ -26,13 +26,13 @@ fn ask(dir: &Path) -> Value {
 }
 
 fn rates(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join(".agent/cache/prefill.json")).unwrap();
+    let text = std::fs::read_to_string(common::state_dir(dir).join("cache/prefill.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
 /// Prefetched results per request, from the audit log.
 fn prefetched(dir: &Path) -> Vec<u64> {
-    std::fs::read_to_string(dir.join(".agent/logs/audit.jsonl"))
+    std::fs::read_to_string(common::state_dir(dir).join("logs/audit.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -77,7 +77,7 @@ fn a_slow_measured_prefill_rate_shrinks_the_first_prompt() {
         for entry in rates.as_object_mut().unwrap().values_mut() {
             entry["tokens_per_s"] = tokens_per_s.into();
         }
-        let file = dir.path().join(".agent/cache/prefill.json");
+        let file = common::state_dir(dir.path()).join("cache/prefill.json");
         std::fs::write(file, rates.to_string()).unwrap();
         ask(dir.path())
     };

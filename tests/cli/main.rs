@@ -17,4 +17,5 @@ mod print_prompt;
 mod prompt_cache;
 mod server;
 mod shared_index;
+mod state;
 mod trust;

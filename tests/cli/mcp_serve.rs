@@ -107,6 +107,7 @@ impl Client {
             .args(["mcp", "serve", "--repo"])
             .arg(repo)
             .env("XDG_CONFIG_HOME", repo.join(".git/test-config"))
+            .envs(common::state_env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -423,7 +424,7 @@ fn mcp_serve_without_an_index_says_so_and_ends_when_the_client_leaves() {
     let (error, text) = raw.call(5, "index_status", json!({}));
     assert!(!error && text.contains("no code index"), "{text}");
     assert!(
-        !dir.path().join(".agent/index").exists(),
+        !common::state_dir(dir.path()).join("index").exists(),
         "serving wrote an index"
     );
 

@@ -55,7 +55,7 @@ fn saved(v: &Value) -> u64 {
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
-    let kv = dir.join(".agent/cache/kv");
+    let kv = common::state_dir(dir).join("cache/kv");
     let mut out: Vec<PathBuf> = std::fs::read_dir(kv)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -108,7 +108,7 @@ fn an_entry_of_another_context_size_or_a_damaged_file_is_removed() {
     assert!(stderr.contains("truncated"), "{stderr}");
     assert_eq!(std::fs::read(&entry).unwrap().len(), bytes.len());
 
-    // Damaged (same length, a flipped byte): the digest catches it.
+    // Damaged (same length, a flipped byte): the HMAC catches it.
     let mut damaged = bytes.clone();
     let at = damaged.len() - 10;
     damaged[at] ^= 0x55;

@@ -59,7 +59,8 @@ fn the_real_llama_server_takes_tools_and_a_history_of_tool_calls() {
     assert_ne!(out.status.code(), Some(1), "{stderr}");
     let v = json_of(&out);
     assert_eq!(v["steps"], 1, "{v}");
-    let trace = std::fs::read_to_string(dir.path().join(".agent/logs/trace.jsonl")).unwrap();
+    let trace =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/trace.jsonl")).unwrap();
     let request = trace
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())

@@ -181,7 +181,7 @@ fn shared_index_workflow(
     assert_eq!(stats["files_indexed"], 4, "{stats}");
     assert!(stats["chunks_embedded"].as_u64().unwrap() > 0, "{stats}");
     assert!(
-        !ci.join(".agent/index").exists(),
+        !common::state_dir(&ci).join("index").exists(),
         "a shared index writes no local index"
     );
 

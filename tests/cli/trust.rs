@@ -76,7 +76,8 @@ fn an_mcp_server_starts_only_once_its_exact_definition_is_trusted() {
         std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap(),
         shipped("exit 0")
     );
-    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let audit =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
     assert!(
         audit.contains(".mcp.json was changed by the command (undone)"),
         "{audit}"
@@ -157,7 +158,8 @@ fn git_configuration_that_runs_programs_is_never_run_by_the_agent() {
         &format!("git config core.fsmonitor {}", hook.display()),
     );
     let out = ask_yolo(dir.path(), &script, "Fix calc.py");
-    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let audit =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
     assert!(audit.contains("git-config-exec"), "{audit}");
     let script = run_then_finish(
         dir.path(),
@@ -228,8 +230,9 @@ fn the_agents_secrets_never_reach_the_model_through_proc_or_encodings() {
         "the command saw {procs} processes, the host's among them"
     );
     let stored = [
-        std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap(),
-        std::fs::read_to_string(dir.path().join(".agent/logs/trace.jsonl")).unwrap_or_default(),
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap(),
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/trace.jsonl"))
+            .unwrap_or_default(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     ]
     .join("\n");

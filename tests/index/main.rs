@@ -77,7 +77,7 @@ clamp it to the valid range of the device, and round it to the precision the dis
 
 fn repo() -> tempfile::TempDir {
     common::tiny_model(); // the models folder is in place
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     write(dir.path(), "pkg/strings.py", STRINGS_PY.as_bytes());
     write(dir.path(), "src/net.rs", NET_RS.as_bytes());
     write(
@@ -244,7 +244,7 @@ fn incremental_updates_touch_only_changed_files_and_handle_delete_and_rename() {
 
 #[test]
 fn identical_chunks_are_embedded_once_across_files_and_runs() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     write(dir.path(), "a/one.rs", NET_RS.as_bytes());
     write(dir.path(), "b/two.rs", NET_RS.as_bytes());
@@ -312,7 +312,7 @@ fn a_corrupt_index_is_rebuilt_without_losing_files() {
     let mut index = Index::open_writer(dir.path(), options()).unwrap();
     update(&mut index);
     drop(index);
-    let idx = dir.path().join(".agent/index");
+    let idx = agent_index::index_dir(dir.path());
     // Garbage over the state database.
     std::fs::write(idx.join("state.sqlite"), vec![0x42u8; 8192]).unwrap();
     let _ = std::fs::remove_file(idx.join("state.sqlite-wal"));
@@ -363,7 +363,7 @@ fn a_corrupt_index_is_rebuilt_without_losing_files() {
 #[test]
 fn an_old_state_file_keeps_its_embedding_cache() {
     // Schema 1 kept the cache inside state.sqlite; opening moves it.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let path = dir.path().join("state.sqlite");
     {
         let old = rusqlite::Connection::open(&path).unwrap();
@@ -400,7 +400,7 @@ fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     for i in 0..150 {
         write(
@@ -450,7 +450,7 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
 
 #[test]
 fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     sensor_files(dir.path(), "*");
     let cancel = CancelToken::new();
@@ -482,7 +482,7 @@ fn ctrl_c_while_embedding_stops_within_a_step_and_keeps_what_was_embedded() {
 
 #[test]
 fn after_ctrl_c_while_embedding_every_count_agrees_and_status_says_interrupted() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     sensor_files(dir.path(), "*");
     let cancel = CancelToken::new();
@@ -537,7 +537,7 @@ fn after_ctrl_c_while_embedding_every_count_agrees_and_status_says_interrupted()
 
 #[test]
 fn files_are_searchable_by_keyword_first_then_get_vectors_in_priority_order() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     sensor_files(dir.path(), "*");
     let options = IndexOptions {
@@ -598,7 +598,7 @@ fn files_are_searchable_by_keyword_first_then_get_vectors_in_priority_order() {
 
 #[test]
 fn kill_9_while_embedding_loses_at_most_one_step() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     sensor_files(dir.path(), "*");
     let mut child = common::agent_bin()
@@ -609,7 +609,7 @@ fn kill_9_while_embedding_loses_at_most_one_step() {
         .spawn()
         .unwrap();
     // Watch the cache file; kill -9 once the first embedding step is saved.
-    let cache = dir.path().join(".agent/index/embeddings.sqlite");
+    let cache = common::state_dir(dir.path()).join("index/embeddings.sqlite");
     let cached = || -> i64 {
         rusqlite::Connection::open_with_flags(&cache, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .and_then(|db| db.query_row("SELECT count(*) FROM embeddings", [], |r| r.get(0)))
@@ -638,7 +638,7 @@ fn kill_9_while_embedding_loses_at_most_one_step() {
 
 #[test]
 fn progress_moves_per_file_and_per_embedded_chunk() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     common::tiny_model();
     // 80 chunks: more than one embedding step.
     sensor_files(dir.path(), "*");
@@ -671,7 +671,7 @@ fn progress_moves_per_file_and_per_embedded_chunk() {
 #[test]
 fn code_ranks_before_docs_unless_the_query_asks_for_docs() {
     common::tiny_model();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     write(
         dir.path(),
         "flask/helpers.py",
@@ -714,10 +714,11 @@ fn indexing_keeps_state_out_of_git_and_names_its_root_outside_a_repository() {
         err.contains("not inside a git repository") && err.contains(&root.display().to_string()),
         "{err}"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join(".agent/.gitignore")).unwrap(),
-        "*\n"
-    );
+    // The index is in the state folder, nothing of the agent's in the folder.
+    assert!(common::state_dir(dir.path())
+        .join("index/state.sqlite")
+        .is_file());
+    assert!(!dir.path().join(".agent").exists());
 }
 
 #[test]
@@ -825,7 +826,7 @@ fn cli_index_status_and_search_json() {
     assert_eq!(status["files"], 3);
 
     // Searching where there is no index names the fix.
-    let empty = tempfile::tempdir().unwrap();
+    let empty = common::tempdir();
     let out = common::agent_bin()
         .args(["search", "--root"])
         .arg(empty.path())
@@ -943,7 +944,7 @@ fn watches_and_fds(pid: u32) -> (usize, usize) {
 fn the_watcher_holds_steady_and_stays_in_the_repository() {
     let dir = repo();
     // Links out of the repository: a tree of 200 folders, and `/` itself.
-    let outside = tempfile::tempdir().unwrap();
+    let outside = common::tempdir();
     for i in 0..200 {
         std::fs::create_dir_all(outside.path().join(format!("d{i}"))).unwrap();
     }
@@ -1022,7 +1023,7 @@ impl SmallDisk {
     /// `None` where root's `mount` fails; a user who is not root cannot
     /// mount at all, which [`skip_unless_root`] says first.
     fn mount(kib: usize) -> Option<Self> {
-        let dir = tempfile::tempdir().unwrap().keep();
+        let dir = common::tempdir().keep();
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
             .arg(&dir)
@@ -1225,7 +1226,7 @@ fn repair(dir: &Path) -> UpdateStats {
 fn damage_is_detected_and_repaired_without_re_embedding() {
     let (dir, index, _) = indexed_repo();
     drop(index);
-    let lance = dir.path().join(".agent/index/lance");
+    let lance = agent_index::index_dir(dir.path()).join("lance");
 
     // A truncated data file: searches say what to run, status says damaged.
     let data: Vec<_> = walkdir(&lance)
@@ -1295,7 +1296,7 @@ fn damage_is_detected_and_repaired_without_re_embedding() {
 #[test]
 fn an_issue_text_finds_the_file_it_is_about() {
     common::tiny_model();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let root = dir.path();
     let mut latex = String::from(
         "class LatexPrinter:\n    \"\"\"Renders expressions as LaTeX.\"\"\"\n\n    def _print_Function(self, expr, exp=None):\n        inv_trig_style = self._settings['inv_trig_style']\n        inv_trig_table = [\"asin\", \"acos\", \"atan\", \"acot\"]\n        func = expr.func.__name__\n        if func in inv_trig_table and inv_trig_style == \"full\":\n            func = \"arc\" + func[1:]\n        return func\n",

@@ -170,6 +170,12 @@ impl Server<'_> {
                 format!("cwd must be an absolute path, not {}", cwd.display()),
             ));
         }
+        // `/`, the home folder or a system folder: refused before anything
+        // is loaded, indexed or written (an index of `/` ran out of memory).
+        let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
+        if let Err(e) = agent_base::paths::check_workspace(&canonical) {
+            return Err(RpcError::new(rpc::INVALID_PARAMS, format!("{e:#}")));
+        }
         let mut stdio = Vec::new();
         for server in servers {
             match server.stdio() {
@@ -293,7 +299,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 /// Where the ACP session ids of a workspace point to our saved sessions
 /// (ours are only named at the first request, after `session/new` answered).
 fn ids_file(workspace: &Path) -> PathBuf {
-    workspace.join(".agent").join("acp-sessions.json")
+    agent_base::paths::state_dir(workspace).join("acp-sessions.json")
 }
 
 fn remember(agent: &Agent, acp_id: &str) {
@@ -318,7 +324,10 @@ fn remember(agent: &Agent, acp_id: &str) {
 /// Our saved session for an ACP session id: the one `session/new` gave, or
 /// one of ours (`agent sessions list`) as it is.
 fn saved_id(cwd: &Path, acp_id: &str) -> String {
-    let root = agent_base::paths::repo_root(Some(cwd)).unwrap_or_else(|_| cwd.to_path_buf());
+    // Not a workspace the agent accepts: `open` refuses it with the reason.
+    let Ok(root) = agent_base::paths::repo_root(Some(cwd)) else {
+        return acp_id.to_string();
+    };
     std::fs::read_to_string(ids_file(&root))
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())

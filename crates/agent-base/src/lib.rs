@@ -9,6 +9,7 @@ pub mod cancel;
 pub mod files;
 pub mod models;
 pub mod paths;
+pub mod state;
 pub mod term;
 #[doc(hidden)]
 pub mod testing;

@@ -65,16 +65,88 @@ pub fn state_root() -> Option<PathBuf> {
         .map(|d| d.join("agent"))
 }
 
-/// The agent's own state for one workspace: `state_root()/workspaces/KEY`,
-/// where KEY is the folder's name and a hash of its canonical path (two
-/// clones named alike never share a folder). Without a home, `.agent/state`
-/// inside the workspace, as a last resort.
-pub fn state_dir(workspace: &std::path::Path) -> PathBuf {
+/// Where the agent's own state for one workspace lives:
+/// `state_root()/workspaces/KEY`, where KEY is the folder's name and a hash
+/// of its canonical path (two clones named alike never share a folder).
+/// Without a home, `.agent/state` inside the workspace, as a last resort.
+/// Only says where; [`state_dir`] also migrates and creates it.
+pub fn state_location(workspace: &std::path::Path) -> PathBuf {
     match state_root() {
         Some(root) => root.join("workspaces").join(workspace_key(workspace)),
-        None => workspace.join(".agent").join("state"),
+        None => team_dir(workspace).join("state"),
     }
 }
+
+/// The agent's own state for one workspace (index, sessions, logs, prompt
+/// cache, checkpoints, repo-map cache): [`state_location`], created (mode
+/// 0700) and, once per process, filled from an old `.agent/` by
+/// [`crate::state::migrate`]. The one function every crate asks.
+pub fn state_dir(workspace: &std::path::Path) -> PathBuf {
+    static MIGRATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let dir = state_location(workspace);
+    let mut done = MIGRATED.lock().unwrap_or_else(|e| e.into_inner());
+    let canonical = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    // A stray `.agent` in `/` or `~` is nobody's old state to take in.
+    if !done.contains(&dir) && not_a_project(&canonical).is_none() {
+        if let Err(e) = crate::state::migrate(workspace, &dir) {
+            eprintln!(
+                "agent: could not move the old state in {} to {}: {e:#}",
+                team_dir(workspace).display(),
+                dir.display()
+            );
+        }
+        done.push(dir.clone());
+    }
+    create_private_dir(&dir);
+    dir
+}
+
+/// Creates `dir` and its parents, the new ones readable by the user only.
+pub fn create_private_dir(dir: &std::path::Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+}
+
+/// A cache for one workspace that commands may write (a checker's build
+/// output, such as `cargo check`'s target folder): `$XDG_CACHE_HOME/agent/
+/// workspaces/KEY`, else `~/.cache/agent/workspaces/KEY`. Never the state
+/// folder: what is here can be rebuilt and is trusted by nothing.
+pub fn cache_dir(workspace: &std::path::Path) -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|d| d.join("agent/workspaces").join(workspace_key(workspace)))
+        .unwrap_or_else(|| team_dir(workspace).join("cache"))
+}
+
+/// `.agent/` inside a workspace: what a team commits (commands, skills,
+/// hooks, `config.toml`, `policy.toml`), and the personal `*.local.toml`
+/// overrides its `.gitignore` leaves out. None of the agent's own state.
+pub fn team_dir(workspace: &std::path::Path) -> PathBuf {
+    workspace.join(".agent")
+}
+
+/// What a team keeps in `.agent/`: an `.agent` folder holding one of these
+/// marks a workspace; one holding none (a stray, or only old state) does not.
+pub const TEAM_FILES: &[&str] = &[
+    "config.toml",
+    "policy.toml",
+    "config.local.toml",
+    "policy.local.toml",
+    "commands",
+    "skills",
+    "hooks",
+];
+
+/// The `.gitignore` the agent keeps in `.agent/`: personal overrides stay
+/// out of the repository, everything else is the team's to commit.
+pub const TEAM_GITIGNORE: &str = "*.local.toml\n";
 
 /// A folder name for `workspace`: its base name (letters, digits, `-_.`
 /// only) and 16 hex digits of the sha256 of its canonical path.
@@ -89,27 +161,163 @@ pub fn workspace_key(workspace: &std::path::Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "root".into())
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
     let hash = hex::encode(Sha256::digest(canonical.as_os_str().as_bytes()));
     format!("{name}-{}", &hash[..16])
 }
 
-/// Keeps the agent's state folder (`.agent/`) out of the user's `git status`:
-/// a `.gitignore` of `*` inside it, written once (a user's own is kept).
-pub fn ignore_state_dir(state_dir: &std::path::Path) {
-    let ignore = state_dir.join(".gitignore");
-    if !ignore.exists() {
-        let _ = std::fs::write(&ignore, "*\n");
+/// For tests that run the agent's code in their own process: points
+/// `XDG_STATE_HOME`, `XDG_CONFIG_HOME` and `XDG_CACHE_HOME` at a folder of
+/// this process (removed at exit), once, so no test reads or writes the
+/// real home. Tests stay apart by their workspace (a temp folder each: its
+/// own key under the state root).
+#[doc(hidden)]
+pub fn isolate_for_tests() -> PathBuf {
+    static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("agent-test-home-{}", std::process::id()));
+        for (var, sub) in [
+            ("XDG_STATE_HOME", "state"),
+            ("XDG_CONFIG_HOME", "config"),
+            ("XDG_CACHE_HOME", "cache"),
+        ] {
+            let _ = std::fs::create_dir_all(dir.join(sub));
+            std::env::set_var(var, dir.join(sub));
+        }
+        extern "C" fn remove_test_home() {
+            let dir = std::env::temp_dir().join(format!("agent-test-home-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        // SAFETY: registers a plain function to run at exit.
+        unsafe { libc::atexit(remove_test_home) };
+        dir
+    })
+    .clone()
+}
+
+/// Set by `--allow-root-workspace`: `/`, the home folder and system folders
+/// are accepted as a workspace.
+static ALLOW_ROOT_WORKSPACE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Accepts `/`, the home folder and system folders as a workspace from now
+/// on (`--allow-root-workspace`).
+pub fn allow_root_workspace(allow: bool) {
+    ALLOW_ROOT_WORKSPACE.store(allow, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// System folders that are never a project.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/share",
+    "/var",
+    "/opt",
+    "/srv",
+    "/run",
+    "/sbin",
+    "/snap",
+    "/sys",
+    "/proc",
+    "/tmp",
+    "/var/tmp",
+    "/mnt",
+    "/media",
+    "/home",
+    "/Users",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private",
+    "/Volumes",
+    "/nix",
+    "/nix/store",
+];
+
+/// Why `dir` (canonical) is not a project: `/`, the home folder or one
+/// above it, a system folder, or inside `/proc`, `/sys` or `/dev`.
+pub fn not_a_project(dir: &std::path::Path) -> Option<&'static str> {
+    use std::path::Path;
+    if dir == Path::new("/") {
+        return Some("the root of the file system");
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .map(|h| h.canonicalize().unwrap_or(h));
+    if let Some(home) = &home {
+        if dir == home {
+            return Some("your home folder");
+        }
+        if home.starts_with(dir) {
+            return Some("a folder that holds home folders");
+        }
+    }
+    if SYSTEM_DIRS.iter().any(|s| dir == Path::new(s)) {
+        return Some("a system folder");
+    }
+    if ["/proc", "/sys", "/dev"].iter().any(|s| dir.starts_with(s)) {
+        return Some("a system folder");
+    }
+    None
+}
+
+/// Refuses a workspace that is not a project (see [`not_a_project`]),
+/// unless `--allow-root-workspace` was given: indexing `/` ran out of
+/// memory, and commands would write system folders.
+pub fn check_workspace(root: &std::path::Path) -> anyhow::Result<()> {
+    if ALLOW_ROOT_WORKSPACE.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(());
+    }
+    if let Some(what) = not_a_project(root) {
+        return Err(NotAProject(format!(
+            "{} is {what}, not a project: the agent indexes, changes and runs commands in its workspace\n  \
+             fix: run it inside a project folder (cd ~/src/myproject, or --repo PATH / an editor's project), \
+             or pass --allow-root-workspace if this is really meant",
+            root.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The error of a workspace that is not a project ([`check_workspace`]):
+/// a usage error (exit 2), whatever entry it came through.
+#[derive(Debug)]
+pub struct NotAProject(pub String);
+
+impl std::fmt::Display for NotAProject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
+impl std::error::Error for NotAProject {}
+
 /// The repository a command acts on: `explicit` when given (it must exist),
-/// else the workspace around the current directory.
+/// else the workspace around the current directory. Refused when it is not
+/// a project ([`check_workspace`]).
 pub fn repo_root(explicit: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     use anyhow::Context;
-    match explicit {
+    let root = match explicit {
         Some(path) => {
             let root = path
                 .canonicalize()
@@ -122,21 +330,77 @@ pub fn repo_root(explicit: Option<&std::path::Path>) -> anyhow::Result<PathBuf> 
                     parent.display()
                 );
             }
-            Ok(root)
+            root
         }
-        None => Ok(workspace_root(
-            &std::env::current_dir().context("no current directory")?,
-        )),
-    }
+        None => workspace_root(&std::env::current_dir().context("no current directory")?),
+    };
+    check_workspace(&root)?;
+    Ok(root)
 }
 
 /// The workspace a command acts on: the nearest ancestor of `start` that
-/// holds an `.agent` folder or a `.git` entry, else `start` itself.
+/// holds a `.git` entry or an `.agent` folder with team files in it
+/// ([`TEAM_FILES`]), else `start` itself. The walk never stops at `/`, the
+/// home folder or a system folder: a stray `/.agent` or a dotfiles
+/// repository in `~` would make every folder below one workspace.
 pub fn workspace_root(start: &std::path::Path) -> PathBuf {
     let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
     start
         .ancestors()
-        .find(|dir| dir.join(".agent").is_dir() || dir.join(".git").exists())
+        .filter(|dir| not_a_project(dir).is_none())
+        .find(|dir| dir.join(".git").exists() || has_team_files(&team_dir(dir)))
         .unwrap_or(&start)
         .to_path_buf()
+}
+
+/// Whether `.agent` folder `dir` holds something a team keeps there.
+pub fn has_team_files(dir: &std::path::Path) -> bool {
+    dir.is_dir() && TEAM_FILES.iter().any(|name| dir.join(name).exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_stray_agent_folder_above_does_not_capture_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap();
+        let below = top.join("a/b");
+        std::fs::create_dir_all(&below).unwrap();
+        // Empty, or holding only old state: not a workspace marker.
+        std::fs::create_dir_all(top.join(".agent/index")).unwrap();
+        assert_eq!(workspace_root(&below), below);
+        // Team files make it one.
+        std::fs::create_dir_all(top.join(".agent/commands")).unwrap();
+        assert_eq!(workspace_root(&below), top);
+    }
+
+    #[test]
+    fn root_home_and_system_folders_are_not_projects() {
+        for dir in ["/", "/etc", "/usr", "/proc/self", "/var", "/tmp"] {
+            let err = check_workspace(Path::new(dir)).unwrap_err().to_string();
+            assert!(err.contains("--allow-root-workspace"), "{dir}: {err}");
+        }
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            let home = home.canonicalize().unwrap_or(home);
+            if home != Path::new("/") {
+                assert!(check_workspace(&home).is_err());
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_workspace(dir.path()).is_ok());
+        assert!(check_workspace(Path::new("/usr/src/linux")).is_ok());
+    }
+
+    #[test]
+    fn the_state_folder_is_outside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = state_location(dir.path());
+        if state_root().is_some() {
+            assert!(!location.starts_with(dir.path()));
+        }
+        assert_eq!(TEAM_GITIGNORE, "*.local.toml\n");
+    }
 }

@@ -856,6 +856,7 @@ mod tests {
 
     #[test]
     fn tox_commands_lose_their_substitutions_and_envs_pick_the_task() {
+        agent_base::paths::isolate_for_tests();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("tox.ini"),
@@ -886,6 +887,7 @@ mod tests {
 
     #[test]
     fn ci_workflows_makefiles_and_package_scripts_are_read() {
+        agent_base::paths::isolate_for_tests();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join(".github/workflows")).unwrap();

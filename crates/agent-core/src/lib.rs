@@ -303,7 +303,7 @@ impl Agent {
     ) -> Result<Self> {
         let workspace = Workspace::new(&config.workspace)?;
         let state = workspace.state_dir();
-        let mut policy = Policy::load(&state, config.mode)?;
+        let mut policy = Policy::load(&workspace.team_dir(), config.mode)?;
         policy.sandbox = config.sandbox;
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;

@@ -73,9 +73,15 @@ struct Hooks {
     post_tool: Vec<HookConfig>,
 }
 
-/// Where the settings live in `workspace`.
+/// Where the team's settings live in `workspace`.
 pub fn path(workspace: &Path) -> PathBuf {
-    workspace.join(".agent").join("config.toml")
+    agent_base::paths::team_dir(workspace).join("config.toml")
+}
+
+/// The user's own overrides, merged over the team's (`.agent/`'s
+/// `.gitignore` leaves `*.local.toml` out of the repository).
+pub fn local_path(workspace: &Path) -> PathBuf {
+    agent_base::paths::team_dir(workspace).join("config.local.toml")
 }
 
 impl Settings {
@@ -93,12 +99,20 @@ impl Settings {
     /// does not parse, an unknown key or a value out of range is an error that
     /// names the file and the fix.
     pub fn load(workspace: &Path) -> Result<Self> {
-        let file = path(workspace);
         let mut settings = Self::defaults(workspace);
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            return Ok(settings);
-        };
-        let parsed: File = toml::from_str(&text).map_err(|e| {
+        // The team's file, then the user's own (ignored by git) over it.
+        for file in [path(workspace), local_path(workspace)] {
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                settings.apply(&text, &file)?;
+            }
+        }
+        Ok(settings)
+    }
+
+    /// Applies one config file: its `compact_at` replaces, its hooks add.
+    fn apply(&mut self, text: &str, file: &Path) -> Result<()> {
+        let settings = self;
+        let parsed: File = toml::from_str(text).map_err(|e| {
             anyhow::anyhow!(
                 "{}: invalid config: {e}\n  fix: see `agent ask --help` and README (\"Skills, commands, hooks\") for its keys",
                 file.display()
@@ -140,9 +154,9 @@ impl Settings {
                 }
             }
         }
-        settings.pre_tool = parsed.hooks.pre_tool;
-        settings.post_tool = parsed.hooks.post_tool;
-        Ok(settings)
+        settings.pre_tool.extend(parsed.hooks.pre_tool);
+        settings.post_tool.extend(parsed.hooks.post_tool);
+        Ok(())
     }
 }
 
@@ -174,6 +188,26 @@ mod tests {
             Settings::load(dir.path()).unwrap(),
             Settings::defaults(dir.path())
         );
+    }
+
+    #[test]
+    fn a_local_file_is_merged_over_the_teams() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".agent")).unwrap();
+        std::fs::write(
+            path(dir.path()),
+            "compact_at = 0.5\n[[hooks.pre_tool]]\ncommand = \"team.sh\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            local_path(dir.path()),
+            "compact_at = 0.7\n[[hooks.post_tool]]\ncommand = \"mine.sh\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(dir.path()).unwrap();
+        assert_eq!(s.compact_at, 0.7);
+        assert_eq!(s.pre_tool[0].command, "team.sh");
+        assert_eq!(s.post_tool[0].command, "mine.sh");
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! The prompt cache on disk: the KV state of a prompt, kept across
-//! processes under `.agent/cache/kv/`, so the next `agent ask` prefills only
-//! what differs from a prompt seen before.
+//! processes under `cache/kv/` in the workspace's state folder
+//! (`paths::state_dir`), so the next `agent ask` prefills only what differs
+//! from a prompt seen before.
 //!
 //! One file per entry: a header (the key of the model and context it was
-//! made with, the token count, the payload size and a SHA-256 digest of
-//! tokens and payload), the prompt's tokens, then llama.cpp's serialized
-//! sequence state. A file from another model, build or context size, or a
-//! damaged or truncated one, is removed before llama.cpp ever reads it.
+//! made with, the token count, the payload size and an HMAC-SHA256 of the
+//! header and body), the prompt's tokens, then llama.cpp's serialized
+//! sequence state. The HMAC's key is the user's own (`kv.key` in
+//! `~/.config/agent/`, which no command reads), so an entry written by
+//! anyone else, even with a right-looking digest, is not loaded. A file from
+//! another model, build or context size, a forged, damaged or truncated one,
+//! is removed before llama.cpp ever reads it.
 //! Files are written to a temporary name and renamed, so a reader (another
 //! process) sees a whole entry or none; the least recently used entries go
 //! when the folder outgrows its cap.
@@ -18,8 +22,53 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-const MAGIC: &[u8; 8] = b"AGENTKV1";
-/// Magic, key, token count, payload length, digest.
+/// HMAC-SHA256 (RFC 2104) over the sha2 crate's SHA-256, written out: the
+/// `hmac` crate turns on `digest`'s `mac` feature, which DataFusion's crypto
+/// functions share, and that rebuilds the whole LanceDB stack (40 minutes on
+/// two cores) for twenty lines. Checked against RFC 4231's vectors.
+struct HmacSha256 {
+    inner: Sha256,
+    outer_pad: [u8; 64],
+}
+
+impl HmacSha256 {
+    fn new(key: &[u8]) -> Self {
+        let mut block = [0u8; 64];
+        if key.len() > 64 {
+            block[..32].copy_from_slice(&Sha256::digest(key));
+        } else {
+            block[..key.len()].copy_from_slice(key);
+        }
+        let (mut inner_pad, mut outer_pad) = ([0x36u8; 64], [0x5cu8; 64]);
+        for i in 0..64 {
+            inner_pad[i] ^= block[i];
+            outer_pad[i] ^= block[i];
+        }
+        let mut inner = Sha256::new();
+        inner.update(inner_pad);
+        Self { inner, outer_pad }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        self.inner.update(data);
+    }
+
+    fn finalize(self) -> [u8; 32] {
+        let mut outer = Sha256::new();
+        outer.update(self.outer_pad);
+        outer.update(self.inner.finalize());
+        outer.finalize().into()
+    }
+
+    /// Whether `tag` is this MAC, compared in constant time.
+    fn verify(self, tag: &[u8]) -> bool {
+        let mac = self.finalize();
+        tag.len() == mac.len() && mac.iter().zip(tag).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+    }
+}
+
+const MAGIC: &[u8; 8] = b"AGENTKV2";
+/// Magic, key, token count, payload length, HMAC.
 const HEADER: usize = 8 + 32 + 4 + 8 + 32;
 const EXTENSION: &str = "kv";
 /// A temporary file older than this was left by a process that died mid-write.
@@ -30,6 +79,8 @@ const STALE_TEMP: Duration = Duration::from_secs(3600);
 pub struct PromptCacheConfig {
     pub dir: PathBuf,
     pub max_bytes: u64,
+    /// The user's key that authenticates entries (`state::user_key("kv")`).
+    pub auth_key: [u8; 32],
 }
 
 /// The entries of one model and context (the key) in a folder.
@@ -38,6 +89,7 @@ pub struct PromptCache {
     dir: PathBuf,
     key: [u8; 32],
     max_bytes: u64,
+    auth_key: [u8; 32],
 }
 
 /// An entry's file and the tokens it holds the state of.
@@ -93,7 +145,18 @@ impl PromptCache {
             dir: config.dir.clone(),
             key,
             max_bytes: config.max_bytes,
+            auth_key: config.auth_key,
         }
+    }
+
+    /// The HMAC of an entry: over its header up to the tag, then its body.
+    fn tag(&self, head: &[u8], body: &[&[u8]]) -> HmacSha256 {
+        let mut mac = HmacSha256::new(&self.auth_key);
+        mac.update(head);
+        for part in body {
+            mac.update(part);
+        }
+        mac
     }
 
     pub fn dir(&self) -> &Path {
@@ -148,10 +211,14 @@ impl PromptCache {
     pub fn save(&self, tokens: &[i32], state: &[u8]) -> io::Result<PathBuf> {
         fs::create_dir_all(&self.dir)?;
         let token_bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-        let mut digest = Sha256::new();
-        digest.update(&token_bytes);
-        digest.update(state);
-        let digest: [u8; 32] = digest.finalize().into();
+        let mut head = Vec::with_capacity(HEADER);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&self.key);
+        head.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
+        head.extend_from_slice(&(state.len() as u64).to_le_bytes());
+        let tag = self
+            .tag(&head, &[token_bytes.as_slice(), state])
+            .finalize();
         let mut name = Sha256::new();
         name.update(self.key);
         name.update(&token_bytes);
@@ -167,11 +234,8 @@ impl PromptCache {
         ));
         let written = (|| {
             let mut file = File::create(&temp)?;
-            file.write_all(MAGIC)?;
-            file.write_all(&self.key)?;
-            file.write_all(&(tokens.len() as u32).to_le_bytes())?;
-            file.write_all(&(state.len() as u64).to_le_bytes())?;
-            file.write_all(&digest)?;
+            file.write_all(&head)?;
+            file.write_all(&tag)?;
             file.write_all(&token_bytes)?;
             file.write_all(state)?;
             file.sync_data()?;
@@ -256,7 +320,7 @@ impl PromptCache {
             .collect())
     }
 
-    /// The whole file, its header and digest checked.
+    /// The whole file, its header and HMAC checked.
     fn read_checked(&self, path: &Path) -> Result<Vec<u8>, String> {
         let bytes = fs::read(path).map_err(|e| e.to_string())?;
         if bytes.len() < HEADER {
@@ -264,9 +328,11 @@ impl PromptCache {
         }
         let (n_tokens, _) = self.check_header(&bytes[..HEADER], bytes.len() as u64)?;
         let body = &bytes[HEADER..];
-        if Sha256::digest(body).as_slice() != &bytes[HEADER - 32..HEADER] {
+        let mac = self.tag(&bytes[..HEADER - 32], &[body]);
+        if !mac.verify(&bytes[HEADER - 32..HEADER]) {
             return Err(format!(
-                "damaged (its digest does not match; {n_tokens} tokens)"
+                "not authenticated (its HMAC does not match this user's key: damaged, \
+                 or written by someone else; {n_tokens} tokens)"
             ));
         }
         Ok(bytes)
@@ -317,11 +383,40 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn hmac_sha256_matches_rfc_4231() {
+        let mac = |key: &[u8], data: &[u8]| {
+            let mut m = HmacSha256::new(key);
+            m.update(data);
+            hex(&m.finalize())
+        };
+        assert_eq!(
+            mac(&[0x0b; 20], b"Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        assert_eq!(
+            mac(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // A key longer than the block is hashed first (test case 6).
+        assert_eq!(
+            mac(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First"),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+        let mut m = HmacSha256::new(b"k");
+        m.update(b"x");
+        let tag = m.finalize();
+        let mut again = HmacSha256::new(b"k");
+        again.update(b"x");
+        assert!(again.verify(&tag));
+    }
+
     fn cache(dir: &Path, key: u8, max_bytes: u64) -> PromptCache {
         PromptCache::new(
             &PromptCacheConfig {
                 dir: dir.to_path_buf(),
                 max_bytes,
+                auth_key: [9; 32],
             },
             [key; 32],
         )
@@ -357,6 +452,36 @@ mod tests {
         let (entry, _) = c.best(&[1, 2, 3], 1).unwrap();
         assert!(c.read_state(&entry).is_none());
         assert!(!damaged.exists());
+    }
+
+    /// A command that could write the folder forges an entry: the real
+    /// prompt's tokens, another state, and a recomputed SHA-256 in the tag's
+    /// place (what the old format checked). Not loaded, and removed.
+    #[test]
+    fn a_forged_entry_without_the_users_hmac_is_not_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cache(dir.path(), 1, 1 << 20);
+        let path = c.save(&[5, 6, 7], b"the real state").unwrap();
+        let bytes = fs::read(&path).unwrap();
+        let mut forged = bytes[..HEADER - 32].to_vec();
+        forged[44..52].copy_from_slice(&(b"forged state!!".len() as u64).to_le_bytes());
+        let mut body: Vec<u8> = [5i32, 6, 7].iter().flat_map(|t| t.to_le_bytes()).collect();
+        body.extend_from_slice(b"forged state!!");
+        forged.extend_from_slice(&Sha256::digest(&body));
+        forged.extend_from_slice(&body);
+        fs::write(&path, &forged).unwrap();
+
+        let (entry, common) = c.best(&[5, 6, 7], 1).unwrap();
+        assert_eq!(common, 3);
+        assert!(c.read_state(&entry).is_none());
+        assert!(!path.exists());
+
+        // Another user's key (or none) cannot make one either.
+        let mut other = cache(dir.path(), 1, 1 << 20);
+        other.auth_key = [1; 32];
+        other.save(&[5, 6, 7], b"theirs").unwrap();
+        let (entry, _) = c.best(&[5, 6, 7], 1).unwrap();
+        assert!(c.read_state(&entry).is_none());
     }
 
     #[test]

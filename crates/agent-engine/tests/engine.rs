@@ -705,6 +705,7 @@ fn the_session_end_save_keeps_the_whole_conversation_for_the_next_process() {
         prompt_cache: Some(agent_engine::prompt_cache::PromptCacheConfig {
             dir: dir.path().to_path_buf(),
             max_bytes: 1 << 30,
+            auth_key: [3; 32],
         }),
         ..EngineConfig::new(common::tiny_model())
     };

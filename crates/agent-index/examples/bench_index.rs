@@ -51,7 +51,7 @@ fn main() -> anyhow::Result<()> {
             .nth(1)
             .expect("usage: bench_index CORPUS_DIR"),
     );
-    let _ = std::fs::remove_dir_all(root.join(".agent"));
+    let _ = std::fs::remove_dir_all(agent_index::index_dir(&root));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
 
     // Cold index.

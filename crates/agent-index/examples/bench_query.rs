@@ -58,10 +58,13 @@ fn main() -> anyhow::Result<()> {
     let mut report = measure(&root, &queries)?;
     if args.iter().any(|a| a == "--compare-exact") {
         let copy = tempfile::tempdir()?;
+        // The index of the copy is where its state folder says.
+        let copied = index_dir(copy.path());
+        std::fs::create_dir_all(copied.parent().unwrap())?;
         let status = std::process::Command::new("cp")
             .arg("-r")
-            .arg(root.join(".agent"))
-            .arg(copy.path())
+            .arg(index_dir(&root))
+            .arg(&copied)
             .status()?;
         anyhow::ensure!(status.success(), "cannot copy the index");
         Store::open(&index_dir(copy.path()).join("lance"))?.drop_vector_index()?;

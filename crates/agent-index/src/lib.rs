@@ -51,9 +51,10 @@ const FILE_BATCH: usize = 64;
 /// (two ONNX Runtime calls; a few seconds on two cores).
 const EMBED_STEP: usize = 64;
 
-/// Where an index lives for a repository root.
+/// Where an index lives for a repository root: `index/` in its state
+/// folder (`paths::state_dir`), outside the repository.
 pub fn index_dir(root: &Path) -> PathBuf {
-    root.join(".agent").join("index")
+    agent_base::paths::state_dir(root).join("index")
 }
 
 #[derive(Debug, Clone)]
@@ -360,7 +361,6 @@ impl Index {
     ) -> Result<Self> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        agent_base::paths::ignore_state_dir(&root.join(".agent"));
         let lock = lock_writer(&dir)?;
         if let Some(shared) = &shared {
             fetch_working_copies(shared, &dir)?;
@@ -624,6 +624,10 @@ impl Index {
         // have built the BM25 index: this one finishes that work too.
         let was_complete = self.is_complete()?;
         let (mut files, skipped) = walk::walk(&self.root, &self.options.walk);
+        // A partial list would drop the files past the ceiling from the index.
+        if let Some(why) = walk::stopped(&skipped) {
+            bail!("{why}");
+        }
         if let Some(only) = &self.options.only {
             files.retain(|f| only.contains(&f.rel));
         }

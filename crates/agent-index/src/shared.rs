@@ -75,10 +75,11 @@ impl SharedStore {
             ),
             None => dir_store(uri, Path::new(uri), writer)?,
         };
-        let local = root.join(".agent").join("shared").join(slug(&table.uri));
+        let local = agent_base::paths::state_dir(root)
+            .join("shared")
+            .join(slug(&table.uri));
         std::fs::create_dir_all(&local)
             .with_context(|| format!("cannot create {}", local.display()))?;
-        agent_base::paths::ignore_state_dir(&root.join(".agent"));
         Ok(Self {
             uri: uri.to_string(),
             local,
@@ -462,6 +463,7 @@ mod tests {
 
     #[test]
     fn store_uris_are_parsed_or_refused_with_the_fix() {
+        agent_base::paths::isolate_for_tests();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
         std::fs::create_dir_all(&root).unwrap();
@@ -473,7 +475,10 @@ mod tests {
         );
         let store = SharedStore::open(&root, uri, true).unwrap();
         assert!(store.table.uri.ends_with("/lance"));
-        assert!(store.local.starts_with(root.join(".agent/shared")));
+        assert!(store
+            .local
+            .starts_with(agent_base::paths::state_dir(&root).join("shared")));
+        assert!(!root.join(".agent").exists());
         let err = SharedStore::open(&root, "gs://bucket/x", true)
             .err()
             .unwrap();

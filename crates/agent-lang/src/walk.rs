@@ -13,6 +13,18 @@ use serde::Serialize;
 /// Default per-file size limit: larger files are almost never hand-written code.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// Default ceiling on the files one walk lists: a large monorepo has a few
+/// hundred thousand; past this it is more likely `/` or a home folder, whose
+/// walk (and index) would run the machine out of memory.
+pub const DEFAULT_MAX_FILES: usize = 300_000;
+
+/// Default ceiling on the bytes of the files one walk lists (each at most
+/// `max_file_bytes`): what the indexer will read, chunk and embed.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 4 << 30;
+
+/// The reason of the [`Skipped`] entry that says a walk stopped at a ceiling.
+pub const WALK_STOPPED: &str = "walk stopped";
+
 /// Never indexed, listed, searched or written: the agent's state and git's.
 pub const HIDDEN_DIRS: &[&str] = &[".git", ".agent"];
 
@@ -85,6 +97,10 @@ pub struct WalkOptions {
     /// files. Callers that read whole files anyway can turn this off and run
     /// [`sniff`] on the bytes they read, sparing a second open per file.
     pub sniff: bool,
+    /// The walk stops after this many files ([`stopped`] says so).
+    pub max_files: usize,
+    /// ... or once the files listed hold this many bytes together.
+    pub max_total_bytes: u64,
 }
 
 impl Default for WalkOptions {
@@ -92,8 +108,19 @@ impl Default for WalkOptions {
         Self {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             sniff: true,
+            max_files: DEFAULT_MAX_FILES,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
         }
     }
+}
+
+/// Why a walk stopped short (its file or byte ceiling), with the fix; None
+/// when it listed everything.
+pub fn stopped(skipped: &[Skipped]) -> Option<&str> {
+    skipped
+        .iter()
+        .find(|s| s.rel.is_empty() && s.reason.starts_with(WALK_STOPPED))
+        .map(|s| s.reason.as_str())
 }
 
 /// The relative, `/`-separated form of `path` under `root`.
@@ -129,7 +156,15 @@ fn is_skipped_dir(name: &str) -> bool {
 pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>) {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
+    let mut total_bytes = 0u64;
     for entry in builder(root).build() {
+        if files.len() >= opts.max_files || total_bytes >= opts.max_total_bytes {
+            skipped.push(Skipped {
+                rel: String::new(),
+                reason: ceiling_reason(root, files.len(), opts),
+            });
+            break;
+        }
         let entry = match entry {
             Ok(e) => e,
             Err(err) => {
@@ -148,18 +183,35 @@ pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<SourceFile>, Vec<Skipped>) 
             continue;
         };
         match check_file(path, opts) {
-            Ok(file_meta) => files.push(SourceFile {
-                path: path.to_path_buf(),
-                lang: Lang::from_path(path),
-                rel,
-                size: file_meta.0,
-                mtime_ns: file_meta.1,
-            }),
+            Ok(file_meta) => {
+                total_bytes += file_meta.0;
+                files.push(SourceFile {
+                    path: path.to_path_buf(),
+                    lang: Lang::from_path(path),
+                    rel,
+                    size: file_meta.0,
+                    mtime_ns: file_meta.1,
+                })
+            }
             Err(reason) => skipped.push(Skipped { rel, reason }),
         }
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
     (files, skipped)
+}
+
+fn ceiling_reason(root: &Path, files: usize, opts: &WalkOptions) -> String {
+    let what = if files >= opts.max_files {
+        format!("more than {} files", opts.max_files)
+    } else {
+        format!("more than {} MiB of files", opts.max_total_bytes >> 20)
+    };
+    format!(
+        "{WALK_STOPPED} at {what} under {}: is this the project's folder?\n  \
+         fix: run in the project (or give its path), add what is not code to .agentignore, \
+         or raise the ceiling with --max-files N / --max-total-mb N",
+        root.display()
+    )
 }
 
 /// Files that hold credentials by convention (`.env`, keys, `.netrc`,
@@ -278,6 +330,35 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_file_ceiling_stops_the_walk_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(dir.path().join(format!("f{i}.py")), "x = 1\n").unwrap();
+        }
+        let opts = WalkOptions {
+            max_files: 5,
+            ..WalkOptions::default()
+        };
+        let (files, skipped) = walk(dir.path(), &opts);
+        assert_eq!(files.len(), 5);
+        let why = stopped(&skipped).expect("the walk says it stopped");
+        assert!(
+            why.contains("more than 5 files") && why.contains("--max-files"),
+            "{why}"
+        );
+        let (files, skipped) = walk(dir.path(), &WalkOptions::default());
+        assert_eq!(files.len(), 20);
+        assert!(stopped(&skipped).is_none());
+        let bytes = WalkOptions {
+            max_total_bytes: 12,
+            ..WalkOptions::default()
+        };
+        let (files, skipped) = walk(dir.path(), &bytes);
+        assert_eq!(files.len(), 2);
+        assert!(stopped(&skipped).unwrap().contains("MiB of files"));
+    }
 
     #[test]
     fn walk_respects_ignore_files_and_skips_junk() {

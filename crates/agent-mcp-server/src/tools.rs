@@ -465,6 +465,7 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_the_tools_error_with_what_was_expected() {
+        agent_base::paths::isolate_for_tests();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("a.py"),

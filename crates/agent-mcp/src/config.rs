@@ -108,8 +108,12 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
             );
         }
     }
-    let toml_path = workspace.join(".agent").join("config.toml");
-    if let Ok(text) = std::fs::read_to_string(&toml_path) {
+    // The team's config.toml, then the user's own config.local.toml over it.
+    let team = agent_base::paths::team_dir(workspace);
+    for toml_path in [team.join("config.toml"), team.join("config.local.toml")] {
+        let Ok(text) = std::fs::read_to_string(&toml_path) else {
+            continue;
+        };
         let file: ConfigToml = toml::from_str(&text)
             .map_err(|e| anyhow!("{}: invalid config: {e}", toml_path.display()))?;
         for (name, mut server) in file.mcp_servers {

@@ -199,7 +199,7 @@ impl Hub {
             .enable_all()
             .build()
             .expect("a tokio runtime starts");
-        let logs = workspace.join(".agent").join("logs");
+        let logs = agent_base::paths::state_dir(workspace).join("logs");
         let _ = std::fs::create_dir_all(&logs);
         let env = policy.command_env();
         // All at once: a session waits for the slowest server, not the sum.
@@ -256,7 +256,9 @@ impl Hub {
             .envs(&config.env)
             .env(SERVER_VAR, server_id(&config.name));
         // Its stderr goes to a log of its own, for when it misbehaves.
-        let log = std::fs::File::create(logs.join(format!("mcp-{}.log", config.name)))
+        let log_path = logs.join(format!("mcp-{}.log", config.name));
+        let log_shown = log_path.display().to_string();
+        let log = std::fs::File::create(&log_path)
             .map(std::process::Stdio::from)
             .unwrap_or_else(|_| std::process::Stdio::null());
         let (transport, _) = TokioChildProcess::builder(cmd)
@@ -265,10 +267,7 @@ impl Hub {
             .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
         let work = async {
             let client = ().serve(transport).await.map_err(|e| {
-                format!(
-                    "did not complete the MCP handshake: {e} (see .agent/logs/mcp-{}.log)",
-                    config.name
-                )
+                format!("did not complete the MCP handshake: {e} (see {log_shown})")
             })?;
             let tools = client
                 .list_all_tools()
@@ -281,9 +280,8 @@ impl Hub {
             .map_or(START_TIMEOUT, Duration::from_secs);
         tokio::time::timeout(limit, work).await.map_err(|_| {
             format!(
-                "did not start within {}s (see .agent/logs/mcp-{}.log; a slow server can set startup_timeout_s)",
+                "did not start within {}s (see {log_shown}; a slow server can set startup_timeout_s)",
                 limit.as_secs(),
-                config.name
             )
         })?
     }

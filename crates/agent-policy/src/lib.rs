@@ -97,8 +97,12 @@ pub const DEFAULT_TIMEOUT_S: u64 = 60;
 pub const DEFAULT_CHECK_TIMEOUT_S: u64 = 20;
 /// Largest `run_cmd` timeout a call or policy.toml may ask for, seconds.
 pub const MAX_TIMEOUT_S: u64 = 600;
-/// The policy file, inside the state dir (`.agent/`).
+/// The team's policy file, in the workspace's `.agent/`.
 pub const POLICY_FILE: &str = "policy.toml";
+
+/// The user's own policy in `.agent/`, applied over the team's (ignored by
+/// git: `.agent/.gitignore` is `*.local.toml`).
+pub const LOCAL_POLICY_FILE: &str = "policy.local.toml";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -201,17 +205,21 @@ impl Policy {
         }
     }
 
-    /// The built-in policy plus `.agent/policy.toml` of the workspace, if any.
+    /// The built-in policy plus `.agent/policy.toml` of the workspace, then
+    /// `.agent/policy.local.toml`, if any.
     /// A malformed file is an error naming the file and the line.
-    pub fn load(state_dir: &Path, mode: Mode) -> anyhow::Result<Self> {
-        let path = state_dir.join(POLICY_FILE);
+    pub fn load(team_dir: &Path, mode: Mode) -> anyhow::Result<Self> {
         let mut policy = Self::builtin(mode);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(policy),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        policy.apply_toml(&text, &path)?;
+        // The team's file, then the user's own (ignored by git) over it.
+        for name in [POLICY_FILE, LOCAL_POLICY_FILE] {
+            let path = team_dir.join(name);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            };
+            policy.apply_toml(&text, &path)?;
+        }
         Ok(policy)
     }
 
@@ -379,9 +387,9 @@ impl Policy {
         self.scrub_env(std::env::vars_os())
     }
 
-    /// The policy file of a state dir (whether or not it exists).
-    pub fn file_path(state_dir: &Path) -> PathBuf {
-        state_dir.join(POLICY_FILE)
+    /// The policy file of a team folder, `.agent/` (whether or not it exists).
+    pub fn file_path(team_dir: &Path) -> PathBuf {
+        team_dir.join(POLICY_FILE)
     }
 }
 

@@ -164,9 +164,9 @@ pub struct RefreshStats {
     pub removed: usize,
 }
 
-/// `root/.agent/repomap.sqlite`
+/// `repomap.sqlite` in the state folder of `root` (`paths::state_dir`)
 pub fn default_cache_path(root: &Path) -> PathBuf {
-    root.join(".agent").join("repomap.sqlite")
+    agent_base::paths::state_dir(root).join("repomap.sqlite")
 }
 
 /// The repository's tags (in memory, mirrored in the SQLite cache) and the

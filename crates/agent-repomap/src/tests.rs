@@ -105,6 +105,7 @@ const CLIENT_PY: &str = r#"class Client:
 "#;
 
 fn repo() -> tempfile::TempDir {
+    agent_base::paths::isolate_for_tests();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "src/engine.rs", ENGINE_RS);

@@ -1,5 +1,5 @@
 //! Checkpoints for `undo`: the content of every file a change set touches,
-//! saved under `.agent/checkpoints/` before the change is applied.
+//! saved under `checkpoints/` in the state folder (`paths::state_dir`) before the change is applied.
 //!
 //! One folder per change set, named by a growing number (`000007/`), holding
 //! `manifest.json` and the original bytes of each file (`0.bin`, `1.bin`, ...).
@@ -88,7 +88,6 @@ impl Checkpoints {
         let dir = state_dir.join("checkpoints");
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        agent_base::paths::ignore_state_dir(state_dir);
         // Leftovers of interrupted saves.
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {

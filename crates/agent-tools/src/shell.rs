@@ -397,7 +397,7 @@ pub fn run_fenced(
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
-    let guard = StateGuard::snapshot(&workspace.state_dir());
+    let guard = StateGuard::snapshot(&workspace.team_dir());
     let config_guard = ConfigGuard::snapshot(workspace.root());
     let io = Io {
         stdin: Some(stdin),
@@ -611,7 +611,7 @@ impl Tool for RunCmd {
             }
         }
         let env = ctx.policy.command_env();
-        let guard = StateGuard::snapshot(&ctx.workspace.state_dir());
+        let guard = StateGuard::snapshot(&ctx.workspace.team_dir());
         let config_guard = ConfigGuard::snapshot(ctx.workspace.root());
         let r = match run_command(
             &command,

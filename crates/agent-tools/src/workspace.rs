@@ -36,9 +36,16 @@ impl Workspace {
         &self.root
     }
 
-    /// `.agent/` inside the workspace (sessions, logs, checkpoints, policy).
+    /// The agent's own state for this workspace (sessions, logs,
+    /// checkpoints, checker caches), outside it: `paths::state_dir`.
     pub fn state_dir(&self) -> PathBuf {
-        self.root.join(".agent")
+        agent_base::paths::state_dir(&self.root)
+    }
+
+    /// `.agent/` inside the workspace: the team's files (policy, config,
+    /// commands, skills, hooks).
+    pub fn team_dir(&self) -> PathBuf {
+        agent_base::paths::team_dir(&self.root)
     }
 
     /// Resolves a model-given path (relative to the root, or absolute) to a

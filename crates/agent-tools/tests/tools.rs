@@ -41,12 +41,13 @@ impl Harness {
     }
 
     fn with_mode(mode: Mode) -> Self {
+        agent_base::paths::isolate_for_tests();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir_all(&root).unwrap();
         let ws = Workspace::new(&root).unwrap();
         let checkpoints = Checkpoints::open(&ws.state_dir()).unwrap();
-        let policy = Policy::load(&ws.state_dir(), mode).unwrap();
+        let policy = Policy::load(&ws.team_dir(), mode).unwrap();
         Self {
             root: ws.root().to_path_buf(),
             _dir: dir,
@@ -197,7 +198,8 @@ fn list_dir_shows_a_tree_and_respects_ignores() {
     h.write(".git/HEAD", "ref: x\n");
     h.write("node_modules/pkg/index.js", "x");
     h.write("README.md", "# hi\n");
-    // .agent/ exists (checkpoints) and must not show.
+    // .agent/ (team files) must not show.
+    h.write(".agent/commands/review.md", "Review.\n");
     let out = h.call("list_dir", json!({}));
     ok(&out);
     let c = &out.content;
@@ -591,10 +593,15 @@ fn cargo_check_after_an_edit_lists_the_errors_the_change_brought() {
     );
     ok(&out);
     assert!(!out.content.contains("diagnostics"), "{}", out.content);
-    // The checker wrote only inside the workspace.
+    // The checker wrote inside the workspace, or in its build cache.
+    let cache = agent_base::paths::cache_dir(&h.root).join("check-cargo_target_dir");
     assert!(
-        h.exists("target") || h.exists(".agent/check-cargo_target_dir"),
-        "no build output in the workspace"
+        h.exists("target") || cache.is_dir(),
+        "no build output in the workspace or its cache"
+    );
+    assert!(
+        !h.exists(".agent"),
+        "nothing of the agent's in the workspace"
     );
 }
 
@@ -1709,7 +1716,8 @@ fn paths_are_workspace_relative_in_outputs() {
     let out = h.call("read_file", json!({"path": abs.to_str().unwrap()}));
     ok(&out);
     assert!(out.content.starts_with("a/b.txt"), "{}", out.content);
-    assert!(Path::new(&h.root).join(".agent/checkpoints").is_dir());
+    assert!(h.ws.state_dir().join("checkpoints").is_dir());
+    assert!(!Path::new(&h.root).join(".agent").exists());
 }
 
 #[test]

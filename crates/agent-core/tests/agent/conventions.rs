@@ -227,6 +227,7 @@ fn agent_with_window(dir: &Path, turns: &[&str]) -> (agent_core::Agent, crate::s
         prefetch: 0,
         ..agent_core::AgentConfig::new(dir)
     };
+    agent_base::paths::isolate_for_tests();
     let agent = agent_core::Agent::new(Box::new(model.clone()), config, None).unwrap();
     (agent, model)
 }

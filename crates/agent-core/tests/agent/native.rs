@@ -101,6 +101,7 @@ fn native_replays_of_every_family_reach_the_real_tools_and_answer() {
             repo_map: false,
             ..AgentConfig::new(dir.path())
         };
+        agent_base::paths::isolate_for_tests();
         let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
         let outcome = agent.handle(
             "Where is the function add defined?",
@@ -192,6 +193,7 @@ fn each_step_prompt_starts_with_the_previous_one() {
         repo_map: false,
         ..AgentConfig::new(dir.path())
     };
+    agent_base::paths::isolate_for_tests();
     let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
     agent
         .handle(
@@ -227,6 +229,7 @@ fn a_native_call_of_an_unknown_tool_is_an_observation_the_model_can_act_on() {
         repo_map: false,
         ..AgentConfig::new(dir.path())
     };
+    agent_base::paths::isolate_for_tests();
     let mut agent = Agent::new(Box::new(model.clone()), config, None).unwrap();
     let outcome = agent
         .handle(

@@ -120,6 +120,7 @@ pub(crate) fn start(
         ..AgentConfig::new(dir)
     };
     tweak(&mut config);
+    agent_base::paths::isolate_for_tests();
     let agent = Agent::new(Box::new(model.clone()), config, search).unwrap();
     (agent, model)
 }
@@ -157,7 +158,7 @@ fn run(dir: &Path, mode: Mode, turns: &[&str], request: &str) -> Run {
 }
 
 pub(crate) fn events(dir: &Path, file: &str) -> Vec<Value> {
-    std::fs::read_to_string(dir.join(".agent/logs").join(file))
+    std::fs::read_to_string(agent_base::paths::state_dir(dir).join("logs").join(file))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -216,7 +217,8 @@ fn a_repo_question_reads_then_answers_and_everything_is_logged() {
         .iter()
         .chain(&trace)
         .all(|e| e["trace_id"] == r.outcome.trace_id.as_str()));
-    let store = agent_core::session::SessionStore::open(&dir.path().join(".agent")).unwrap();
+    let store =
+        agent_core::session::SessionStore::open(&agent_base::paths::state_dir(dir.path())).unwrap();
     // system, request, read call, its observation, the finish call
     assert_eq!(store.turns(&r.outcome.session_id).unwrap().len(), 5);
 }
@@ -641,7 +643,8 @@ fn ctrl_c_ends_the_request_and_keeps_the_session() {
         )
         .unwrap();
     assert_eq!(outcome.finish, Finish::Cancelled);
-    let store = agent_core::session::SessionStore::open(&dir.path().join(".agent")).unwrap();
+    let store =
+        agent_core::session::SessionStore::open(&agent_base::paths::state_dir(dir.path())).unwrap();
     let turns = store.turns(&outcome.session_id).unwrap();
     assert!(turns
         .iter()

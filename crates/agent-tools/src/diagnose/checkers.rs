@@ -217,7 +217,10 @@ pub struct Checks {
     sandbox: Option<Sandbox>,
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     workspace: PathBuf,
-    state_dir: PathBuf,
+    /// Where a checker's build output goes when it would leave the
+    /// workspace: a cache of its own (`paths::cache_dir`), writable in the
+    /// sandbox, apart from the agent's state that commands may not write.
+    build_cache: PathBuf,
 }
 
 struct Planned {
@@ -277,16 +280,22 @@ impl Checks {
                 }
             }
         }
+        let build_cache = agent_base::paths::cache_dir(workspace.root());
+        let mut writable = vec![workspace.root().to_path_buf()];
+        if planned.iter().any(|p| p.checker.build_dir.is_some()) {
+            agent_base::paths::create_private_dir(&build_cache);
+            writable.push(build_cache.clone());
+        }
         Self {
             planned,
             timeout: Duration::from_secs(policy.check_timeout_s),
             sandbox: sandboxed.then(|| Sandbox {
-                writable: vec![workspace.root().to_path_buf()],
+                writable,
                 allow_network: false,
             }),
             env: policy.command_env(),
             workspace: workspace.root().to_path_buf(),
-            state_dir: workspace.state_dir(),
+            build_cache,
         }
     }
 
@@ -366,7 +375,9 @@ impl Checks {
                 None => !default_outside,
             };
             if !inside {
-                let dir = self.state_dir.join(format!("check-{}", var.to_lowercase()));
+                let dir = self
+                    .build_cache
+                    .join(format!("check-{}", var.to_lowercase()));
                 env.retain(|(k, _)| k != var);
                 env.push((var.into(), dir.into()));
             }

@@ -234,9 +234,18 @@ impl ConfigGuard {
                  use edit or write_file, which ask the user"
                     .to_string()
             };
+            // Never through a symlink the command left in the file's place
+            // (AGENTS.md -> ~/.bashrc): the link goes, then the file is written.
+            let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+            if is_link && std::fs::remove_file(path).is_err() {
+                notes.push(format!(
+                    "{rel} was replaced by a symlink (could not be undone)"
+                ));
+                continue;
+            }
             let restored = match before {
                 Some(bytes) => std::fs::write(path, bytes).is_ok(),
-                None => std::fs::remove_file(path).is_ok(),
+                None => std::fs::remove_file(path).is_ok() || is_link,
             };
             notes.push(format!(
                 "{rel} was {} by the command ({}): {why}",
@@ -309,6 +318,27 @@ mod tests {
         let notes = guard.restore();
         assert_eq!(notes, vec![".agent/policy.toml was changed (restored)"]);
         assert!(state.join("policy.toml").is_file());
+    }
+
+    #[test]
+    fn the_undo_never_writes_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let bashrc = dir.path().join("bashrc");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "Use tabs.\n").unwrap();
+        std::fs::write(&bashrc, "# the user's\n").unwrap();
+        let guard = ConfigGuard::snapshot(&root);
+        std::fs::remove_file(root.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink(&bashrc, root.join("AGENTS.md")).unwrap();
+        let notes = guard.restore().join("\n");
+        assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# the user's\n");
+        let meta = std::fs::symlink_metadata(root.join("AGENTS.md")).unwrap();
+        assert!(meta.is_file(), "{notes}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("AGENTS.md")).unwrap(),
+            "Use tabs.\n"
+        );
     }
 
     #[test]

@@ -281,8 +281,8 @@ impl Checks {
             planned,
             timeout: Duration::from_secs(policy.check_timeout_s),
             sandbox: sandboxed.then(|| Sandbox {
-                writable: vec![workspace.root().to_path_buf()],
                 allow_network: false,
+                ..crate::fence::sandbox(workspace.root(), policy)
             }),
             env: policy.command_env(),
             workspace: workspace.root().to_path_buf(),

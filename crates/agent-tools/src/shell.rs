@@ -623,7 +623,7 @@ impl Tool for RunCmd {
                 return ToolOutput::error(
                     ErrorClass::Declined,
                     match ask_why {
-                        Some(why) if why == NO_SANDBOX => format!(
+                        Some(why) if why == NO_SANDBOX || git_writer.as_ref() == Some(&why) => format!(
                             "not run: {why}, and the user did not approve it; ask the user"
                         ),
                         Some(why) => format!(

@@ -386,9 +386,8 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
-/// Lets the command write the devices it has: the whole minimal /dev (a
-/// tmpfs of its own, where no node can be made), or else the host's
-/// harmless ones.
+/// Lets the command write the devices it has: those of the minimal /dev
+/// and its /dev/shm, or else the host's harmless ones.
 unsafe fn device_rules(plan: &Plan, own_dev: bool) -> io::Result<()> {
     let Some(ruleset) = &plan.ruleset_fd else {
         return Ok(()); // Landlock is not enforced here at all
@@ -412,7 +411,10 @@ unsafe fn device_rules(plan: &Plan, own_dev: bool) -> io::Result<()> {
         libc::close(fd);
     };
     if own_dev {
-        add(c"/dev", plan.dev_dir);
+        // The device files may be written, nothing made beside them
+        // (`> /dev/kmsg` makes no file); /dev/shm is a folder to write in.
+        add(c"/dev", plan.dev_file);
+        add(c"/dev/shm", plan.dev_dir);
     } else {
         for (path, is_dir) in &plan.host_devices {
             add(path, if *is_dir { plan.dev_dir } else { plan.dev_file });

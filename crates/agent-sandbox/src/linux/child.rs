@@ -372,8 +372,9 @@ fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) -> &CStr {
             break;
         }
     }
-    for i in 0..len {
-        buf[PREFIX.len() + i] = digits[len - 1 - i];
+    let slots = &mut buf[PREFIX.len()..PREFIX.len() + len];
+    for (slot, digit) in slots.iter_mut().zip(digits[..len].iter().rev()) {
+        *slot = *digit;
     }
     buf[PREFIX.len() + len] = 0;
     CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/dev/null")

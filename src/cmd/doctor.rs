@@ -78,6 +78,9 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         }),
         detail: sandbox.unwrap_or_else(|e| e),
     });
+    if agent_sandbox::available() {
+        checks.push(sandbox_sets_check());
+    }
     checks.push(Check {
         name: "llama.cpp",
         ok: true,
@@ -299,6 +302,102 @@ fn chat_model_check(config: &EngineConfig, explicit: bool) -> Check {
 }
 
 /// Which AGENTS.md files go into the system prompt.
+/// What the sandbox keeps read-only and hidden in this workspace, its
+/// limits, and the capabilities a command really has (read from a command
+/// run inside it, not assumed).
+fn sandbox_sets_check() -> Check {
+    use agent_policy::{Mode, Policy};
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let policy = Policy::load(&root.join(".agent"), Mode::default()).unwrap_or_default();
+    let sandbox = agent_tools::fence::sandbox(&root, &policy);
+    let support = agent_sandbox::support();
+    let shown = |paths: &[std::path::PathBuf]| -> String {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let names: Vec<String> = paths
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .map(|p| match (p.strip_prefix(&root), &home) {
+                (Ok(rel), _) => rel.display().to_string(),
+                (_, Some(h)) if p.starts_with(h) => {
+                    format!("~/{}", p.strip_prefix(h).unwrap_or(p).display())
+                }
+                _ => p.display().to_string(),
+            })
+            .collect();
+        if names.is_empty() {
+            "none here".into()
+        } else {
+            names.join(", ")
+        }
+    };
+    let limit = |v: Option<u64>, unit: &str| v.map_or("none".into(), |v| format!("{v}{unit}"));
+    let l = &sandbox.limits;
+    let enforced = if support.mounts() {
+        "enforced by mounts"
+    } else {
+        "NOT enforced (no user namespace here; Landlock alone)"
+    };
+    let detail = format!(
+        "read-only for commands ({enforced}): {}; hidden from commands ({enforced}): {} \
+         (and any of ~/.ssh ~/.aws ~/.kube ~/.gnupg ... that appear); limits per command: \
+         processes {}, memory {} per process (RLIMIT_DATA), file size {}, CPU {} per process; \
+         capabilities: {}",
+        shown(&sandbox.read_only),
+        shown(&sandbox.deny_read),
+        limit(l.processes, ""),
+        limit(l.memory_mb, " MiB"),
+        limit(l.file_size_mb, " MiB"),
+        limit(l.cpu_s, " s"),
+        command_capabilities(&sandbox),
+    );
+    Check {
+        name: "sandbox sets",
+        ok: support.mounts(),
+        required: false,
+        detail,
+        fix: (!support.mounts()).then(|| {
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+             user.max_user_namespaces > 0, or an AppArmor profile that permits them)"
+                .into()
+        }),
+    }
+}
+
+/// The capability sets and no_new_privs of a command run in `sandbox`.
+fn command_capabilities(sandbox: &agent_sandbox::Sandbox) -> String {
+    let Ok(prepared) = sandbox.prepare() else {
+        return "unknown (the sandbox could not be prepared)".into();
+    };
+    let out = agent_sandbox::command(prepared, "sh")
+        .args([
+            "-c",
+            "grep -E '^(CapEff|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status",
+        ])
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output();
+    match out {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let fields: Vec<String> = text
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect();
+            let none = text
+                .lines()
+                .filter(|l| l.starts_with("Cap"))
+                .all(|l| l.ends_with("0000000000000000"));
+            format!(
+                "{} ({})",
+                if none { "none" } else { "SOME KEPT" },
+                fields.join(", ")
+            )
+        }
+        _ => "unknown (a command could not be run in the sandbox)".into(),
+    }
+}
+
 fn instructions_check() -> Check {
     use agent_core::instructions::{personal_file, Instructions, FILE_NAME};
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());

@@ -19,6 +19,10 @@
 //! scrub_env = ["MY_PRIVATE_*"]   # extra env names (glob) removed before running commands
 //! timeout_s = 60                 # default run_cmd timeout
 //! check_timeout_s = 20           # cap on the checkers run after edits (cargo check, tsc, ...); 0 = off
+//! protected_paths = ["tools/*.py"] # read-only for commands, besides .git, .agent/, AGENTS.md, ...
+//! deny_read = ["~/.vault-token"]   # hidden from commands, besides ~/.ssh, ~/.aws, ...
+//! [limits]                         # per command (see [`fence`]); 0 = no limit
+//! processes = 4096
 //! ```
 //!
 //! `deny` and `allow` regexes are matched against each simple command in its
@@ -55,11 +59,13 @@ pub enum Access {
 }
 
 mod command_line;
+pub mod fence;
 mod opaque;
 pub mod secrets;
 
 use command_line::{basename, flags_len, SHELLS};
 pub use command_line::{split_commands, SimpleCommand};
+pub use fence::Limits;
 
 /// Environment variable names (globs, case-insensitive) never passed to
 /// commands; `scrub_env` in policy.toml adds more.
@@ -165,6 +171,17 @@ pub struct Policy {
     pub check_timeout_s: u64,
     /// Commands run in the OS sandbox ([`agent_sandbox`]); off with `--sandbox off`.
     pub sandbox: bool,
+    /// Absolute paths commands may read but not change, besides the
+    /// workspace's own protected set (`.git`, `.agent/`, `.mcp.json`,
+    /// `AGENTS.md`): policy.toml's `protected_paths` (globs, resolved when
+    /// loaded), and the files trusted MCP servers and hooks run. The
+    /// sandbox builder (`agent_tools::fence`) reads it as is.
+    pub protected_paths: Vec<PathBuf>,
+    /// Absolute paths hidden from commands, besides the built-in secrets
+    /// (`~/.ssh`, `~/.aws`, ...): policy.toml's `deny_read`.
+    pub deny_read: Vec<PathBuf>,
+    /// Per-command resource limits: policy.toml's `[limits]`.
+    pub limits: Limits,
     deny: Vec<Rule>,
     allow: Vec<Rule>,
     scrub_env: Vec<String>,
@@ -188,6 +205,11 @@ struct PolicyFile {
     scrub_env: Vec<String>,
     timeout_s: Option<u64>,
     check_timeout_s: Option<u64>,
+    #[serde(default)]
+    protected_paths: Vec<String>,
+    #[serde(default)]
+    deny_read: Vec<String>,
+    limits: Option<fence::LimitsFile>,
 }
 
 impl Policy {
@@ -199,6 +221,9 @@ impl Policy {
             timeout_s: DEFAULT_TIMEOUT_S,
             check_timeout_s: DEFAULT_CHECK_TIMEOUT_S,
             sandbox: true,
+            protected_paths: Vec::new(),
+            deny_read: Vec::new(),
+            limits: Limits::default(),
             deny: Vec::new(),
             allow: Vec::new(),
             scrub_env: Vec::new(),
@@ -274,7 +299,34 @@ impl Policy {
             }
         }
         self.scrub_env.extend(file.scrub_env);
+        // policy.toml sits in the workspace's `.agent/`: paths are the workspace's.
+        let workspace = path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        self.protected_paths
+            .extend(fence::expand_globs(workspace, &file.protected_paths));
+        self.deny_read.extend(
+            file.deny_read
+                .iter()
+                .filter_map(|e| fence::deny_read_path(e, workspace)),
+        );
+        if let Some(limits) = &file.limits {
+            limits.apply(&mut self.limits);
+        }
         Ok(())
+    }
+
+    /// Why `command` needs the user's yes in every mode because it writes
+    /// the git repository (`git commit`, `git checkout -b`), if it does.
+    /// Approved, it runs with `.git` writable (and git's hooks and
+    /// fsmonitor still off); otherwise `.git` is read-only to commands.
+    pub fn git_writer(&self, command: &str) -> Option<String> {
+        let sub = fence::git_writer(&split_commands(command))?;
+        Some(format!(
+            "`{sub}` writes the git repository (.git), which commands may only change with \
+             the user's OK"
+        ))
     }
 
     /// Whether an action of this class asks the user first.

@@ -3,24 +3,34 @@
 //! The command policy reads command text, and text can be disguised
 //! (`python3 -c`, a script the model just wrote). The sandbox is the fence
 //! that text cannot get around: the kernel enforces it on the command's
-//! process, so the shell and everything it starts inherit it.
+//! process, so the shell and everything it starts inherit it. Nothing is
+//! restored after the fact: what the kernel refuses never happens.
 //!
-//! - Files: read anywhere; write, create and delete only inside the workspace
-//!   and a private temp dir (`TMPDIR`, removed when the command ends), plus
-//!   the harmless device files (`/dev/null`, the terminal).
+//! - Files: read anywhere but the hidden set ([`Sandbox::deny_read`]: the
+//!   user's credentials, the agent's own config and state); write, create and
+//!   delete only inside the workspace and a private temp dir (`TMPDIR`,
+//!   removed when the command ends), except the read-only set inside them
+//!   ([`Sandbox::read_only`]: `.git`, `.agent/`, `.mcp.json`, `AGENTS.md`,
+//!   ...), plus the harmless device files (`/dev/null`, the terminal).
 //! - Network, unless `allow_network = true` in policy.toml: no TCP, UDP or
 //!   DNS, and no Unix sockets of the host's services (the Docker daemon, the
 //!   session bus, an ssh-agent), which would let a command act outside the
 //!   fence. Sockets the command makes itself in the workspace or its temp
 //!   dir still work (test servers, multiprocessing).
+//! - Privilege: no capabilities, even when the agent runs as root; no device
+//!   nodes made; a minimal `/dev`; limits on processes, memory, file size
+//!   and CPU time ([`Limits`]).
 //!
-//! Linux ([`linux`]): Landlock for files and TCP, applied in the child
-//! between fork and exec; a network namespace of its own for the rest, and a
-//! mount namespace where the host's listening Unix sockets are covered by
-//! `/dev/null`. macOS ([`seatbelt`]): the same rules as a Seatbelt profile
-//! for `/usr/bin/sandbox-exec`. Elsewhere, or on a kernel without Landlock,
-//! commands run unsandboxed and the policy asks before each one, even in
-//! yolo mode; `--sandbox off` opts out.
+//! Linux ([`linux`]): a user, mount, PID and (offline) network namespace,
+//! bind mounts for the read-only and hidden sets, then Landlock for writes
+//! and TCP, all applied in the child between fork and exec, as codex-rs's
+//! `linux-sandbox` and bubblewrap do. Where user namespaces are not allowed
+//! (and the agent is not root), Landlock alone applies: the read-only and
+//! hidden sets and the process limit are then NOT enforced, and
+//! [`describe`] says so. macOS ([`seatbelt`]): the write and network rules as
+//! a Seatbelt profile for `/usr/bin/sandbox-exec`. Elsewhere, or on a kernel
+//! without Landlock, commands run unsandboxed and the policy asks before
+//! each one, even in yolo mode; `--sandbox off` opts out.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -52,6 +62,10 @@ mod platform {
         )
     }
 
+    pub fn support() -> super::Support {
+        super::Support::default()
+    }
+
     pub struct Prepared;
 
     pub fn prepare(_: &super::Sandbox) -> Result<Prepared, String> {
@@ -68,19 +82,74 @@ mod platform {
 pub use platform::describe;
 /// The Landlock ABI this kernel speaks, if any (`None` off Linux).
 pub use platform::landlock_abi;
+/// What this system lets the sandbox do, probed once.
+pub use platform::support;
 /// A sandbox made ready in the parent: everything that allocates or reads
 /// files is done there, since the child may only make system calls.
 pub use platform::Prepared;
 
 /// The rules for one command.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Sandbox {
     /// Folders the command may write under (the workspace, its temp dir).
     pub writable: Vec<PathBuf>,
     pub allow_network: bool,
+    /// Paths inside `writable` the command may read but not change, nor
+    /// rename or delete (bind-mounted read-only onto themselves: a write
+    /// fails with EROFS, a rename or removal with EBUSY). Missing ones are
+    /// skipped.
+    pub read_only: Vec<PathBuf>,
+    /// Paths the command cannot read: an empty read-only tmpfs over a
+    /// folder, `/dev/null` over a file. Missing ones, and ones that hold a
+    /// writable folder (hiding it would hide the workspace), are skipped.
+    pub deny_read: Vec<PathBuf>,
+    pub limits: Limits,
+}
+
+/// Per-command resource limits (`None`: the system's own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Processes and threads the command may have at once.
+    pub processes: Option<u64>,
+    /// Data (heap) of each process, MiB.
+    pub memory_mb: Option<u64>,
+    /// Largest file a process may write, MiB.
+    pub file_size_mb: Option<u64>,
+    /// CPU seconds of each process.
+    pub cpu_s: Option<u64>,
+}
+
+/// What the kernel here lets the sandbox enforce.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Support {
+    /// Landlock ABI: writes fenced (and TCP from 4).
+    pub landlock: Option<i32>,
+    /// A user namespace of the command's own: the read-only and hidden sets,
+    /// a minimal `/dev`, the process limit, no capabilities even as root.
+    pub user_namespace: bool,
+    /// A mount namespace without a user namespace (the agent is root):
+    /// the same mounts, with capabilities dropped by hand.
+    pub mount_namespace: bool,
+    /// The agent runs as root.
+    pub root: bool,
+}
+
+impl Support {
+    /// Whether the read-only and hidden sets are enforced by mounts.
+    pub fn mounts(&self) -> bool {
+        self.user_namespace || self.mount_namespace
+    }
 }
 
 impl Sandbox {
+    /// Writes only in `writable`, offline, nothing else set.
+    pub fn new(writable: Vec<PathBuf>) -> Self {
+        Self {
+            writable,
+            ..Self::default()
+        }
+    }
+
     pub fn prepare(&self) -> Result<Prepared, String> {
         platform::prepare(self)
     }

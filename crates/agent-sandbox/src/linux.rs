@@ -1,18 +1,28 @@
-//! The sandbox on Linux: Landlock, plus network and mount namespaces.
+//! The sandbox on Linux: a user, mount, PID and network namespace of the
+//! command's own, bind mounts for the read-only and hidden sets, a minimal
+//! `/dev`, limits, no capabilities, then Landlock.
+//!
+//! Everything that allocates or reads files is done here, in the parent
+//! ([`prepare`]); the child, between fork and exec, only makes system calls
+//! on what was built ([`child`]).
+
+mod child;
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use landlock::{
     AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, ABI,
 };
 
-use super::Sandbox;
+use super::{Limits, Sandbox, Support};
 
 /// The Landlock ABI this kernel speaks, if any.
 pub fn landlock_abi() -> Option<i32> {
@@ -29,28 +39,85 @@ pub fn landlock_abi() -> Option<i32> {
     (v > 0).then_some(v as i32)
 }
 
+/// What this system lets the sandbox do, probed once (in a throwaway child).
+pub fn support() -> Support {
+    static SUPPORT: OnceLock<Support> = OnceLock::new();
+    *SUPPORT.get_or_init(|| {
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let user_namespace = child::probe(true);
+        Support {
+            landlock: landlock_abi(),
+            user_namespace,
+            mount_namespace: !user_namespace && root && child::probe(false),
+            root,
+        }
+    })
+}
+
 pub fn describe() -> Result<String, String> {
-    match landlock_abi() {
-        Some(abi) if abi >= 4 => Ok(format!(
-            "Landlock ABI {abi}: commands write only in the workspace and a private temp dir, \
-             and reach no network and no Unix socket of the host's services unless \
-             allow_network = true (TCP by Landlock, the rest by network and mount namespaces \
-             where the system allows them)"
-        )),
-        Some(abi) => Ok(format!(
-            "Landlock ABI {abi}: commands write only in the workspace and a private temp dir; \
-             blocking TCP needs ABI 4 (Linux 6.7+), so only a network namespace (where the \
-             system allows one) and the command policy keep commands offline"
-        )),
-        None => Err(
+    let Some(abi) = landlock_abi() else {
+        return Err(
             "this kernel has no Landlock, so commands cannot be sandboxed and each one asks \
              first, even in --mode yolo"
                 .into(),
-        ),
+        );
+    };
+    let s = support();
+    let mut text = if abi >= 4 {
+        format!(
+            "Landlock ABI {abi}: commands write only in the workspace and a private temp dir, \
+             and reach no network and no Unix socket of the host's services unless \
+             allow_network = true"
+        )
+    } else {
+        format!(
+            "Landlock ABI {abi}: commands write only in the workspace and a private temp dir; \
+             blocking TCP needs ABI 4 (Linux 6.7+), so only a network namespace and the \
+             command policy keep commands offline"
+        )
+    };
+    if s.mounts() {
+        text.push_str(&format!(
+            "; {}: the read-only set (.git, .agent/, .mcp.json, AGENTS.md, protected_paths) \
+             is bind-mounted read-only and the deny-read set hidden; /dev is minimal; no \
+             capabilities (bounding and ambient sets cleared, securebits noroot, \
+             no_new_privs); no device nodes; limits: {}",
+            if s.user_namespace {
+                "a user namespace of its own"
+            } else {
+                "a mount namespace (no user namespace here; capabilities dropped by hand)"
+            },
+            process_limit_note(&s)
+        ));
+    } else {
+        text.push_str(
+            "; NO user namespace here (disabled, or refused to this user): Landlock alone. \
+             The read-only set (.git, .agent/, AGENTS.md) is NOT protected from commands \
+             (only the check after each command is), the deny-read set (credentials) is \
+             readable, /dev is the host's, and the process limit is not applied; memory, \
+             file size and CPU limits still are",
+        );
+    }
+    Ok(text)
+}
+
+/// How the process limit is enforced here.
+fn process_limit_note(s: &Support) -> &'static str {
+    if !s.root {
+        "processes by RLIMIT_NPROC (counted in the command's own user namespace), memory \
+         (RLIMIT_DATA), file size, CPU time"
+    } else if child::pids_cgroup_base().is_some() {
+        "processes by a pids cgroup (root is exempt from RLIMIT_NPROC), memory \
+         (RLIMIT_DATA), file size, CPU time"
+    } else {
+        "memory (RLIMIT_DATA), file size, CPU time; the process limit is NOT enforced \
+         (root is exempt from RLIMIT_NPROC and no pids cgroup is writable)"
     }
 }
 
-/// Devices any command may write (`> /dev/null`, the terminal).
+/// Devices any command may write (`> /dev/null`, the terminal), when the
+/// host's `/dev` is all there is.
 const WRITABLE_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
@@ -64,26 +131,14 @@ const WRITABLE_DEVICES: &[&str] = &[
 /// Most host sockets covered per command; a desktop has a few dozen.
 const MAX_MASKED_SOCKETS: usize = 512;
 
-/// What the child enforces: the Landlock ruleset, and the namespaces that
-/// leave the host's processes (and, offline, its network and services)
-/// behind.
+/// What the child enforces: the namespaces and mounts, the limits, the
+/// Landlock ruleset.
 pub struct Prepared {
     ruleset: RulesetCreated,
-    namespaces: Namespaces,
-    /// The agent's pid: a child whose parent is no longer it was orphaned
-    /// before it could arm its death signal, and must not run.
-    parent: libc::pid_t,
+    child: child::Plan,
 }
 
-struct Namespaces {
-    /// uid_map and gid_map lines for an unprivileged user namespace.
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
-    /// Offline: listening Unix sockets of the host, to cover with /dev/null.
-    offline: Option<Vec<CString>>,
-}
-
-/// Builds the ruleset and the namespace set-up. This runs in the parent,
+/// Builds the ruleset and the plan for the child. This runs in the parent,
 /// since opening paths allocates, which is not safe between fork and exec;
 /// the child only calls [`enforce`].
 pub fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
@@ -93,26 +148,152 @@ pub fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
         let unix = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
         host_sockets(&unix, &sandbox.writable)
             .iter()
-            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+            .filter_map(|p| cstring(p))
             .collect()
     });
+    let ruleset = ruleset(sandbox)?;
+    let fail = |e: &dyn std::fmt::Display| format!("cannot set up the sandbox: {e}");
+    let ruleset_fd: Option<OwnedFd> = ruleset.try_clone().map_err(|e| fail(&e))?.into();
+    let (dev_dir, dev_file) = device_access();
+    let (hide_dirs, hide_files) = hidden(sandbox);
+    let limits = rlimits(&sandbox.limits);
+    let root = uid == 0;
+    let cgroup_procs = match (root, sandbox.limits.processes) {
+        (true, Some(max)) => child::pids_cgroup(max),
+        _ => None,
+    };
     Ok(Prepared {
-        ruleset: ruleset(sandbox)?,
-        namespaces: Namespaces {
+        ruleset,
+        child: child::Plan {
+            parent,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             offline,
+            read_only: read_only(sandbox),
+            hide_dirs,
+            hide_files,
+            host_devices: WRITABLE_DEVICES
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.exists())
+                .filter_map(|p| Some((cstring(p)?, p.is_dir())))
+                .collect(),
+            ruleset_fd,
+            dev_dir,
+            dev_file,
+            limits,
+            processes: sandbox.limits.processes.map(|n| n as libc::rlim_t),
+            cgroup_procs,
+            expect_mounts: support().mounts(),
         },
-        parent,
     })
+}
+
+fn cstring(path: &Path) -> Option<CString> {
+    CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+/// The read-only set as the child mounts it: paths that exist, with the
+/// flags their mount has now (a remount inside a user namespace must keep
+/// them: the kernel locks nosuid, nodev, noexec and atime flags).
+fn read_only(sandbox: &Sandbox) -> Vec<(CString, libc::c_ulong)> {
+    let mut out = Vec::new();
+    for path in &sandbox.read_only {
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        let Some(c) = cstring(path) else { continue };
+        // SAFETY: statvfs fills the struct we own from a NUL-terminated path.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+            continue;
+        }
+        let pairs = [
+            (libc::ST_NOSUID, libc::MS_NOSUID),
+            (libc::ST_NODEV, libc::MS_NODEV),
+            (libc::ST_NOEXEC, libc::MS_NOEXEC),
+            (libc::ST_NOATIME, libc::MS_NOATIME),
+            (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+            (libc::ST_RELATIME, libc::MS_RELATIME),
+        ];
+        let mut flags = pairs
+            .iter()
+            .filter(|(st_bit, _)| st.f_flag & st_bit != 0)
+            .fold(0, |acc, (_, ms_bit)| acc | ms_bit);
+        if flags & (libc::MS_NOATIME | libc::MS_RELATIME) == 0 {
+            flags |= libc::MS_STRICTATIME;
+        }
+        out.push((c, flags));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The deny-read set split into folders (an empty tmpfs over them) and
+/// files (`/dev/null` over them): only paths that exist and hold no
+/// writable folder.
+fn hidden(sandbox: &Sandbox) -> (Vec<CString>, Vec<CString>) {
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    for path in &sandbox.deny_read {
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        let holds_writable = sandbox.writable.iter().any(|w| {
+            let w = w.canonicalize().unwrap_or_else(|_| w.clone());
+            w.starts_with(&real)
+        });
+        if holds_writable {
+            continue;
+        }
+        let Some(c) = cstring(path) else { continue };
+        if meta.is_dir() {
+            dirs.push(c);
+        } else {
+            files.push(c);
+        }
+    }
+    (dirs, files)
+}
+
+/// The limits as `setrlimit` takes them (the process limit apart: it only
+/// means something in the command's own user namespace). Never above the
+/// agent's own hard limits.
+fn rlimits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::rlim_t)> {
+    const MIB: u64 = 1024 * 1024;
+    let wanted = [
+        (libc::RLIMIT_DATA, limits.memory_mb.map(|m| m * MIB)),
+        (libc::RLIMIT_FSIZE, limits.file_size_mb.map(|m| m * MIB)),
+        (libc::RLIMIT_CPU, limits.cpu_s),
+    ];
+    wanted
+        .into_iter()
+        .filter_map(|(resource, value)| {
+            let value = value? as libc::rlim_t;
+            // SAFETY: getrlimit fills the struct we own.
+            let mut now: libc::rlimit = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrlimit(resource, &mut now) };
+            Some((resource, value.min(now.rlim_max)))
+        })
+        .collect()
+}
+
+/// Everything a write can do except make device nodes, for folders and for
+/// files (as the kernel here knows them): what the child grants on `/dev`.
+fn device_access() -> (u64, u64) {
+    let abi = ABI::from(landlock_abi().unwrap_or(0).min(5));
+    let write = AccessFs::from_write(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
+    let file = write & AccessFs::from_file(abi);
+    (write.bits(), file.bits())
 }
 
 pub fn command(prepared: Prepared, program: &str) -> Command {
     let mut cmd = Command::new(program);
     let mut prepared = Some(prepared);
     // SAFETY: runs in the child between fork and exec; `enforce` only makes
-    // system calls (unshare, mount, writes to /proc/self, prctl,
-    // landlock_restrict_self) on what `prepare` built in the parent.
+    // system calls (unshare, mount, prctl, setrlimit, capset, writes to
+    // /proc/self, landlock_*) on what `prepare` built in the parent.
     unsafe {
         cmd.pre_exec(move || match prepared.take() {
             Some(p) => enforce(p),
@@ -133,28 +314,15 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, String> {
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(|e| fail(&e))?;
     }
-    // Only writes are handled, so reads stay allowed everywhere.
-    let write = AccessFs::from_write(abi);
+    // Only writes are handled, so reads stay allowed everywhere (the
+    // deny-read set is hidden by mounts). No folder may get a device node:
+    // `mknod` of a disk or of `/dev/kmsg` in the workspace is refused.
+    let write = AccessFs::from_write(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
     for dir in &sandbox.writable {
         let fd = PathFd::new(dir).map_err(|e| fail(&e))?;
         created = created
             .add_rule(PathBeneath::new(fd, write))
-            .map_err(|e| fail(&e))?;
-    }
-    for dev in WRITABLE_DEVICES
-        .iter()
-        .map(Path::new)
-        .filter(|p| p.exists())
-    {
-        let Ok(fd) = PathFd::new(dev) else { continue };
-        let access = if dev.is_dir() {
-            write
-        } else {
-            write & AccessFs::from_file(abi)
-        };
-        created = created
-            .add_rule(PathBeneath::new(fd, access))
             .map_err(|e| fail(&e))?;
     }
     Ok(created)
@@ -183,10 +351,8 @@ fn host_sockets(proc_net_unix: &str, writable: &[PathBuf]) -> Vec<PathBuf> {
 
 /// Restricts the calling process (the command's child, before exec).
 pub fn enforce(prepared: Prepared) -> std::io::Result<()> {
-    // SAFETY: prctl and getppid take integers; see `die_with`.
-    unsafe { die_with(prepared.parent) };
-    // SAFETY: only system calls on what `prepare` built (see `isolate`).
-    unsafe { isolate(&prepared.namespaces) };
+    // SAFETY: only system calls on what `prepare` built (see `child`).
+    unsafe { child::enforce(&prepared.child)? };
     prepared
         .ruleset
         .restrict_self()
@@ -194,179 +360,5 @@ pub fn enforce(prepared: Prepared) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-/// Arms the death signal: when the agent dies (even by `kill -9`), so does
-/// this process, and with it (through the PID namespace) everything the
-/// command started. Exits at once if the agent is already gone.
-///
-/// # Safety
-/// Only system calls; safe between fork and exec. The signal follows the
-/// *thread* that forked: callers spawn and wait on one thread, which
-/// `run_command` does.
-unsafe fn die_with(parent: libc::pid_t) {
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-    if libc::getppid() != parent {
-        libc::_exit(127);
-    }
-}
-
-/// Namespaces of the command's own, where the system allows them:
-/// - a PID namespace with a fresh `/proc`: no process of the host is
-///   visible (the agent's environment above all), and when the command's
-///   first process ends, or the agent dies, the kernel ends all the rest
-///   (background jobs, `setsid` daemons);
-/// - a mount namespace (the `/proc` above, the masked sockets below);
-/// - offline, a network namespace holding only a loopback that is down (no
-///   UDP, no DNS, none of the host's abstract Unix sockets; Landlock covers
-///   TCP), with the host's path-bound Unix sockets covered by /dev/null.
-///
-/// Privileged, `unshare` is enough; otherwise an unprivileged user namespace
-/// maps our own uid and gid. Where neither is allowed (user namespaces
-/// disabled), Landlock alone applies (and offline, a network namespace
-/// where a container allows just that).
-///
-/// A new PID namespace takes effect for the children of the process that
-/// made it, so this process forks once: the child becomes the namespace's
-/// first process and goes on to exec the command; this one stays behind
-/// only to wait for it and pass its exit status on.
-///
-/// # Safety
-/// Plain system calls on buffers built before fork; no allocation.
-unsafe fn isolate(ns: &Namespaces) {
-    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-    if ns.offline.is_some() {
-        flags |= libc::CLONE_NEWNET;
-    }
-    if libc::unshare(flags) != 0 {
-        if libc::unshare(libc::CLONE_NEWUSER | flags) != 0 {
-            if ns.offline.is_some() {
-                // A container may allow a network namespace but no mounts.
-                libc::unshare(libc::CLONE_NEWNET);
-            }
-            return;
-        }
-        // The agent is not dumpable (its /proc entry is closed to other
-        // processes), and neither is this child until it execs: the maps
-        // below are files of its own /proc entry.
-        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
-        write_proc(c"/proc/self/setgroups", b"deny");
-        write_proc(c"/proc/self/uid_map", &ns.uid_map);
-        write_proc(c"/proc/self/gid_map", &ns.gid_map);
-    }
-    // Our mounts must not propagate back to the host's namespace.
-    let private = libc::mount(
-        std::ptr::null(),
-        c"/".as_ptr(),
-        std::ptr::null(),
-        libc::MS_REC | libc::MS_PRIVATE,
-        std::ptr::null(),
-    ) == 0;
-    if private {
-        for socket in ns.offline.iter().flatten() {
-            libc::mount(
-                c"/dev/null".as_ptr(),
-                socket.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            );
-        }
-    }
-    // Fork without glibc's atfork handlers: only system calls from here.
-    let child = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
-    if child < 0 {
-        return; // no PID namespace after all; the command runs here
-    }
-    if child > 0 {
-        wait_and_pass_on(child as libc::pid_t);
-    }
-    // The namespace's first process: dies with the one waiting for it
-    // (whose pid, outside this namespace, it cannot see to check).
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-    if private {
-        // A `/proc` of this namespace: the host's processes are not in it.
-        libc::mount(
-            c"proc".as_ptr(),
-            c"/proc".as_ptr(),
-            c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        );
-    }
-}
-
-/// The process left outside the PID namespace: holds no file (so pipes
-/// reach end-of-file when the command's processes are done, and `spawn`'s
-/// exec-error pipe belongs to the child alone), waits for the namespace's
-/// first process, and exits as it did.
-///
-/// # Safety
-/// Only system calls; never returns.
-unsafe fn wait_and_pass_on(child: libc::pid_t) -> ! {
-    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
-        for fd in 0..1024 {
-            libc::close(fd);
-        }
-    }
-    let mut status = 0;
-    loop {
-        let r = libc::waitpid(child, &mut status, 0);
-        if r == child {
-            break;
-        }
-        if r < 0 && *libc::__errno_location() != libc::EINTR {
-            libc::_exit(127);
-        }
-    }
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        libc::signal(signal, libc::SIG_DFL);
-        libc::kill(libc::getpid(), signal);
-        libc::_exit(128 + signal);
-    }
-    libc::_exit(libc::WEXITSTATUS(status))
-}
-
-/// # Safety
-/// Only system calls; safe between fork and exec.
-unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) {
-    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-    if fd >= 0 {
-        libc::write(fd, data.as_ptr().cast(), data.len());
-        libc::close(fd);
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_sockets_are_the_path_bound_ones_outside_the_writable_folders() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        let host = dir.path().join("docker.sock");
-        let own = ws.join("test.sock");
-        let _l1 = std::os::unix::net::UnixListener::bind(&host).unwrap();
-        let _l2 = std::os::unix::net::UnixListener::bind(&own).unwrap();
-        let gone = dir.path().join("gone.sock");
-        let plain = dir.path().join("plain.txt");
-        std::fs::write(&plain, "x").unwrap();
-        let table = format!(
-            "Num       RefCount Protocol Flags    Type St Inode Path\n\
-             0000000000000000: 00000002 00000000 00010000 0001 01 1001 {}\n\
-             0000000000000000: 00000002 00000000 00010000 0001 01 1002 {}\n\
-             0000000000000000: 00000002 00000000 00010000 0001 01 1003 @/tmp/.X11-unix/X0\n\
-             0000000000000000: 00000002 00000000 00010000 0001 01 1004 {}\n\
-             0000000000000000: 00000002 00000000 00010000 0001 01 1005 {}\n\
-             0000000000000000: 00000003 00000000 00000000 0001 03 1006\n\
-             0000000000000000: 00000002 00000000 00010000 0001 01 1001 {}\n",
-            host.display(),
-            own.display(),
-            gone.display(),
-            plain.display(),
-            host.display(),
-        );
-        assert_eq!(host_sockets(&table, &[ws]), vec![host]);
-    }
-}
+mod tests;

@@ -89,6 +89,12 @@ mod macos {
         None
     }
 
+    /// Seatbelt fences writes and the network; the read-only and hidden
+    /// sets, capabilities and limits are Linux's.
+    pub fn support() -> crate::Support {
+        crate::Support::default()
+    }
+
     pub fn describe() -> Result<String, String> {
         if Path::new(SANDBOX_EXEC).exists() {
             Ok(

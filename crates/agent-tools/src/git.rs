@@ -15,8 +15,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use agent_sandbox::Sandbox;
-
 /// How long the agent waits for its own git call (a status of a huge tree).
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -78,10 +76,7 @@ fn filter_drivers(workspace: &Path) -> Vec<String> {
 
 /// `git` with a clean environment, inside the sandbox where there is one.
 fn command(workspace: &Path) -> Option<Command> {
-    let sandbox = Sandbox {
-        writable: Vec::new(),
-        allow_network: false,
-    };
+    let sandbox = crate::fence::reader(&agent_policy::Policy::default());
     let mut command = match agent_sandbox::available()
         .then(|| sandbox.prepare().ok())
         .flatten()

@@ -17,6 +17,7 @@ pub mod checkpoint;
 pub mod diagnose;
 pub mod diff;
 pub mod edit;
+pub mod fence;
 pub mod files;
 pub mod fs;
 pub mod git;

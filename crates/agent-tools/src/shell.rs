@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::args::Args;
+use super::fence;
 use super::fs::{not_found, resolve};
 use super::grep::cut;
 use super::state_guard::{ConfigGuard, StateGuard};
@@ -387,10 +388,8 @@ pub fn run_fenced(
     timeout: Duration,
     cancel: &CancelToken,
 ) -> std::io::Result<(CmdResult, bool, Vec<String>)> {
-    let sandbox = (policy.sandbox && sandbox::available()).then(|| Sandbox {
-        writable: vec![workspace.root().to_path_buf()],
-        allow_network: policy.allow_network,
-    });
+    let sandbox = (policy.sandbox && sandbox::available())
+        .then(|| super::fence::sandbox(workspace.root(), policy));
     let mut env = policy.command_env();
     env.extend(
         extra_env
@@ -513,6 +512,17 @@ pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
     )
 }
 
+/// Whether a command's output says it ran into the sandbox's read-only set.
+fn hit_read_only(output: &str) -> bool {
+    [
+        "Read-only file system",
+        "[Errno 30]",
+        "Device or resource busy",
+    ]
+    .iter()
+    .any(|s| output.contains(s))
+}
+
 /// Why a command asks when the sandbox is on but the kernel cannot provide it.
 const NO_SANDBOX: &str =
     "this system has no sandbox (Landlock, sandbox-exec), so the command would run with all of the user's rights";
@@ -523,7 +533,7 @@ impl Tool for RunCmd {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_cmd",
-            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. Changes it makes cannot be undone.",
+            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. .git, .agent/, .mcp.json and AGENTS.md are read-only; a git command that writes the repository (git commit) asks the user. Changes it makes cannot be undone.",
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -567,12 +577,26 @@ impl Tool for RunCmd {
             Verdict::Ask(why) => Some(why),
             Verdict::Allow => None,
         };
+        // In the sandbox, a git command that writes the repository asks in
+        // every mode, and approved, runs with .git writable (git's hooks and
+        // fsmonitor off). Outside it, .git is writable anyway.
+        let git_writer = ctx
+            .policy
+            .sandbox
+            .then(|| ctx.policy.git_writer(&command))
+            .flatten();
+        if let Some(why) = &git_writer {
+            ask_why.get_or_insert_with(|| why.clone());
+        }
         let sandbox = match (ctx.policy.sandbox, sandbox::available()) {
             (false, _) => None,
-            (true, true) => Some(Sandbox {
-                writable: vec![ctx.workspace.root().to_path_buf()],
-                allow_network: ctx.policy.allow_network,
-            }),
+            (true, true) => {
+                let mut s = fence::sandbox(ctx.workspace.root(), ctx.policy);
+                if git_writer.is_some() {
+                    fence::allow_git_writes(&mut s, ctx.workspace.root());
+                }
+                Some(s)
+            }
             (true, false) => {
                 ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
                 None
@@ -599,7 +623,7 @@ impl Tool for RunCmd {
                 return ToolOutput::error(
                     ErrorClass::Declined,
                     match ask_why {
-                        Some(why) if why == NO_SANDBOX => format!(
+                        Some(why) if why == NO_SANDBOX || git_writer.as_ref() == Some(&why) => format!(
                             "not run: {why}, and the user did not approve it; ask the user"
                         ),
                         Some(why) => format!(
@@ -610,7 +634,10 @@ impl Tool for RunCmd {
                 );
             }
         }
-        let env = ctx.policy.command_env();
+        let mut env = ctx.policy.command_env();
+        if git_writer.is_some() {
+            env.extend(fence::git_hardening_env());
+        }
         let guard = StateGuard::snapshot(&ctx.workspace.team_dir());
         let config_guard = ConfigGuard::snapshot(ctx.workspace.root());
         let r = match run_command(
@@ -679,7 +706,11 @@ impl Tool for RunCmd {
                 ..ToolOutput::default()
             };
         }
-        let (class, hint) = classify(code, &r.output);
+        let (mut class, mut hint) = classify(code, &r.output);
+        if hit_read_only(&r.output) {
+            class = ErrorClass::Permission;
+            hint = fence::READ_ONLY_HINT.to_string();
+        }
         ToolOutput {
             ok: false,
             content: format!("exit code {code}\nhint: {hint}\n{body}"),

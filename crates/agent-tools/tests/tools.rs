@@ -1468,16 +1468,27 @@ fn commands_cannot_change_the_agents_own_folder() {
         "run_cmd",
         json!({"command": "python3 -c \"open('.agent/policy.toml','w').write('allow_network = true')\"; echo hi > .agent/config.toml"}),
     );
-    err(&out, ErrorClass::PolicyDenied);
-    assert!(
-        out.content
-            .contains(".agent/policy.toml was changed (restored)")
-            && out
-                .content
-                .contains(".agent/config.toml was created (removed)"),
-        "{}",
-        out.content
-    );
+    if agent_sandbox::support().mounts() {
+        // The kernel refuses the writes (.agent/ is mounted read-only).
+        err(&out, ErrorClass::Permission);
+        assert!(
+            out.content.contains("Read-only file system"),
+            "{}",
+            out.content
+        );
+    } else {
+        // Landlock alone: the guard after the command puts things back.
+        err(&out, ErrorClass::PolicyDenied);
+        assert!(
+            out.content
+                .contains(".agent/policy.toml was changed (restored)")
+                && out
+                    .content
+                    .contains(".agent/config.toml was created (removed)"),
+            "{}",
+            out.content
+        );
+    }
     assert_eq!(h.read(".agent/policy.toml"), "allow_network = false\n");
     assert!(!h.exists(".agent/config.toml"));
     // The next session's policy is the user's.

@@ -292,6 +292,7 @@ impl Checks {
             sandbox: sandboxed.then(|| Sandbox {
                 writable,
                 allow_network: false,
+                ..crate::fence::sandbox(workspace.root(), policy)
             }),
             env: policy.command_env(),
             workspace: workspace.root().to_path_buf(),

@@ -1,0 +1,659 @@
+//! What the command's process does to itself between fork and exec: plain
+//! system calls on buffers built before the fork, no allocation.
+//!
+//! Order matters: namespaces first (a user namespace gives the capabilities
+//! the mounts need, inside it only), then the mounts, then the limits, then
+//! every capability is given up, and Landlock comes last (it forbids mounts).
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+/// What `prepare` built for the child.
+pub struct Plan {
+    /// The agent's pid: a child whose parent is no longer it was orphaned
+    /// before it could arm its death signal, and must not run.
+    pub parent: libc::pid_t,
+    /// uid_map and gid_map lines: the agent's own ids, mapped to themselves
+    /// (root stays uid 0, but without a capability outside the namespace).
+    pub uid_map: Vec<u8>,
+    pub gid_map: Vec<u8>,
+    /// Offline: listening Unix sockets of the host, to cover with /dev/null.
+    pub offline: Option<Vec<CString>>,
+    /// Paths to bind-mount read-only onto themselves, with the mount flags
+    /// to keep.
+    pub read_only: Vec<(CString, libc::c_ulong)>,
+    /// The deny-read set: folders to cover with an empty tmpfs, files with
+    /// /dev/null.
+    pub hide_dirs: Vec<CString>,
+    pub hide_files: Vec<CString>,
+    /// The host's harmless devices (and whether each is a folder), for
+    /// Landlock rules when no minimal /dev could be mounted.
+    pub host_devices: Vec<(CString, bool)>,
+    /// A second handle on the Landlock ruleset: rules for the /dev the child
+    /// ends up with are added there.
+    pub ruleset_fd: Option<OwnedFd>,
+    /// Landlock rights on a device folder and on a device file.
+    pub dev_dir: u64,
+    pub dev_file: u64,
+    pub limits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// RLIMIT_NPROC, applied only in a user namespace of the command's own,
+    /// where the kernel counts that namespace's processes alone.
+    pub processes: Option<libc::rlim_t>,
+    /// `cgroup.procs` of a pids cgroup made for this command (root, whom
+    /// RLIMIT_NPROC does not bind).
+    pub cgroup_procs: Option<CString>,
+    /// The probe found the namespaces and mounts possible (so `doctor` says
+    /// they are enforced): if the child cannot get them after all, the
+    /// command fails rather than run without them.
+    pub expect_mounts: bool,
+}
+
+/// What the child got.
+#[derive(Default)]
+struct Applied {
+    user_namespace: bool,
+    /// A minimal /dev replaced the host's.
+    dev: bool,
+}
+
+fn errno() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// # Safety
+/// Only system calls on `plan`; safe between fork and exec.
+pub unsafe fn enforce(plan: &Plan) -> io::Result<()> {
+    die_with(plan.parent);
+    if let Some(procs) = &plan.cgroup_procs {
+        // Before leaving the host's user namespace: "0" is this process.
+        if !write_file(procs, b"0") {
+            return Err(errno());
+        }
+    }
+    let applied = isolate(plan)?;
+    for &(resource, value) in &plan.limits {
+        set_limit(resource, value)?;
+    }
+    if let (true, Some(n)) = (applied.user_namespace, plan.processes) {
+        set_limit(libc::RLIMIT_NPROC, n)?;
+    }
+    drop_capabilities()?;
+    device_rules(plan, applied.dev)
+}
+
+unsafe fn set_limit(resource: libc::__rlimit_resource_t, value: libc::rlim_t) -> io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    if libc::setrlimit(resource, &limit) != 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
+/// Arms the death signal: when the agent dies (even by `kill -9`), so does
+/// this process, and with it (through the PID namespace) everything the
+/// command started. Exits at once if the agent is already gone.
+///
+/// The signal follows the *thread* that forked: callers spawn and wait on
+/// one thread, which `run_command` does.
+unsafe fn die_with(parent: libc::pid_t) {
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    if libc::getppid() != parent {
+        libc::_exit(127);
+    }
+}
+
+/// Namespaces of the command's own, where the system allows them:
+/// - a user namespace, always (the agent's uid and gid mapped to
+///   themselves): whatever capabilities the command's process has there
+///   count in it alone, never on the host, even when the agent is root;
+/// - a PID namespace with a fresh `/proc`: no process of the host is
+///   visible, and when the command's first process ends, or the agent dies,
+///   the kernel ends all the rest;
+/// - a mount namespace: the read-only and hidden sets, the masked sockets,
+///   the minimal /dev, the /proc above;
+/// - offline, a network namespace holding only a loopback that is down.
+///
+/// Without user namespaces, root still gets the mount, PID and network
+/// namespaces (its capabilities are dropped afterwards); anyone else gets
+/// Landlock alone (and offline, a network namespace where a container
+/// allows just that). Once the mount namespace is ours, a mount of the
+/// read-only or hidden sets that fails fails the command: it never runs
+/// believing itself fenced when it is not.
+///
+/// A new PID namespace takes effect for the children of the process that
+/// made it, so this process forks once: the child becomes the namespace's
+/// first process and goes on to exec the command; this one stays behind
+/// only to wait for it and pass its exit status on.
+unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
+    let mut applied = Applied::default();
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if plan.offline.is_some() {
+        flags |= libc::CLONE_NEWNET;
+    }
+    if libc::unshare(libc::CLONE_NEWUSER | flags) == 0 {
+        applied.user_namespace = true;
+        // The agent is not dumpable (its /proc entry is closed to other
+        // processes), and neither is this child until it execs: the maps
+        // below are files of its own /proc entry.
+        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+        write_file(c"/proc/self/setgroups", b"deny");
+        if !write_file(c"/proc/self/uid_map", &plan.uid_map)
+            || !write_file(c"/proc/self/gid_map", &plan.gid_map)
+        {
+            return Err(errno());
+        }
+    } else if libc::unshare(flags) != 0 {
+        if plan.expect_mounts {
+            return Err(errno());
+        }
+        if plan.offline.is_some() {
+            // A container may allow a network namespace but no mounts.
+            libc::unshare(libc::CLONE_NEWNET);
+        }
+        return Ok(applied);
+    }
+    // Our mounts must not propagate back to the host's namespace.
+    let private = libc::mount(
+        std::ptr::null(),
+        c"/".as_ptr(),
+        std::ptr::null(),
+        libc::MS_REC | libc::MS_PRIVATE,
+        std::ptr::null(),
+    ) == 0;
+    if !private && plan.expect_mounts {
+        return Err(errno());
+    }
+    if private {
+        for socket in plan.offline.iter().flatten() {
+            bind(c"/dev/null", socket, 0);
+        }
+        mount_sets(plan)?;
+        applied.dev = minimal_dev();
+    }
+    // Fork without glibc's atfork handlers: only system calls from here.
+    let child = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+    if child < 0 {
+        return Ok(applied); // no PID namespace after all; the command runs here
+    }
+    if child > 0 {
+        wait_and_pass_on(child as libc::pid_t);
+    }
+    // The namespace's first process: dies with the one waiting for it
+    // (whose pid, outside this namespace, it cannot see to check).
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    if private {
+        // A `/proc` of this namespace: the host's processes are not in it.
+        libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        );
+    }
+    Ok(applied)
+}
+
+/// The read-only and the hidden sets; the first failure is the error.
+unsafe fn mount_sets(plan: &Plan) -> io::Result<()> {
+    for (path, flags) in &plan.read_only {
+        read_only(path, *flags)?;
+    }
+    for dir in &plan.hide_dirs {
+        let r = libc::mount(
+            c"tmpfs".as_ptr(),
+            dir.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"mode=0555,size=4k".as_ptr().cast(),
+        );
+        if r != 0 {
+            return Err(errno());
+        }
+    }
+    for file in &plan.hide_files {
+        if !bind(c"/dev/null", file, 0) {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+unsafe fn bind(source: &CStr, target: &CStr, extra: libc::c_ulong) -> bool {
+    libc::mount(
+        source.as_ptr(),
+        target.as_ptr(),
+        std::ptr::null(),
+        libc::MS_BIND | extra,
+        std::ptr::null(),
+    ) == 0
+}
+
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 1;
+
+/// Binds `path` onto itself and makes that mount (and any below it)
+/// read-only: writes fail with EROFS, and the path, now a mount point,
+/// cannot be renamed or removed (EBUSY).
+unsafe fn read_only(path: &CStr, flags: libc::c_ulong) -> io::Result<()> {
+    if !bind(path, path, libc::MS_REC) {
+        return Err(errno());
+    }
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let r = libc::syscall(
+        libc::SYS_mount_setattr,
+        libc::AT_FDCWD,
+        path.as_ptr(),
+        libc::AT_RECURSIVE as libc::c_uint,
+        &attr as *const MountAttr,
+        std::mem::size_of::<MountAttr>(),
+    );
+    if r == 0 {
+        return Ok(());
+    }
+    // Before Linux 5.12: a remount, keeping the flags the kernel locks.
+    let remount = libc::MS_REMOUNT | libc::MS_RDONLY | flags;
+    let r = libc::mount(
+        std::ptr::null(),
+        path.as_ptr(),
+        std::ptr::null(),
+        libc::MS_BIND | remount,
+        std::ptr::null(),
+    );
+    if r != 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
+/// The devices a command gets, as bubblewrap's `--dev`: a tmpfs over `/dev`
+/// holding the host's null, zero, full, random, urandom and tty (bound in),
+/// a devpts of its own, `/dev/shm`, and the `/dev/fd` links. The host's
+/// disks, `/dev/kmsg` and the rest are not there to open. False when the
+/// tmpfs could not be mounted (the host's `/dev` stays, fenced by Landlock).
+unsafe fn minimal_dev() -> bool {
+    const DEVICES: [&CStr; 6] = [
+        c"/dev/null",
+        c"/dev/zero",
+        c"/dev/full",
+        c"/dev/random",
+        c"/dev/urandom",
+        c"/dev/tty",
+    ];
+    let mut fds = [-1; DEVICES.len()];
+    for (fd, dev) in fds.iter_mut().zip(DEVICES) {
+        *fd = libc::open(dev.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+    }
+    let mounted = libc::mount(
+        c"tmpfs".as_ptr(),
+        c"/dev".as_ptr(),
+        c"tmpfs".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        c"mode=0755,size=64k".as_ptr().cast(),
+    ) == 0;
+    for (fd, dev) in fds.into_iter().zip(DEVICES) {
+        if fd < 0 {
+            continue;
+        }
+        if mounted {
+            let created = libc::open(
+                dev.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0o666,
+            );
+            if created >= 0 {
+                libc::close(created);
+                let mut buf = [0u8; 32];
+                bind(fd_path(fd, &mut buf), dev, 0);
+            }
+        }
+        libc::close(fd);
+    }
+    if !mounted {
+        return false;
+    }
+    libc::mkdir(c"/dev/pts".as_ptr(), 0o755);
+    libc::mount(
+        c"devpts".as_ptr(),
+        c"/dev/pts".as_ptr(),
+        c"devpts".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+    );
+    libc::symlink(c"pts/ptmx".as_ptr(), c"/dev/ptmx".as_ptr());
+    libc::mkdir(c"/dev/shm".as_ptr(), 0o1777);
+    libc::mount(
+        c"tmpfs".as_ptr(),
+        c"/dev/shm".as_ptr(),
+        c"tmpfs".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        c"mode=1777".as_ptr().cast(),
+    );
+    for (target, link) in [
+        (c"/proc/self/fd", c"/dev/fd"),
+        (c"/proc/self/fd/0", c"/dev/stdin"),
+        (c"/proc/self/fd/1", c"/dev/stdout"),
+        (c"/proc/self/fd/2", c"/dev/stderr"),
+    ] {
+        libc::symlink(target.as_ptr(), link.as_ptr());
+    }
+    true
+}
+
+/// `/proc/self/fd/N` in `buf`, without allocating.
+fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (fd.unsigned_abs(), 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let slots = &mut buf[PREFIX.len()..PREFIX.len() + len];
+    for (slot, digit) in slots.iter_mut().zip(digits[..len].iter().rev()) {
+        *slot = *digit;
+    }
+    buf[PREFIX.len() + len] = 0;
+    CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/dev/null")
+}
+
+/// `struct landlock_path_beneath_attr`.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Lets the command write the devices it has: those of the minimal /dev
+/// and its /dev/shm, or else the host's harmless ones.
+unsafe fn device_rules(plan: &Plan, own_dev: bool) -> io::Result<()> {
+    let Some(ruleset) = &plan.ruleset_fd else {
+        return Ok(()); // Landlock is not enforced here at all
+    };
+    let add = |path: &CStr, access: u64| {
+        let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let attr = PathBeneathAttr {
+            allowed_access: access,
+            parent_fd: fd,
+        };
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            1 as libc::c_int, // LANDLOCK_RULE_PATH_BENEATH
+            &attr as *const PathBeneathAttr,
+            0u32,
+        );
+        libc::close(fd);
+    };
+    if own_dev {
+        // The device files may be written, nothing made beside them
+        // (`> /dev/kmsg` makes no file); /dev/shm is a folder to write in.
+        add(c"/dev", plan.dev_file);
+        add(c"/dev/shm", plan.dev_dir);
+    } else {
+        for (path, is_dir) in &plan.host_devices {
+            add(path, if *is_dir { plan.dev_dir } else { plan.dev_file });
+        }
+    }
+    Ok(())
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Gives up every capability, for good. The bounding set is cleared (no
+/// exec can bring one back from a file's capabilities), the ambient set
+/// emptied, the securebits set so that uid 0 gains nothing at exec
+/// (`NOROOT`) and keeps nothing over a uid change, all locked; then the
+/// effective, permitted and inheritable sets are emptied, and
+/// `no_new_privs` closes setuid binaries. Where the process lacks
+/// CAP_SETPCAP (no user namespace, not root) the first steps fail, and it
+/// has nothing to give up but what no_new_privs already denies.
+unsafe fn drop_capabilities() -> io::Result<()> {
+    for cap in 0..64 {
+        if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+            && errno().raw_os_error() == Some(libc::EINVAL)
+        {
+            break; // past the last capability this kernel knows
+        }
+    }
+    libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    );
+    let bits = libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0);
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    if libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) != 0 {
+        return Err(errno());
+    }
+    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
+/// The process left outside the PID namespace: holds no file (so pipes
+/// reach end-of-file when the command's processes are done, and `spawn`'s
+/// exec-error pipe belongs to the child alone), waits for the namespace's
+/// first process, and exits as it did.
+unsafe fn wait_and_pass_on(child: libc::pid_t) -> ! {
+    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+        for fd in 0..1024 {
+            libc::close(fd);
+        }
+    }
+    let mut status = 0;
+    loop {
+        let r = libc::waitpid(child, &mut status, 0);
+        if r == child {
+            break;
+        }
+        if r < 0 && *libc::__errno_location() != libc::EINTR {
+            libc::_exit(127);
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        libc::signal(signal, libc::SIG_DFL);
+        libc::kill(libc::getpid(), signal);
+        libc::_exit(128 + signal);
+    }
+    libc::_exit(libc::WEXITSTATUS(status))
+}
+
+/// Writes `data` to a file that exists (a /proc or cgroup file).
+unsafe fn write_file(path: &CStr, data: &[u8]) -> bool {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return false;
+    }
+    let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    libc::close(fd);
+    n == data.len() as isize
+}
+
+/// Whether a child can get the namespaces the sandbox uses and make its
+/// mounts private there: with a user namespace (`user`), or as root
+/// without one. Tried in a throwaway child, so this process is unchanged.
+pub fn probe(user: bool) -> bool {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid_map = format!("{uid} {uid} 1\n");
+    let gid_map = format!("{gid} {gid} 1\n");
+    // SAFETY: the child only makes system calls on buffers made above and
+    // leaves with _exit; the parent waits for it.
+    unsafe {
+        let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+        if pid < 0 {
+            return false;
+        }
+        if pid == 0 {
+            let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+            if user {
+                flags |= libc::CLONE_NEWUSER;
+            }
+            if libc::unshare(flags) != 0 {
+                libc::_exit(1);
+            }
+            if user {
+                write_file(c"/proc/self/setgroups", b"deny");
+                if !write_file(c"/proc/self/uid_map", uid_map.as_bytes())
+                    || !write_file(c"/proc/self/gid_map", gid_map.as_bytes())
+                {
+                    libc::_exit(1);
+                }
+            }
+            let private = libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            );
+            libc::_exit(if private == 0 { 0 } else { 1 });
+        }
+        let mut status = 0;
+        while libc::waitpid(pid as libc::pid_t, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                return false;
+            }
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
+
+/// The folder under which this process may make pids cgroups: the pids
+/// controller's folder for this process in cgroup v1, or a cgroup v2 one
+/// that delegates `pids` to its children. None where no such folder is
+/// writable (most unprivileged setups, where RLIMIT_NPROC does the job).
+pub fn pids_cgroup_base() -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount_of = |v2: bool| {
+        mounts.lines().find_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mut r = right.split_whitespace();
+            let (fstype, _, options) = (r.next()?, r.next()?, r.next()?);
+            let fits = if v2 {
+                fstype == "cgroup2"
+            } else {
+                fstype == "cgroup" && options.split(',').any(|o| o == "pids")
+            };
+            fits.then(|| PathBuf::from(left.split_whitespace().nth(4).unwrap_or("/")))
+        })
+    };
+    let v1 = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "pids")
+            .then(|| path.to_string())
+    });
+    let base = match v1 {
+        Some(path) => mount_of(false)?.join(path.trim_start_matches('/')),
+        None => {
+            let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+            let base = mount_of(true)?.join(path.trim_start_matches('/'));
+            let delegated = std::fs::read_to_string(base.join("cgroup.subtree_control"))
+                .is_ok_and(|s| s.split_whitespace().any(|c| c == "pids"));
+            if !delegated {
+                return None;
+            }
+            base
+        }
+    };
+    let writable = CString::new(base.as_os_str().as_encoded_bytes())
+        .ok()
+        // SAFETY: access(2) on a NUL-terminated path.
+        .is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0);
+    writable.then_some(base)
+}
+
+/// A pids cgroup for one command, holding at most `max` processes and
+/// threads: its `cgroup.procs`, for the child to join. The folders of
+/// earlier commands are removed once empty (a command's child joins its
+/// folder as it starts, so only folders older than a few seconds are tried).
+pub fn pids_cgroup(max: u64) -> Option<CString> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static MADE: Mutex<Vec<(PathBuf, Instant)>> = Mutex::new(Vec::new());
+    let base = pids_cgroup_base()?;
+    let mut made = MADE.lock().ok()?;
+    made.retain(|(dir, when)| {
+        when.elapsed() < Duration::from_secs(10)
+            || std::fs::remove_dir(dir).is_err_and(|e| e.kind() != std::io::ErrorKind::NotFound)
+    });
+    let name = format!(
+        "agent-cmd-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let dir = base.join(name);
+    std::fs::create_dir(&dir).ok()?;
+    if std::fs::write(dir.join("pids.max"), max.to_string()).is_err() {
+        let _ = std::fs::remove_dir(&dir);
+        return None;
+    }
+    made.push((dir.clone(), Instant::now()));
+    CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes()).ok()
+}

@@ -1,0 +1,210 @@
+use std::path::Path;
+
+use super::*;
+
+#[test]
+fn host_sockets_are_the_path_bound_ones_outside_the_writable_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let host = dir.path().join("docker.sock");
+    let own = ws.join("test.sock");
+    let _l1 = std::os::unix::net::UnixListener::bind(&host).unwrap();
+    let _l2 = std::os::unix::net::UnixListener::bind(&own).unwrap();
+    let gone = dir.path().join("gone.sock");
+    let plain = dir.path().join("plain.txt");
+    std::fs::write(&plain, "x").unwrap();
+    let table = format!(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n\
+         0000000000000000: 00000002 00000000 00010000 0001 01 1001 {}\n\
+         0000000000000000: 00000002 00000000 00010000 0001 01 1002 {}\n\
+         0000000000000000: 00000002 00000000 00010000 0001 01 1003 @/tmp/.X11-unix/X0\n\
+         0000000000000000: 00000002 00000000 00010000 0001 01 1004 {}\n\
+         0000000000000000: 00000002 00000000 00010000 0001 01 1005 {}\n\
+         0000000000000000: 00000003 00000000 00000000 0001 03 1006\n\
+         0000000000000000: 00000002 00000000 00010000 0001 01 1001 {}\n",
+        host.display(),
+        own.display(),
+        gone.display(),
+        plain.display(),
+        host.display(),
+    );
+    assert_eq!(host_sockets(&table, &[ws]), vec![host]);
+}
+
+/// `sh -c script` in `cwd` inside `sandbox`: exit code and output.
+fn run(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
+    let prepared = sandbox.prepare().unwrap();
+    let out = crate::command(prepared, "sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// Skips (saying why) where the kernel cannot do what a test checks.
+fn fenced() -> bool {
+    if landlock_abi().is_none() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return false;
+    }
+    if !support().mounts() {
+        eprintln!("skipped: no user namespace here, so no read-only or hidden sets");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn the_read_only_set_refuses_writes_renames_and_removals() {
+    if !fenced() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(ws.join("AGENTS.md"), "Be kind.\n").unwrap();
+    let mut sandbox = Sandbox::new(vec![ws.clone()]);
+    sandbox.read_only = vec![ws.join(".git"), ws.join("AGENTS.md"), ws.join("missing")];
+    let (code, out) = run(
+        &sandbox,
+        &ws,
+        "echo 'touch /tmp/pwned' > .git/hooks/pre-commit; echo hook=$?; \
+         printf '[pager]\\n\\tlog = x\\n' >> .git/config; echo config=$?; \
+         mv .git .gitx; echo mv=$?; rm -f AGENTS.md; echo rm=$?; \
+         ln -sf /etc/passwd AGENTS.md; echo ln=$?; echo ok > built.txt; echo build=$?",
+    );
+    assert_eq!(code, 0, "{out}");
+    for step in ["hook", "config", "mv", "rm", "ln"] {
+        assert!(out.contains(&format!("{step}=")), "{step}: {out}");
+        assert!(
+            !out.contains(&format!("{step}=0")),
+            "{step} succeeded: {out}"
+        );
+    }
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(out.contains("build=0"), "{out}");
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("AGENTS.md")).unwrap(),
+        "Be kind.\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("built.txt")).unwrap(),
+        "ok\n"
+    );
+}
+
+#[test]
+fn the_deny_read_set_is_hidden() {
+    if !fenced() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(
+        home.join(".aws/credentials"),
+        "aws_secret_access_key=AKIA\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".netrc"), "machine x password hunter2\n").unwrap();
+    let mut sandbox = Sandbox::new(vec![ws.clone()]);
+    sandbox.deny_read = vec![home.join(".aws"), home.join(".netrc"), dir.path().into()];
+    let script = format!(
+        "cat {h}/.aws/credentials; ls -A {h}/.aws; cat {h}/.netrc; echo done",
+        h = home.display()
+    );
+    let (_, out) = run(&sandbox, &ws, &script);
+    assert!(out.contains("done"), "{out}");
+    assert!(!out.contains("AKIA") && !out.contains("hunter2"), "{out}");
+    // The folder holding the workspace was not hidden (it would hide the
+    // workspace): the command still runs in it.
+    assert!(!out.contains("credentials\n"), "{out}");
+}
+
+#[test]
+fn commands_have_no_capabilities_no_device_nodes_and_a_minimal_dev() {
+    if !fenced() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(vec![dir.path().into()]);
+    let (_, out) = run(
+        &sandbox,
+        dir.path(),
+        "grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status; \
+         mknod blk b 7 0; echo blk=$?; mknod kmsg c 1 11; echo chr=$?; \
+         hostname sandboxed; echo host=$?; ls /dev; echo x > /dev/null; echo null=$?; \
+         echo k > /dev/kmsg; echo kmsg=$?",
+    );
+    for line in ["CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    for step in ["blk", "chr", "host", "kmsg"] {
+        assert!(out.contains(&format!("{step}=")), "{step}: {out}");
+        assert!(
+            !out.contains(&format!("{step}=0")),
+            "{step} succeeded: {out}"
+        );
+    }
+    assert!(out.contains("null=0"), "{out}");
+    assert!(!dir.path().join("blk").exists() && !dir.path().join("kmsg").exists());
+    assert!(!out.contains("sda") && !out.contains("kmsg\n"), "{out}");
+}
+
+#[test]
+fn limits_stop_a_fork_flood_and_a_large_allocation() {
+    if !fenced() {
+        return;
+    }
+    let s = support();
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = Sandbox::new(vec![dir.path().into()]);
+    sandbox.limits = Limits {
+        processes: Some(64),
+        memory_mb: Some(256),
+        file_size_mb: Some(1),
+        cpu_s: Some(30),
+    };
+    if s.root && child::pids_cgroup_base().is_none() {
+        eprintln!("skipped the process limit: root, and no pids cgroup is writable here");
+    } else {
+        // `echo` is a builtin: the file counts the processes that started.
+        let (_, out) = run(
+            &sandbox,
+            dir.path(),
+            "for i in $(seq 300); do sleep 5 & echo $! >> pids; done",
+        );
+        let started = std::fs::read_to_string(dir.path().join("pids"))
+            .unwrap_or_default()
+            .lines()
+            .count();
+        assert!(started < 64, "{out}");
+    }
+    let (code, out) = run(
+        &sandbox,
+        dir.path(),
+        "python3 -c 'b = bytearray(512 * 1024 * 1024)' 2>&1; echo mem=$?; \
+         head -c 2000000 /dev/zero > big; echo fsize=$?; python3 -c 'print(2 ** 10)'",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("MemoryError") && out.contains("mem=1"),
+        "{out}"
+    );
+    assert!(!out.contains("fsize=0"), "{out}");
+    assert!(out.contains("1024"), "{out}");
+}

@@ -1,0 +1,241 @@
+//! The one place a command's sandbox is built ([`sandbox`]): `run_cmd`,
+//! hooks, the checkers after an edit and the agent's own git all fence
+//! their commands from here, so what is read-only, what is hidden and
+//! which limits apply is decided once.
+//!
+//! - Read-only ([`protected_paths`]): the workspace's `.git` (a folder, or a
+//!   `gitdir:` pointer file and the folders it points to), `.agent/`,
+//!   `.mcp.json`, the instruction files (`AGENTS.md` anywhere, `CLAUDE.md`),
+//!   and the policy's `protected_paths` (policy.toml's, and the files trusted
+//!   MCP servers and hooks run). A command that must write `.git` (`git
+//!   commit`) asks, and runs with it writable ([`allow_git_writes`]) and
+//!   git's hooks and fsmonitor off ([`git_hardening_env`]).
+//! - Hidden ([`secret_paths`]): the user's credentials, the agent's own
+//!   configuration and state, `/etc/shadow`, and the policy's `deny_read`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use agent_policy::Policy;
+use agent_sandbox::{Limits, Sandbox};
+
+/// Files the agent (and other coding agents) read as instructions, in any
+/// folder for `AGENTS.md` and at the root for the rest.
+pub const INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+
+/// Credentials under the home folder: readable by no command.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".gnupg",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+];
+
+/// System files with secrets.
+const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow"];
+
+/// Folders looked through for nested `AGENTS.md` (a bounded walk that
+/// skips what git ignores, such as `target/` and `node_modules/`).
+const MAX_WALK: usize = 50_000;
+
+/// The sandbox for a command in the workspace at `root` under `policy`:
+/// writes in the workspace, the network as the policy says, the read-only
+/// and hidden sets, the policy's limits.
+pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
+    let mut sandbox = reader(policy);
+    sandbox.writable = vec![root.to_path_buf()];
+    sandbox.allow_network = policy.allow_network;
+    sandbox.read_only = protected_paths(root);
+    sandbox
+        .read_only
+        .extend(policy.protected_paths.iter().cloned());
+    sandbox
+}
+
+/// A sandbox where nothing is writable (so no read-only set is needed),
+/// offline, with the hidden set and the policy's limits: the agent's own
+/// git.
+pub fn reader(policy: &Policy) -> Sandbox {
+    let mut deny_read = secret_paths();
+    deny_read.extend(policy.deny_read.iter().cloned());
+    let limits = &policy.limits;
+    Sandbox {
+        deny_read,
+        limits: Limits {
+            processes: limits.processes,
+            memory_mb: limits.memory_mb,
+            file_size_mb: limits.file_size_mb,
+            cpu_s: limits.cpu_s,
+        },
+        ..Sandbox::default()
+    }
+}
+
+/// The workspace's own read-only set (existing paths only).
+pub fn protected_paths(root: &Path) -> Vec<PathBuf> {
+    let mut out = git_paths(root);
+    out.push(root.join(".agent"));
+    out.push(root.join(".mcp.json"));
+    out.extend(INSTRUCTION_FILES.iter().map(|f| root.join(f)));
+    out.extend(nested_instructions(root));
+    out.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `.git`, and where it is a `gitdir:` pointer (a worktree, a submodule),
+/// the git folder it names and that folder's common dir.
+pub fn git_paths(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    let mut out = vec![dot_git.clone()];
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return out; // a folder, or none
+    };
+    let Some(dir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return out;
+    };
+    let gitdir = root.join(dir.trim());
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        out.push(gitdir.join(common.trim()));
+    }
+    out.push(gitdir);
+    out.iter()
+        .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        .collect()
+}
+
+/// `AGENTS.md` files below the root, as far as a bounded walk reaches.
+fn nested_instructions(root: &Path) -> Vec<PathBuf> {
+    ignore::WalkBuilder::new(root)
+        .max_depth(Some(12))
+        .build()
+        .flatten()
+        .take(MAX_WALK)
+        .filter(|e| e.depth() > 1 && e.file_name() == INSTRUCTION_FILES[0])
+        .map(|e| e.into_path())
+        .collect()
+}
+
+/// The built-in deny-read set: credentials under the home folder, the
+/// agent's own configuration and state folders, the system's password
+/// hashes.
+pub fn secret_paths() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let home = PathBuf::from(home);
+        out.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+    }
+    out.extend(agent_base::paths::config_dir());
+    out.extend(agent_base::paths::state_root());
+    out.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
+    out
+}
+
+/// Lets an approved git command write the repository: `.git` and the
+/// folders a `gitdir:` pointer names leave the read-only set, and those
+/// outside the workspace become writable.
+pub fn allow_git_writes(sandbox: &mut Sandbox, root: &Path) {
+    let git = git_paths(root);
+    sandbox
+        .read_only
+        .retain(|p| !git.iter().any(|g| p.starts_with(g)));
+    for dir in git.into_iter().filter(|g| g.is_dir()) {
+        if !sandbox.writable.iter().any(|w| dir.starts_with(w)) {
+            sandbox.writable.push(dir);
+        }
+    }
+}
+
+/// Configuration given to every git a command with `.git` writable runs
+/// (as `GIT_CONFIG_*` variables, which outrank the repository's files): no
+/// hooks, no fsmonitor, no pager or external diff the repository names,
+/// as the agent's own git ([`crate::git`]).
+pub fn git_hardening_env() -> Vec<(OsString, OsString)> {
+    const SETTINGS: &[(&str, &str)] = &[
+        ("core.hooksPath", "/dev/null"),
+        ("core.fsmonitor", "false"),
+        ("core.pager", "cat"),
+        ("core.alternateRefsCommand", ""),
+        ("diff.external", ""),
+    ];
+    let mut env = vec![(
+        OsString::from("GIT_CONFIG_COUNT"),
+        OsString::from(SETTINGS.len().to_string()),
+    )];
+    for (i, (key, value)) in SETTINGS.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}").into(), (*key).into()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}").into(), (*value).into()));
+    }
+    env
+}
+
+/// What the model is told when a command hit the read-only set.
+pub const READ_ONLY_HINT: &str = "the sandbox keeps .git, .agent/, .mcp.json, AGENTS.md and the \
+policy's protected paths read-only for commands (a write fails with \"Read-only file system\", \
+a rename or removal with \"Device or resource busy\"). Do not try to get around it. Ask the user, \
+or change such a file with edit or write_file, which show the user a diff and ask; run a git \
+command that writes the repository (git commit, git checkout -b) on its own, so the user can \
+approve it";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_only_set_follows_a_worktree_pointer_and_the_hidden_set_has_the_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(wt.join("src/deep")).unwrap();
+        std::fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        let gitdir = main.join(".git/worktrees/wt");
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(wt.join("AGENTS.md"), "x").unwrap();
+        std::fs::write(wt.join("src/deep/AGENTS.md"), "x").unwrap();
+        std::fs::write(wt.join("src/deep/other.md"), "x").unwrap();
+        let paths = protected_paths(&wt);
+        let main_git = main.join(".git").canonicalize().unwrap();
+        for want in [
+            wt.join(".git"),
+            gitdir.canonicalize().unwrap(),
+            main_git.clone(),
+            wt.join("AGENTS.md"),
+            wt.join("src/deep/AGENTS.md"),
+        ] {
+            let want = want.canonicalize().unwrap_or(want);
+            assert!(paths.contains(&want), "{want:?} not in {paths:?}");
+        }
+        assert!(!paths.iter().any(|p| p.ends_with("other.md")));
+        assert!(
+            !paths.iter().any(|p| p.ends_with(".mcp.json")),
+            "missing ones are left out"
+        );
+
+        let mut sandbox = Sandbox::new(vec![wt.clone()]);
+        sandbox.read_only = paths;
+        allow_git_writes(&mut sandbox, &wt);
+        assert!(
+            sandbox.writable.contains(&main_git),
+            "{:?}",
+            sandbox.writable
+        );
+        assert!(!sandbox.read_only.iter().any(|p| p.ends_with(".git")));
+        assert!(sandbox.read_only.iter().any(|p| p.ends_with("AGENTS.md")));
+
+        let secrets = secret_paths();
+        assert!(secrets.iter().any(|p| p.ends_with(".aws")), "{secrets:?}");
+        assert!(secrets.contains(&PathBuf::from("/etc/shadow")));
+    }
+}

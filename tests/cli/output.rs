@@ -32,46 +32,62 @@ const FIELDS: &[&str] = &[
 fn print_arguments(source: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for mac in ["println!(", "eprintln!(", "print!(", "eprint!("] {
-        let mut from = 0;
-        while let Some(at) = source[from..].find(mac) {
-            let start = from + at + mac.len();
+        for (at, _) in source.match_indices(mac) {
             // `println!(` inside `eprintln!(` is found once, as `eprintln!(`.
-            let before = source[..from + at].chars().next_back();
+            let before = source[..at].chars().next_back();
             if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                from = start;
                 continue;
             }
-            let (mut depth, mut in_str, mut escaped) = (1, false, false);
-            let (mut args, mut current) = (Vec::new(), String::new());
-            for c in source[start..].chars() {
-                match c {
-                    _ if escaped => escaped = false,
-                    '\\' if in_str => escaped = true,
-                    '"' => in_str = !in_str,
-                    '(' | '[' | '{' if !in_str => depth += 1,
-                    ')' | ']' | '}' if !in_str => depth -= 1,
-                    ',' if !in_str && depth == 1 => {
-                        args.push(std::mem::take(&mut current));
-                        continue;
-                    }
-                    _ => {}
-                }
-                if depth == 0 {
-                    break;
-                }
-                current.push(c);
-            }
-            args.push(current);
+            let start = at + mac.len();
             let line = source[..start].lines().count();
             out.extend(
-                args.into_iter()
+                split_arguments(&source[start..])
+                    .into_iter()
                     .skip(1)
-                    .map(|a| (line, a.trim().to_string())),
+                    .map(|a| (line, a)),
             );
-            from = start;
         }
     }
     out
+}
+
+/// The comma-separated arguments up to the closing parenthesis, strings
+/// and char literals (`'('`, `'"'`) skipped over.
+fn split_arguments(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let (mut args, mut current) = (Vec::new(), String::new());
+    let (mut depth, mut in_str, mut i) = (1, false, 0);
+    while i < chars.len() {
+        let c = chars[i];
+        let mut take = 1;
+        match c {
+            '\\' if in_str => take = 2,
+            '"' => in_str = !in_str,
+            '\'' if !in_str => {
+                // A char literal: 'x' or '\x'; a lifetime has no closing quote.
+                if chars.get(i + 1) == Some(&'\\') && chars.get(i + 3) == Some(&'\'') {
+                    take = 4;
+                } else if chars.get(i + 2) == Some(&'\'') {
+                    take = 3;
+                }
+            }
+            '(' | '[' | '{' if !in_str => depth += 1,
+            ')' | ']' | '}' if !in_str => depth -= 1,
+            ',' if !in_str && depth == 1 => {
+                args.push(std::mem::take(&mut current).trim().to_string());
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        if depth == 0 {
+            break;
+        }
+        current.extend(&chars[i..(i + take).min(chars.len())]);
+        i += take;
+    }
+    args.push(current.trim().to_string());
+    args
 }
 
 /// Whether an argument prints one of [`FIELDS`] raw.
@@ -120,4 +136,6 @@ fn the_check_sees_a_raw_field() {
     assert_eq!(raw_field(&args[1].1), Some("title"));
     assert_eq!(raw_field(&args[2].1), None);
     assert_eq!(raw_field("s.titles_count"), None);
+    let tricky = split_arguments("\"{}\", x.split('(').count(), s.trim_matches('\"').len()) + 1");
+    assert_eq!(tricky.len(), 3, "{tricky:?}");
 }

@@ -32,6 +32,12 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub allow_root_workspace: bool,
 
+    /// Trust what this workspace ships (hooks, MCP servers, loosening policy.toml keys,
+    /// commands and skills that declare tools) for this run, without asking and without
+    /// remembering it: for scripts and CI. `agent trust` remembers it.
+    #[arg(long, global = true)]
+    pub trust: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -91,10 +97,11 @@ or in .agent/config.toml
   args = [\"docs_server.py\"]
 
 A server is a program the agent starts outside the command sandbox, and these files come with
-the repository, so a server starts only once you have approved its exact definition (command,
-arguments, environment) for this workspace: `agent mcp trust NAME`, or a yes when `agent ask` or
-`agent chat` asks on a terminal. A changed definition needs approval again. Approvals are kept in
-~/.config/agent/trusted-mcp.json.
+the repository, so a server starts only in a trusted workspace (`agent trust`, or a yes when
+`agent ask` or `agent chat` asks on a terminal), or once you have approved its exact definition
+(command, arguments, environment, and the sha256 of the script it runs in the workspace) alone:
+`agent mcp trust NAME`. A changed definition or script needs approval again. Approvals are kept
+in ~/.config/agent/ (trusted-workspaces.json, trusted-mcp.json).
 
 Their tools reach the agent as mcp__SERVER__TOOL; calls ask first in confirm mode unless the
 server marks the tool read-only, and deny rules of .agent/policy.toml apply to them.
@@ -105,9 +112,49 @@ Examples:
   agent mcp trust --revoke docs
   agent mcp list --json")]
     Mcp(McpArgs),
+    /// Trust this workspace: its hooks, MCP servers, loosening policy.toml keys and
+    /// commands/skills that declare tools take effect (as they are now).
+    #[command(after_help = TRUST_HELP)]
+    Trust(TrustArgs),
     /// Serve editors (Zed, JetBrains IDEs, Neovim) as an Agent Client Protocol agent over stdio.
     #[command(after_help = ACP_HELP)]
     Acp(Box<AcpArgs>),
+}
+
+const TRUST_HELP: &str = "\
+A repository can ship what runs code or widens the sandbox: hooks ([[hooks.*]] in
+.agent/config.toml), MCP servers (.mcp.json, [mcp_servers.*]), policy.toml keys that loosen the
+policy (allow_network = true, allow rules, timeouts above the defaults) and commands or skills
+whose front matter declares tools (allowed-tools). Until you trust the workspace none of it takes
+effect: `agent ask` and `agent chat` say so in one line (and ask on a terminal), `agent doctor`
+lists it. Keys that restrict (deny, scrub_env, lower timeouts) always apply.
+
+A trust is pinned by the sha256 of those files and of the files they run inside the workspace (a
+hook's script, an MCP server's script): any change, by a commit or by a command, means asking
+again. Trusts are kept in ~/.config/agent/trusted-workspaces.json, out of every workspace, and
+the files trusted hooks and servers run are read-only to the agent's commands.
+
+`agent mcp trust NAME` still approves one server alone; a trusted workspace starts all of them.
+
+Examples:
+  agent trust --show          # what this workspace ships, every argument and env var, escaped
+  agent trust                 # trust it as it is now
+  agent trust --revoke
+  agent trust --show --json
+  agent --trust ask \"...\"     # scripts, CI: trusted for this run only";
+
+/// `agent trust`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Show what the workspace ships and whether it is trusted; change nothing.
+    #[arg(long, conflicts_with = "revoke")]
+    pub show: bool,
+    /// Withdraw the trust of this workspace.
+    #[arg(long)]
+    pub revoke: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 const ACP_HELP: &str = "\

@@ -19,6 +19,7 @@ fn main() {
         // prefetch, doctor) opens the shared index; set before any thread.
         std::env::set_var(agent_index::shared::STORE_ENV, store);
     }
+    cmd::trust::set_flag(cli.trust);
     let cancel = agent_base::cancel::install_ctrl_c();
     let result = match &cli.command {
         Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),
@@ -31,6 +32,7 @@ fn main() {
         Command::Models(args) => cmd::models::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Trust(args) => cmd::trust::run(args),
         Command::Acp(args) => cmd::acp::run(args),
     };
     let code = match result {

@@ -58,6 +58,7 @@ impl agent_acp::Sessions for Factory<'_> {
                 args: s.args,
                 env: s.env,
                 startup_timeout_s: None,
+                source: Default::default(),
             })
             .collect();
         super::chat::agent_in(

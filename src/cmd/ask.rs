@@ -31,6 +31,11 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     if let Some((name, rest)) = agent_core::commands::parse_invocation(&question) {
         let root = agent_base::paths::repo_root(None)?;
         let personal = agent_core::commands::personal_dir();
+        if !super::trust::workspace_trusted(&root)? {
+            if let Some(why) = agent_core::commands::held(&root, personal.as_deref(), name) {
+                bail!(why);
+            }
+        }
         question = agent_core::commands::expand(&root, personal.as_deref(), name, rest)
             .map_err(|why| anyhow::anyhow!(why))?;
     }

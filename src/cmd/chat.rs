@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, Write};
 
-use agent_base::term::escape_controls;
+use agent_base::term::{escape_controls, untrusted, untrusted_text};
 use anyhow::{bail, Result};
 use console::style;
 
@@ -74,6 +74,8 @@ pub fn agent_in(
     extra_mcp: Vec<agent_mcp::config::ServerConfig>,
 ) -> Result<Agent> {
     let root = root.to_path_buf();
+    // What the repository ships runs only in a trusted workspace.
+    let trust = super::trust::for_session(&root, true)?;
     let config = AgentConfig {
         mode: args.mode,
         max_steps: args.max_steps,
@@ -83,6 +85,8 @@ pub fn agent_in(
         repo_map: !args.no_map,
         sandbox: args.sandbox == crate::cli::Switch::On,
         resume,
+        trusted: trust.trusted,
+        protected_paths: trust.protected,
         ..AgentConfig::new(&root)
     };
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);
@@ -98,7 +102,9 @@ pub fn agent_in(
     }
     // The team's own tools: trusted servers only; one that fails is
     // reported and left out.
-    if let Some(hub) = super::mcp::start_for_session(&root, agent.policy(), args.mode, extra_mcp)? {
+    if let Some(hub) =
+        super::mcp::start_for_session(&root, agent.policy(), trust.trusted, extra_mcp)?
+    {
         agent.add_tools(hub.tools());
     }
     Ok(agent)
@@ -138,8 +144,15 @@ pub fn changes_line(outcome: &Outcome) -> Option<String> {
     }
     let mut line = match files.len() {
         0 => "0 files changed".to_string(),
-        1 => format!("1 file changed: {}", files[0]),
-        n => format!("{n} files changed: {}", files.join(", ")),
+        1 => format!("1 file changed: {}", untrusted(&files[0])),
+        n => format!(
+            "{n} files changed: {}",
+            files
+                .iter()
+                .map(|f| untrusted(f).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     if outcome.declined > 0 {
         line.push_str(&format!(
@@ -418,7 +431,7 @@ fn print_help(root: &std::path::Path) {
         };
         eprintln!(
             "  /{:<15} {}{shadowed}",
-            c.name,
+            untrusted(&c.name),
             escape_controls(
                 c.description
                     .as_deref()
@@ -472,9 +485,9 @@ fn slash_command(
                 eprint!("{}", agent_tools::diff::colored(diff));
             }
             if out.ok {
-                eprintln!("{}", out.content);
+                eprintln!("{}", untrusted_text(&out.content));
             } else {
-                eprintln!("{} {}", style("✗").red(), out.content);
+                eprintln!("{} {}", style("✗").red(), untrusted_text(&out.content));
             }
         }
         "model" => {
@@ -492,6 +505,13 @@ fn slash_command(
         _ => {
             let root = agent.workspace().to_path_buf();
             let personal = agent_core::commands::personal_dir();
+            let held = (!agent.trusted())
+                .then(|| agent_core::commands::held(&root, personal.as_deref(), name))
+                .flatten();
+            if let Some(why) = held {
+                eprintln!("{} {}", style("✗").red(), why);
+                return Command::Done;
+            }
             match agent_core::commands::expand(&root, personal.as_deref(), name, rest) {
                 Ok(request) => {
                     let lines = request.lines().count();

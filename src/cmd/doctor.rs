@@ -11,6 +11,7 @@ use super::exit;
 use crate::cli::DoctorArgs;
 use agent_base::models::{self, FileState};
 use agent_base::paths;
+use agent_base::term::{untrusted, untrusted_text};
 use agent_engine::engine::{self, EngineConfig, LlamaEngine};
 use agent_engine::gguf;
 use agent_engine::offload::{self, Device, GpuLayers};
@@ -67,6 +68,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     checks.push(index_check());
     checks.push(instructions_check());
     checks.extend(conventions_checks());
+    checks.push(trust_check());
     checks.push(checkers_check());
     let sandbox = agent_sandbox::describe();
     checks.push(Check {
@@ -111,9 +113,15 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
                 (false, true) => "FAIL",
                 (false, false) => "warn",
             };
-            println!("[{mark}] {:<13} {}", c.name, c.detail);
+            // Details hold repository text (skill folders, hook commands):
+            // escaped where they are made, and control characters once more here.
+            println!(
+                "[{mark}] {:<13} {}",
+                untrusted(c.name),
+                untrusted_text(&c.detail)
+            );
             if let Some(fix) = &c.fix {
-                println!("       fix: {fix}");
+                println!("       fix: {}", untrusted_text(fix));
             }
         }
         println!(
@@ -405,7 +413,7 @@ fn instructions_check() -> Check {
     let names: Vec<String> = found
         .files
         .iter()
-        .map(|p| p.display().to_string())
+        .map(|p| untrusted(p).to_string())
         .collect();
     Check {
         name: "instructions",
@@ -414,7 +422,7 @@ fn instructions_check() -> Check {
         detail: if names.is_empty() {
             format!(
                 "no {FILE_NAME} in {} or in your config folder",
-                root.display()
+                untrusted(&root)
             )
         } else {
             format!(
@@ -437,7 +445,14 @@ fn conventions_checks() -> Vec<Check> {
     let names: Vec<String> = found
         .skills
         .iter()
-        .map(|s| format!("{} ({})", s.name, s.source))
+        .map(|s| format!("{} ({})", untrusted(&s.name), s.source))
+        .chain(found.held.iter().map(|s| {
+            format!(
+                "{} ({}, declares tools: waits for `agent trust`)",
+                untrusted(&s.name),
+                s.source
+            )
+        }))
         .collect();
     out.push(Check {
         name: "skills",
@@ -477,7 +492,7 @@ fn conventions_checks() -> Vec<Check> {
         } else {
             listed
                 .iter()
-                .map(|c| format!("/{}", c.name))
+                .map(|c| format!("/{}", untrusted(&c.name)))
                 .collect::<Vec<_>>()
                 .join(", ")
         },
@@ -513,7 +528,17 @@ fn conventions_checks() -> Vec<Check> {
                     } else {
                         &hook.matcher
                     };
-                    listed.push(format!("{} [{matcher}] {}", event.key(), hook.command));
+                    listed.push(format!(
+                        "{} [{}] {}{}",
+                        event.key(),
+                        untrusted(matcher),
+                        untrusted(&hook.command),
+                        if hook.read_only {
+                            " (read-only requests too)"
+                        } else {
+                            ""
+                        }
+                    ));
                     if let Some(problem) = hooks::check_program(&hook.command, &root) {
                         problems.push(problem);
                     }
@@ -527,7 +552,7 @@ fn conventions_checks() -> Vec<Check> {
                     format!(
                         "none; compaction at {:.0}% of the context ({})",
                         settings.compact_at * 100.0,
-                        settings.file.display()
+                        untrusted(&settings.file)
                     )
                 } else {
                     format!(
@@ -542,6 +567,49 @@ fn conventions_checks() -> Vec<Check> {
     };
     out.push(check);
     out
+}
+
+/// Whether the workspace is trusted, and everything it ships that waits
+/// for trust or runs with it, one fact per line.
+fn trust_check() -> Check {
+    use agent_core::trust::{State, TrustStore};
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let found = super::trust::inventory(&root)
+        .and_then(|inv| Ok((TrustStore::open_default()?.state(&root, &inv), inv)));
+    let (state, inv) = match found {
+        Ok(found) => found,
+        Err(e) => {
+            return Check {
+                name: "trust",
+                ok: false,
+                required: false,
+                detail: format!("{e:#}"),
+                fix: None,
+            }
+        }
+    };
+    let mut detail = super::trust::state_words(&state).to_string();
+    if let State::Pending { changed } = &state {
+        detail.push_str(&format!("; pending: {}", inv.summary()));
+        if !changed.is_empty() {
+            let changed: Vec<String> = changed.iter().map(|f| untrusted(f).to_string()).collect();
+            detail.push_str(&format!(" (changed: {})", changed.join(", ")));
+        }
+    }
+    for line in inv.lines() {
+        detail.push_str("\n                     ");
+        detail.push_str(&line);
+    }
+    let pending = matches!(state, State::Pending { .. });
+    Check {
+        name: "trust",
+        ok: !pending,
+        required: false,
+        detail,
+        fix: pending.then(|| {
+            "check it with `agent trust --show`, then `agent trust` (or --trust for one run)".into()
+        }),
+    }
 }
 
 /// The language checkers run after edits that this workspace can use.

@@ -230,8 +230,8 @@ fn report(stats: &UpdateStats, json: bool) {
     {
         println!(
             "  skipped {}: {}",
-            if s.rel.is_empty() { "?" } else { &s.rel },
-            s.reason
+            agent_base::term::untrusted(if s.rel.is_empty() { "?" } else { &s.rel }),
+            agent_base::term::untrusted(&s.reason)
         );
     }
 }

@@ -41,7 +41,8 @@ pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
         return Ok(exit_code(&outcome, args.print));
     }
     if args.print {
-        print!("{}", outcome.content);
+        // What the model wrote, as `--print` asks for it: AGENTS.md text.
+        print!("{}", agent_base::term::untrusted_text(&outcome.content));
         report_overview(&outcome);
         return Ok(exit::OK);
     }
@@ -77,14 +78,14 @@ pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
     if outcome.output.ok {
         eprintln!(
             "{} ({found} commands found; read it, correct it, and commit it with the code)",
-            outcome.path.display()
+            agent_base::term::untrusted(&outcome.path)
         );
         return exit::OK;
     }
     eprintln!(
         "{} {} was not written{}\n  fix: run `agent init` on a terminal and answer y, or `agent init --print > AGENTS.md.new` to compare",
         style("✗").red(),
-        outcome.path.display(),
+        agent_base::term::untrusted(&outcome.path),
         if outcome.existed {
             " (it exists, and is only replaced with a yes)"
         } else {

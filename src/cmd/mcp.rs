@@ -2,7 +2,6 @@
 //! start the workspace's MCP servers: trusted ones only, after asking on a
 //! terminal where it may.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,6 +9,7 @@ use anyhow::{bail, Result};
 use console::style;
 
 use crate::cli::{McpArgs, McpCommand};
+use agent_base::term::untrusted;
 use agent_mcp::config::{self, ServerConfig};
 use agent_mcp::trust::TrustStore;
 use agent_mcp::{Hub, ServerState};
@@ -51,13 +51,16 @@ pub(crate) fn protocol_output() -> Result<std::fs::File> {
 
 fn list(root: &Path, json: bool) -> Result<i32> {
     let servers = config::load(root)?;
-    let policy = Policy::load(&agent_base::paths::team_dir(root), Mode::Confirm)?;
     let status = if servers.is_empty() {
         Vec::new()
     } else {
+        let workspace = super::trust::workspace_trusted(root)?;
+        let policy = Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
         let store = TrustStore::open_default()?;
-        let (trusted, untrusted) = servers.into_iter().partition(|s| store.is_trusted(root, s));
-        Hub::start(trusted, untrusted, root, &policy).status()
+        let (trusted, pending) = servers
+            .into_iter()
+            .partition(|s| workspace || store.is_trusted(root, s));
+        Hub::start(trusted, pending, root, &policy).status()
     };
     let failed = status.iter().any(|s| s.state != ServerState::Running);
     if json {
@@ -65,7 +68,7 @@ fn list(root: &Path, json: bool) -> Result<i32> {
     } else if status.is_empty() {
         println!(
             "no MCP servers in {} (declare them in .mcp.json or .agent/config.toml; see `agent mcp --help`)",
-            root.display()
+            untrusted(root)
         );
     } else {
         for s in &status {
@@ -77,16 +80,20 @@ fn list(root: &Path, json: bool) -> Result<i32> {
             let why = s
                 .reason
                 .as_deref()
-                .map(|r| format!("  ({r})"))
+                .map(|r| format!("  ({})", untrusted(r)))
                 .unwrap_or_default();
-            println!("[{mark}] {}  {}{why}", s.name, s.command);
+            println!(
+                "[{mark}] {}  {}{why}",
+                untrusted(&s.name),
+                untrusted(&s.command)
+            );
             for t in &s.tools {
                 let ro = if t.read_only { " [read-only]" } else { "" };
                 println!(
                     "       mcp__{}__{}{ro}: {}",
-                    s.name,
-                    t.name,
-                    agent_tools::grep::cut(&t.description, 100)
+                    untrusted(&s.name),
+                    untrusted(&t.name),
+                    untrusted(&agent_tools::grep::cut(&t.description, 100))
                 );
             }
         }
@@ -97,20 +104,27 @@ fn list(root: &Path, json: bool) -> Result<i32> {
 fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
     let servers = config::load(root)?;
     let mut store = TrustStore::open_default()?;
+    let at = untrusted(root);
     for name in names {
+        let shown = untrusted(name);
         if revoke {
             if store.revoke(root, name)? {
-                println!("{name}: no longer trusted in {}", root.display());
+                println!("{shown}: no longer trusted in {at}");
             } else {
-                println!("{name}: was not trusted in {}", root.display());
+                println!("{shown}: was not trusted in {at}");
+            }
+            if super::trust::workspace_trusted(root)? {
+                println!("(the workspace itself is trusted, which starts every server; `agent trust --revoke` withdraws that)");
             }
             continue;
         }
         let Some(server) = servers.iter().find(|s| &s.name == name) else {
-            let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            let known: Vec<String> = servers
+                .iter()
+                .map(|s| untrusted(&s.name).to_string())
+                .collect();
             bail!(
-                "no MCP server `{name}` in {} (declared: {})",
-                root.display(),
+                "no MCP server `{shown}` in {at} (declared: {})",
                 if known.is_empty() {
                     "none".to_string()
                 } else {
@@ -119,47 +133,47 @@ fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
             );
         };
         store.trust(root, server)?;
-        println!(
-            "{name}: trusted in {} as `{}`",
-            root.display(),
-            server.command_line()
-        );
+        println!("{shown}: trusted in {at} as:");
+        println!("    command: {}", untrusted(&server.command));
+        for (i, arg) in server.args.iter().enumerate() {
+            println!("    arg {}: {}", i + 1, untrusted(arg));
+        }
+        for (k, v) in &server.env {
+            println!("    env: {}={}", untrusted(k), untrusted(v));
+        }
+        for file in server.files_run(root) {
+            println!("    runs: {}", untrusted(&file));
+        }
     }
     Ok(0)
 }
 
 /// The workspace's MCP servers for a session, or None when it declares
-/// none. Trusted ones start; in confirm or human mode with a terminal, each
-/// untrusted one is shown and asked about (a yes is remembered); the rest
-/// are reported and left out. `extra` servers (an editor's, passed over
-/// ACP) were chosen by the user in that editor: they start as trusted.
+/// none. In a trusted workspace (`workspace_trusted`) all start; else only
+/// those approved one by one (`agent mcp trust NAME`); the rest are reported
+/// and left out (the workspace's trust prompt has asked already). `extra`
+/// servers (an editor's, passed over ACP) were chosen by the user in that
+/// editor: they start as trusted.
 pub fn start_for_session(
     root: &Path,
     policy: &Policy,
-    mode: Mode,
+    workspace_trusted: bool,
     extra: Vec<ServerConfig>,
 ) -> Result<Option<Arc<Hub>>> {
     let servers = config::load(root)?;
     if servers.is_empty() && extra.is_empty() {
         return Ok(None);
     }
-    let mut store = TrustStore::open_default()?;
-    let interactive =
-        mode != Mode::Yolo && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let (mut trusted, mut untrusted) = (extra, Vec::new());
+    let store = TrustStore::open_default()?;
+    let (mut trusted, mut pending) = (extra, Vec::new());
     for server in servers {
-        if store.is_trusted(root, &server)
-            || (interactive && ask(&server)? && {
-                store.trust(root, &server)?;
-                true
-            })
-        {
+        if workspace_trusted || store.is_trusted(root, &server) {
             trusted.push(server);
         } else {
-            untrusted.push(server);
+            pending.push(server);
         }
     }
-    let hub = Hub::start(trusted, untrusted, root, policy);
+    let hub = Hub::start(trusted, pending, root, policy);
     for s in hub
         .status()
         .iter()
@@ -168,30 +182,9 @@ pub fn start_for_session(
         eprintln!(
             "{} MCP server {}: {} (going on without it; `agent mcp list` shows all)",
             style("!").yellow(),
-            s.name,
-            s.reason.as_deref().unwrap_or_default()
+            untrusted(&s.name),
+            untrusted(s.reason.as_deref().unwrap_or_default())
         );
     }
     Ok(Some(hub))
-}
-
-/// Asks on the terminal whether to trust and start `server`.
-fn ask(server: &ServerConfig) -> Result<bool> {
-    eprintln!(
-        "{} this workspace declares an MCP server the agent would start outside the sandbox:",
-        style("?").yellow().bold()
-    );
-    eprintln!(
-        "    {}  {}",
-        style(&server.name).bold(),
-        server.command_line()
-    );
-    for (k, v) in &server.env {
-        eprintln!("    env {k}={v}");
-    }
-    eprint!("  trust it in this workspace and start it? [y]es / [n]o: ");
-    std::io::stderr().flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }

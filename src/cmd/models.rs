@@ -39,7 +39,7 @@ pub fn run(args: &ModelsArgs) -> Result<i32> {
             println!(
                 "  {:<9} {:<36} {:>8.1} MB  {}",
                 s.file.role,
-                s.file.path,
+                agent_base::term::untrusted(&s.file.path),
                 s.file.size as f64 / 1e6,
                 match s.state {
                     FileState::Ok => "ok".to_string(),
@@ -50,8 +50,9 @@ pub fn run(args: &ModelsArgs) -> Result<i32> {
         if let Some(Ok(info)) = &chat {
             println!(
                 "chat model: {} ({}, GGUF v{}, {} tensors, context {}, {})",
-                info.name.as_deref().unwrap_or("unnamed"),
-                info.architecture.as_deref().unwrap_or("unknown arch"),
+                // The GGUF's own metadata: the model file's text.
+                agent_base::term::untrusted(info.name.as_deref().unwrap_or("unnamed")),
+                agent_base::term::untrusted(info.architecture.as_deref().unwrap_or("unknown arch")),
                 info.version,
                 info.tensor_count,
                 info.context_length

@@ -6,6 +6,7 @@ use anyhow::{bail, Result};
 use super::exit;
 use crate::cli::{SessionsArgs, SessionsCommand};
 use agent_base::cancel::CancelToken;
+use agent_base::term::{untrusted, untrusted_text};
 use agent_core::session::SessionStore;
 use agent_policy::{Mode, Policy};
 use agent_tools::checkpoint::Checkpoints;
@@ -22,16 +23,16 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
             } else if sessions.is_empty() {
                 eprintln!(
                     "no sessions yet in {}; start one with `agent chat` or `agent ask`",
-                    root.display()
+                    untrusted(&root)
                 );
             } else {
                 for s in sessions {
                     println!(
                         "{}  {}  {:>4} msgs  {}",
-                        s.id,
-                        s.updated.get(..16).unwrap_or(&s.updated).replace('T', " "),
+                        untrusted(&s.id),
+                        untrusted(&s.updated.get(..16).unwrap_or(&s.updated).replace('T', " ")),
                         s.messages,
-                        s.title.replace('\n', " ")
+                        untrusted(&s.title.replace('\n', " "))
                     );
                 }
             }
@@ -64,7 +65,14 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
                     )?
                 );
             } else {
-                println!("session {} ({}, {})", info.id, info.model, info.created);
+                // A stored session holds the model's and the repository's
+                // text: shown escaped, exact only in --json.
+                println!(
+                    "session {} ({}, {})",
+                    untrusted(&info.id),
+                    untrusted(&info.model),
+                    untrusted(&info.created)
+                );
                 for (i, m) in messages.iter().enumerate() {
                     // The session's context (environment, repo map) opens
                     // the first request and any summary: shown on its own,
@@ -75,9 +83,18 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
                         (None, m.content.as_str())
                     };
                     if let Some(context) = context {
-                        println!("\n── context · {} ──\n{}", m.ts, context.trim_end());
+                        println!(
+                            "\n── context · {} ──\n{}",
+                            untrusted(&m.ts),
+                            untrusted_text(context.trim_end())
+                        );
                     }
-                    println!("\n── {} · {} ──\n{}", m.kind, m.ts, text.trim_end());
+                    println!(
+                        "\n── {} · {} ──\n{}",
+                        untrusted(&m.kind),
+                        untrusted(&m.ts),
+                        untrusted_text(text.trim_end())
+                    );
                 }
             }
         }
@@ -111,10 +128,10 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
         eprint!("{}", agent_tools::diff::colored(diff));
     }
     if out.ok {
-        eprintln!("{}", out.content);
+        eprintln!("{}", agent_base::term::untrusted_text(&out.content));
         Ok(exit::OK)
     } else {
-        eprintln!("error: {}", out.content);
+        eprintln!("error: {}", agent_base::term::untrusted_text(&out.content));
         Ok(exit::FAILURE)
     }
 }

@@ -13,6 +13,7 @@ mod conventions;
 mod first_prompt;
 mod languages;
 mod mcp_serve;
+mod output;
 mod print_prompt;
 mod prompt_cache;
 mod server;

@@ -44,9 +44,107 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Re
     result
 }
 
+/// The sha256 of a file's bytes (hex), None when it cannot be read.
+pub fn sha256_file(path: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).ok()?;
+    Some(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Programs whose first argument that is not a flag is the script they run.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "python", "python3", "node", "deno", "bun", "ruby", "perl", "php",
+    "lua", "Rscript",
+];
+
+/// The files inside `root` that a command line runs: its program, and for
+/// an interpreter (`python3 tools/server.py`, `sh hook.sh`) its script; `sh -c
+/// "..."` is looked into. Not every argument: a hook `pytest tests/x.py`
+/// runs pytest, and pinning the test file would un-trust the workspace on
+/// every edit. Canonical paths of regular files inside `root`, sorted.
+pub fn files_run(root: &Path, words: &[String]) -> Vec<std::path::PathBuf> {
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    collect_run(&root, words, &mut out, 0);
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn collect_run(root: &Path, words: &[String], out: &mut Vec<std::path::PathBuf>, depth: usize) {
+    let Some(program) = words.first() else {
+        return;
+    };
+    let mut named = vec![program.as_str()];
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let interpreter = INTERPRETERS.contains(&base)
+        || base
+            .strip_prefix("python3.")
+            .is_some_and(|v| v.parse::<u32>().is_ok());
+    if interpreter {
+        let mut rest = words[1..].iter();
+        while let Some(arg) = rest.next() {
+            if arg == "-c" && base.ends_with("sh") {
+                if let Some(inline) = rest.next().filter(|_| depth < 2) {
+                    let inner: Vec<String> = inline.split_whitespace().map(String::from).collect();
+                    collect_run(root, &inner, out, depth + 1);
+                }
+                break;
+            }
+            if arg == "-c" || arg == "-m" || arg == "-e" {
+                break; // inline code or a module: no file named
+            }
+            if !arg.starts_with('-') {
+                named.push(arg);
+                break;
+            }
+        }
+    }
+    for word in named {
+        let word = word.trim_matches(|c| c == '\'' || c == '"');
+        let Ok(path) = root.join(word).canonicalize() else {
+            continue;
+        };
+        if path.starts_with(root) && path.is_file() {
+            out.push(path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_files_a_command_line_runs_are_found_inside_the_root_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("tools")).unwrap();
+        for f in ["tools/server.py", "hook.sh", "conf.json", "test_x.py"] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            files_run(
+                &root,
+                &words(&["python3", "-u", "tools/server.py", "--stdio"])
+            ),
+            [root.join("tools/server.py")]
+        );
+        assert_eq!(
+            files_run(&root, &words(&["sh", "-c", "./hook.sh --config=conf.json"])),
+            [root.join("hook.sh")]
+        );
+        // What a program reads is not what it runs.
+        assert!(files_run(&root, &words(&["pytest", "test_x.py"])).is_empty());
+        // Outside the workspace, or not a file: not the repository's.
+        assert!(files_run(&root, &words(&["/bin/sh", "../x"])).is_empty());
+        assert!(files_run(&root, &words(&["bash", "tools"])).is_empty());
+        let abs = root.join("hook.sh").display().to_string();
+        assert_eq!(files_run(&root, &[abs]), [root.join("hook.sh")]);
+    }
 
     #[test]
     fn atomic_write_keeps_permissions_and_leaves_no_temp() {

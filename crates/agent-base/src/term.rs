@@ -3,8 +3,54 @@
 //! cannot write the clipboard (OSC 52), retitle the window (OSC 0), clear the
 //! screen (`CSI 2J`) or fake a line of output with a newline in its name.
 //! Only for text mode; JSON output keeps every byte exact.
+//!
+//! Printers of repository, model or session text take it as [`Untrusted`]
+//! (`untrusted(&s.title)`, `untrusted_text(&m.content)`): the one type that
+//! escapes on the way out, so a new printer has one obvious thing to use
+//! (and `tests/cli/output.rs` flags a raw field in a printer).
 
 use std::borrow::Cow;
+use std::ffi::OsStr;
+use std::fmt;
+
+/// Text from outside the agent (a repository, a model, a stored session),
+/// escaped when displayed: one line by default ([`untrusted`]), or keeping
+/// newlines and tabs ([`untrusted_text`]).
+#[derive(Debug, Clone)]
+pub struct Untrusted<'a> {
+    text: Cow<'a, str>,
+    multi_line: bool,
+}
+
+/// A one-line field (a name, a path, a command, an argument): every control
+/// character, newline included, is shown escaped.
+pub fn untrusted<S: AsRef<OsStr> + ?Sized>(text: &S) -> Untrusted<'_> {
+    Untrusted {
+        text: text.as_ref().to_string_lossy(),
+        multi_line: false,
+    }
+}
+
+/// Multi-line text (a message, a file's contents): newlines and tabs kept,
+/// every other control character escaped.
+pub fn untrusted_text<S: AsRef<OsStr> + ?Sized>(text: &S) -> Untrusted<'_> {
+    Untrusted {
+        text: text.as_ref().to_string_lossy(),
+        multi_line: true,
+    }
+}
+
+impl fmt::Display for Untrusted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = if self.multi_line {
+            escape_controls(&self.text)
+        } else {
+            escape_line(&self.text)
+        };
+        // Padding (`{:<15}`) applies to what is shown.
+        f.pad(&shown)
+    }
+}
 
 /// `text` with every control character but newline and tab shown as an
 /// escape (`\x1b`, `\u{9b}`), for multi-line text such as file contents.
@@ -61,6 +107,23 @@ mod tests {
         assert_eq!(escape_controls("a\u{9b}31mb"), "a\\u{9b}31mb");
         assert_eq!(escape_controls("over\rwrite"), "over\\rwrite");
         assert_eq!(escape_controls("bidi \u{202e}txt"), "bidi \\u{202e}txt");
+    }
+
+    #[test]
+    fn untrusted_text_is_escaped_when_displayed() {
+        let args = "safe-docs-server --stdio\x1b[1A\x1b[2K\r";
+        assert_eq!(
+            untrusted(args).to_string(),
+            "safe-docs-server --stdio\\x1b[1A\\x1b[2K\\r"
+        );
+        assert_eq!(untrusted("a\nb").to_string(), "a\\nb");
+        assert_eq!(
+            untrusted_text("a\nb\x1b]52;c;eA==\x07").to_string(),
+            "a\nb\\x1b]52;c;eA==\\x07"
+        );
+        assert_eq!(format!("[{:<6}]", untrusted("ab")), "[ab    ]");
+        let path = std::path::Path::new("skills/\x1b[2Jx");
+        assert_eq!(untrusted(path).to_string(), "skills/\\x1b[2Jx");
     }
 
     #[test]

@@ -106,6 +106,24 @@ pub fn list(workspace: &Path, personal: Option<&Path>) -> Vec<Command> {
     out
 }
 
+/// Why `/name` waits for workspace trust, when its file is the workspace's
+/// and declares tools (`allowed-tools`): None when it may run as it is.
+pub fn held(workspace: &Path, personal: Option<&Path>, name: &str) -> Option<String> {
+    let path = dirs(workspace, personal)
+        .iter()
+        .map(|d| d.join(format!("{name}.md")))
+        .find(|p| p.is_file())?;
+    if personal.is_some_and(|p| path.starts_with(p)) {
+        return None;
+    }
+    let tools = crate::trust::declared_tools(&path)?;
+    Some(format!(
+        "/{name} declares tools ({}) in {}, and this workspace is not trusted\n  fix: check it with `agent trust --show`, then `agent trust` (or --trust for one run)",
+        agent_base::term::untrusted(&tools),
+        agent_base::term::untrusted(&path)
+    ))
+}
+
 /// The request `/name args` stands for, or a clear error naming where the
 /// file was looked for and the commands there are.
 pub fn expand(

@@ -23,6 +23,10 @@
 //! - any other exit, a hook that cannot start, and a hook that outruns its
 //!   `timeout_s` (killed) are reported to the user and logged; the call goes on.
 //!
+//! Hooks run only in a trusted workspace ([`crate::trust`]), and only for
+//! requests that may change it (coding tasks) unless declared `read_only =
+//! true`: a question announced as read-only runs none of the team's code.
+//!
 //! Hooks run like `run_cmd` commands (`agent_tools::shell::run_fenced`): in
 //! the sandbox, with a scrubbed environment (plus `CLAUDE_PROJECT_DIR` and
 //! `AGENT_PROJECT_DIR`, the workspace root), in the workspace root. Every
@@ -44,7 +48,7 @@ use agent_tools::{Approval, Approver, Decision, ErrorClass, ToolOutput};
 use crate::protocol::ToolCall;
 use crate::settings::{HookConfig, Settings, HOOK_TIMEOUT_S};
 use crate::ui::Ui;
-use crate::{truncate, Agent};
+use crate::{truncate, Agent, ToolAccess};
 
 /// When a hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +81,8 @@ pub struct Hook {
     pub matcher: String,
     pub command: String,
     pub timeout: Duration,
+    /// Runs on read-only requests too (`read_only = true`).
+    pub read_only: bool,
     regex: Option<Regex>,
 }
 
@@ -96,6 +102,7 @@ impl Hook {
             matcher: config.matcher.clone(),
             command: config.command.clone(),
             timeout: Duration::from_secs(config.timeout_s.unwrap_or(HOOK_TIMEOUT_S)),
+            read_only: config.read_only,
             regex,
         })
     }
@@ -183,6 +190,7 @@ pub fn check_program(command: &str, root: &Path) -> Option<String> {
         return None; // found on PATH, or said by the shell when not
     }
     let path = root.join(&program);
+    let program = agent_base::term::untrusted(&program);
     let Ok(meta) = std::fs::metadata(&path) else {
         return Some(format!(
             "`{program}` does not exist\n  fix: create it, or correct the command in .agent/config.toml (paths are relative to the workspace root)"
@@ -294,12 +302,13 @@ impl Agent {
     pub(crate) fn pre_tool_hooks(
         &mut self,
         call: &ToolCall,
+        tools: ToolAccess,
         ui: &mut dyn Ui,
         approver: &mut dyn Approver,
         cancel: &CancelToken,
     ) -> Option<ToolOutput> {
         let mut context = Vec::new();
-        for hook in self.matching_hooks(Event::PreTool, &call.tool) {
+        for hook in self.matching_hooks(Event::PreTool, &call.tool, tools) {
             match self.run_hook(Event::PreTool, &hook, call, None, ui, cancel) {
                 Verdict::Deny(reason) => {
                     ui.notice(&format!("a pre_tool hook denied {}: {reason}", call.tool));
@@ -339,13 +348,14 @@ impl Agent {
     pub(crate) fn post_tool_hooks(
         &mut self,
         call: &ToolCall,
+        tools: ToolAccess,
         output: &mut ToolOutput,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) {
         let mut notes = std::mem::take(&mut self.hook_notes);
         if output.ok {
-            for hook in self.matching_hooks(Event::PostTool, &call.tool) {
+            for hook in self.matching_hooks(Event::PostTool, &call.tool, tools) {
                 if let Verdict::Context(text) =
                     self.run_hook(Event::PostTool, &hook, call, Some(output), ui, cancel)
                 {
@@ -359,11 +369,14 @@ impl Agent {
         }
     }
 
-    fn matching_hooks(&self, event: Event, tool: &str) -> Vec<Hook> {
+    /// The hooks of `event` for `tool` in a request given `tools`: on a
+    /// read-only request (a question) only those declared `read_only`, as
+    /// the user was told nothing would change.
+    fn matching_hooks(&self, event: Event, tool: &str, tools: ToolAccess) -> Vec<Hook> {
         self.hooks
             .of(event)
             .iter()
-            .filter(|h| h.matches(tool))
+            .filter(|h| h.matches(tool) && (h.read_only || tools == ToolAccess::All))
             .cloned()
             .collect()
     }
@@ -504,6 +517,7 @@ mod tests {
             matcher: matcher.into(),
             command: "true".into(),
             timeout_s: None,
+            read_only: false,
         };
         Hook::new(&config, &Settings::defaults(dir.path())).unwrap()
     }
@@ -522,6 +536,7 @@ mod tests {
             matcher: "(".into(),
             command: "x".into(),
             timeout_s: None,
+            read_only: false,
         };
         let err = format!(
             "{:#}",

@@ -41,6 +41,7 @@ mod run;
 pub mod session;
 pub mod settings;
 pub mod skills;
+pub mod trust;
 pub mod ui;
 pub mod vocabulary;
 
@@ -89,6 +90,13 @@ pub struct AgentConfig {
     pub personal_instructions: Option<PathBuf>,
     /// The user's own skills folder (see [`skills::personal_dir`]).
     pub personal_skills: Option<PathBuf>,
+    /// The user trusts what the workspace ships ([`trust`]): its hooks run,
+    /// the loosening keys of its policy.toml apply, its skills that declare
+    /// tools load. Off by default: nothing a repository ships runs unasked.
+    pub trusted: bool,
+    /// Files the sandbox keeps read-only (what trusted hooks and MCP
+    /// servers run): [`agent_policy::Policy::protected_paths`].
+    pub protected_paths: Vec<PathBuf>,
 }
 
 impl AgentConfig {
@@ -106,6 +114,8 @@ impl AgentConfig {
             personal_skills: skills::personal_dir(),
             resume: None,
             prefetch: 4,
+            trusted: false,
+            protected_paths: Vec::new(),
         }
     }
 }
@@ -303,13 +313,25 @@ impl Agent {
     ) -> Result<Self> {
         let workspace = Workspace::new(&config.workspace)?;
         let state = workspace.state_dir();
-        let mut policy = Policy::load(&workspace.team_dir(), config.mode)?;
+        let mut policy = Policy::load_for(
+            &workspace.team_dir(),
+            config.mode,
+            config.trusted,
+        )?;
         policy.sandbox = config.sandbox;
+        policy.protected_paths = config.protected_paths.clone();
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;
         let settings = settings::Settings::load(workspace.root())?;
-        let hooks = hooks::Hooks::new(&settings)?;
-        let skills = skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
+        // Until the workspace is trusted its hooks wait (the caller lists them).
+        let hooks = match config.trusted {
+            true => hooks::Hooks::new(&settings)?,
+            false => hooks::Hooks::default(),
+        };
+        let mut skills = skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
+        if !config.trusted {
+            skills.hold_tool_declaring();
+        }
         let mut toolbox = Toolbox::standard();
         if let Some(tool) = skills.tool() {
             toolbox.extend(vec![Box::new(tool)]);
@@ -386,6 +408,11 @@ impl Agent {
     /// The skills this session found, and the problems of those it did not.
     pub fn skills(&self) -> &skills::Skills {
         &self.skills
+    }
+
+    /// Whether the workspace's own hooks, policy and tools apply ([`trust`]).
+    pub fn trusted(&self) -> bool {
+        self.config.trusted
     }
 
     /// The hooks of `.agent/config.toml`.

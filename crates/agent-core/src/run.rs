@@ -363,12 +363,14 @@ Another copy of this call ends the request.",
         }
 
         let allowed = run.allowed.iter().any(|s| s.name == call.tool);
-        let output = match allowed.then(|| self.pre_tool_hooks(&call, ui, approver, cancel)) {
+        let tools = run.tools;
+        let output = match allowed.then(|| self.pre_tool_hooks(&call, tools, ui, approver, cancel))
+        {
             Some(Some(denied)) => denied,
             _ => {
                 let mut output = self.run_tool(&call, &run.allowed, approver, cancel);
                 if allowed {
-                    self.post_tool_hooks(&call, &mut output, ui, cancel);
+                    self.post_tool_hooks(&call, tools, &mut output, ui, cancel);
                 }
                 output
             }

@@ -13,7 +13,14 @@
 //! [[hooks.post_tool]]
 //! matcher = "edit|write_file|apply_patch"
 //! command = "ruff check --quiet ."
+//!
+//! [[hooks.post_tool]]
+//! matcher = "read_file"
+//! command = "./audit-reads.sh"
+//! read_only = true          # also on read-only requests (questions); default: coding tasks only
 //! ```
+//!
+//! Hooks run only in a trusted workspace ([`crate::trust`]).
 //!
 //! The file is the user's: commands cannot change it (`agent_tools`'s state
 //! guard puts it back), and the file tools refuse `.agent/` paths.
@@ -52,6 +59,10 @@ pub struct HookConfig {
     /// Seconds before it is killed and the call goes on (default 60, max 600).
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Runs on read-only requests (questions) too; by default a hook runs
+    /// only for requests that may change the workspace (coding tasks).
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Deserialize)]

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use agent_base::term::untrusted;
 use agent_tools::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The file every skill folder holds.
@@ -46,6 +47,9 @@ pub struct Skills {
     /// One line each, with the fix: bad front matter, a folder without
     /// SKILL.md, a name used twice.
     pub problems: Vec<String>,
+    /// The workspace's skills that declare tools, held until the workspace
+    /// is trusted ([`crate::trust`]).
+    pub held: Vec<Skill>,
 }
 
 /// `$XDG_CONFIG_HOME/agent/skills`, else `~/.config/agent/skills`.
@@ -81,17 +85,17 @@ const FORMAT: &str =
 /// Reads one SKILL.md: its name and description, or what is wrong, with the fix.
 pub fn read(file: &Path) -> Result<(String, String, String), String> {
     let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("{}: cannot read it ({e})", file.display()))?;
+        .map_err(|e| format!("{}: cannot read it ({e})", untrusted(file)))?;
     let (yaml, body) = split_front_matter(&text).ok_or_else(|| {
         format!(
             "{}: no front matter (YAML between two `---` lines at the top)\n  fix: {FORMAT}",
-            file.display()
+            untrusted(file)
         )
     })?;
     let meta: FrontMatter = serde_yaml_ng::from_str(yaml).map_err(|e| {
         format!(
             "{}: its front matter is not valid YAML ({e})\n  fix: {FORMAT}\n  (quote a description that holds `: `)",
-            file.display()
+            untrusted(file)
         )
     })?;
     let name = meta.name.map(|n| n.trim().to_string()).unwrap_or_default();
@@ -103,7 +107,7 @@ pub fn read(file: &Path) -> Result<(String, String, String), String> {
         if value.is_empty() {
             return Err(format!(
                 "{}: the front matter has no `{key}`\n  fix: {FORMAT}",
-                file.display()
+                untrusted(file)
             ));
         }
     }
@@ -115,14 +119,15 @@ pub fn read(file: &Path) -> Result<(String, String, String), String> {
         && !name.ends_with('-');
     if !valid {
         return Err(format!(
-            "{}: `{name}` is not a skill name\n  fix: lowercase letters, digits and `-`, at most {MAX_NAME} characters (like `release-notes`)",
-            file.display()
+            "{}: `{}` is not a skill name\n  fix: lowercase letters, digits and `-`, at most {MAX_NAME} characters (like `release-notes`)",
+            untrusted(file),
+            untrusted(&name)
         ));
     }
     if description.chars().count() > MAX_DESCRIPTION {
         return Err(format!(
             "{}: the description has {} characters\n  fix: at most {MAX_DESCRIPTION}; put the details in the body",
-            file.display(),
+            untrusted(file),
             description.chars().count()
         ));
     }
@@ -152,10 +157,11 @@ impl Skills {
             for dir in dirs {
                 let file = dir.join(FILE_NAME);
                 if !file.is_file() {
+                    // Shown to the user: the folder's name is the repository's text.
                     out.problems.push(format!(
                         "{}: no {FILE_NAME} in this skill folder\n  fix: add one, or move the folder out of {}",
-                        dir.display(),
-                        root.display()
+                        untrusted(&dir),
+                        untrusted(&root)
                     ));
                     continue;
                 }
@@ -165,8 +171,8 @@ impl Skills {
                         if let Some(first) = out.skills.iter().find(|s| s.name == name) {
                             out.problems.push(format!(
                                 "{}: skill `{name}` is also in {}, which wins\n  fix: rename one of them",
-                                file.display(),
-                                first.dir.display()
+                                untrusted(&file),
+                                untrusted(&first.dir)
                             ));
                             continue;
                         }
@@ -181,6 +187,18 @@ impl Skills {
             }
         }
         out
+    }
+
+    /// Holds back the workspace's skills that declare tools (`allowed-tools`):
+    /// an untrusted workspace's grant of tools takes no effect.
+    pub fn hold_tool_declaring(&mut self) {
+        let (held, kept): (Vec<Skill>, Vec<Skill>) =
+            std::mem::take(&mut self.skills).into_iter().partition(|s| {
+                s.source != "personal"
+                    && crate::trust::declared_tools(&s.dir.join(FILE_NAME)).is_some()
+            });
+        self.skills = kept;
+        self.held = held;
     }
 
     /// The system prompt's list: names and descriptions only. Empty without

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use agent_base::term::{escape_controls, escape_line};
+use agent_base::term::{escape_controls, escape_line, untrusted, untrusted_text};
 use console::style;
 
 use super::compact::Compaction;
@@ -185,7 +185,7 @@ impl Ui for TerminalUi {
                     "intent: {} ({:.2}; {})",
                     intent.label.as_str(),
                     intent.confidence,
-                    intent.reason
+                    untrusted(&intent.reason)
                 ))
                 .dim()
             );
@@ -234,7 +234,10 @@ impl Ui for TerminalUi {
             return;
         }
         if self.verbose && !call.thought.is_empty() {
-            eprintln!("{}", style(format!("  {}", call.thought)).dim());
+            eprintln!(
+                "{}",
+                style(format!("  {}", untrusted_text(&call.thought))).dim()
+            );
         }
         eprintln!(
             "{} {} {}",
@@ -375,15 +378,17 @@ impl Approver for TerminalApprover {
                 );
                 format!("run this command in {}?", escape_line(cwd))
             }
-            Approval::Read { tool, summary } => format!("allow {tool} {summary}?"),
+            Approval::Read { tool, summary } => {
+                format!("allow {} {}?", untrusted(tool), untrusted(summary))
+            }
             Approval::Tool { tool, args } => {
                 eprintln!(
                     "{} {} {}",
                     style("⚙").bold(),
-                    style(tool).bold(),
-                    cut(args, 400)
+                    style(untrusted(tool)).bold(),
+                    untrusted(&cut(args, 400))
                 );
-                format!("call {tool}?")
+                format!("call {}?", untrusted(tool))
             }
         };
         if let Some(why) = why {
@@ -391,7 +396,7 @@ impl Approver for TerminalApprover {
                 Approval::Write { .. } => "this changes the agent's own settings",
                 _ => "the policy cannot check this command",
             };
-            eprintln!("{} {lead}: {why}", style("!").yellow());
+            eprintln!("{} {lead}: {}", style("!").yellow(), untrusted_text(why));
         } else if self.always {
             return Decision::Approve;
         }

@@ -29,6 +29,10 @@ pub struct ServerConfig {
     /// Seconds it may take to start and list its tools (default 10).
     #[serde(default)]
     pub startup_timeout_s: Option<u64>,
+    /// The file that declares it (`.mcp.json`, `.agent/config.toml`); empty
+    /// for a server an editor passed.
+    #[serde(skip)]
+    pub source: std::path::PathBuf,
 }
 
 impl ServerConfig {
@@ -38,6 +42,15 @@ impl ServerConfig {
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The files inside `workspace` its command line names (its script):
+    /// pinned by a trust, kept read-only by the sandbox.
+    pub fn files_run(&self, workspace: &Path) -> Vec<std::path::PathBuf> {
+        let words: Vec<String> = std::iter::once(self.command.clone())
+            .chain(self.args.iter().cloned())
+            .collect();
+        agent_base::files::files_run(workspace, &words)
     }
 }
 
@@ -104,6 +117,7 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
                     args: server.args,
                     env: server.env,
                     startup_timeout_s: server.startup_timeout_s,
+                    source: json_path.clone(),
                 },
             );
         }
@@ -119,6 +133,7 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
         for (name, mut server) in file.mcp_servers {
             check_name(&name, &toml_path)?;
             server.name = name.clone();
+            server.source = toml_path.clone();
             servers.insert(name, server);
         }
     }

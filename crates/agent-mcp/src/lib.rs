@@ -94,8 +94,8 @@ impl ServerState {
         match self {
             Self::Running => None,
             Self::Untrusted => Some(
-                "not started: its definition is not trusted yet (check it, then \
-                 `agent mcp trust NAME`)"
+                "not started: not trusted yet (check it with `agent trust --show`, then \
+                 `agent trust` for the workspace, or `agent mcp trust NAME` for this server)"
                     .into(),
             ),
             Self::Failed(why) | Self::Stopped(why) => Some(why.clone()),

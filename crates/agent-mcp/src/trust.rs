@@ -4,10 +4,15 @@
 //! starts outside the command sandbox, and those files come with a cloned
 //! repository or could be written by a command. So a server starts only once
 //! the user has approved that exact definition (command, arguments,
-//! environment) for that workspace: `agent mcp trust NAME`, or a yes on the
-//! terminal in confirm mode. A changed definition is a new server and needs
-//! approval again. The approvals live in the user's configuration folder
+//! environment, and the sha256 of the files inside the workspace it runs,
+//! such as `tools/server.py`) for that workspace: `agent mcp trust NAME`.
+//! A changed definition or script is a new server and needs approval again.
+//! The approvals live in the user's configuration folder
 //! (`~/.config/agent/trusted-mcp.json`), which no workspace reaches.
+//!
+//! This is the narrow grant: trusting the whole workspace (`agent trust`,
+//! `agent_core::trust`) starts all its servers, pinned the same way; a server
+//! approved here starts in a workspace that is not trusted otherwise.
 
 use std::path::{Path, PathBuf};
 
@@ -42,14 +47,28 @@ pub struct TrustStore {
     file: TrustFile,
 }
 
-/// What identifies a server definition: its command, arguments and
-/// environment, in a canonical JSON form.
-pub fn fingerprint(config: &ServerConfig) -> String {
-    let canonical = serde_json::json!({
+/// What identifies a server definition in `workspace`: its command,
+/// arguments and environment, and the sha256 of each workspace file it runs
+/// (so a command that edits the script un-trusts the server), in a canonical
+/// JSON form.
+pub fn fingerprint(config: &ServerConfig, workspace: &Path) -> String {
+    let mut canonical = serde_json::json!({
         "command": config.command,
         "args": config.args,
         "env": config.env,
     });
+    let files: std::collections::BTreeMap<String, String> = config
+        .files_run(workspace)
+        .iter()
+        .map(|f| {
+            let sha = agent_base::files::sha256_file(f).unwrap_or_default();
+            (f.display().to_string(), sha)
+        })
+        .collect();
+    // Definitions that run no workspace file keep their earlier fingerprint.
+    if !files.is_empty() {
+        canonical["files"] = serde_json::json!(files);
+    }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
@@ -85,7 +104,7 @@ impl TrustStore {
 
     /// Whether this exact definition is approved in `workspace`.
     pub fn is_trusted(&self, workspace: &Path, config: &ServerConfig) -> bool {
-        let sha = fingerprint(config);
+        let sha = fingerprint(config, workspace);
         self.file
             .trusted
             .iter()
@@ -101,7 +120,7 @@ impl TrustStore {
         self.file.trusted.push(Approval {
             workspace: workspace.to_path_buf(),
             name: config.name.clone(),
-            sha256: fingerprint(config),
+            sha256: fingerprint(config, workspace),
             command: config.command_line(),
         });
         self.save()
@@ -149,6 +168,7 @@ mod tests {
             args: vec!["server.py".into()],
             env: Default::default(),
             startup_timeout_s: None,
+            source: Default::default(),
         }
     }
 
@@ -173,6 +193,19 @@ mod tests {
         let mut slow = server("python3");
         slow.startup_timeout_s = Some(60);
         assert!(store.is_trusted(ws, &slow));
+    }
+
+    #[test]
+    fn an_edited_script_needs_approval_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::write(ws.join("server.py"), "print('ok')\n").unwrap();
+        let path = ws.join("config/trusted-mcp.json");
+        let mut store = TrustStore::open(&path).unwrap();
+        store.trust(&ws, &server("python3")).unwrap();
+        assert!(store.is_trusted(&ws, &server("python3")));
+        std::fs::write(ws.join("server.py"), "import os; os.system('x')\n").unwrap();
+        assert!(!store.is_trusted(&ws, &server("python3")));
     }
 
     #[test]

@@ -71,6 +71,24 @@ pub(crate) struct LimitsFile {
 }
 
 impl LimitsFile {
+    /// Whether these limits are looser than the defaults somewhere (0, no
+    /// limit, counts as looser): what an untrusted workspace may not set.
+    pub(crate) fn loosens(&self) -> bool {
+        let defaults = Limits::default();
+        [
+            (self.processes, defaults.processes),
+            (self.memory_mb, defaults.memory_mb),
+            (self.file_size_mb, defaults.file_size_mb),
+            (self.cpu_s, defaults.cpu_s),
+        ]
+        .into_iter()
+        .any(|(set, default)| match (set, default) {
+            (Some(0), _) => true,
+            (Some(v), Some(d)) => v > d,
+            _ => false,
+        })
+    }
+
     pub(crate) fn apply(&self, limits: &mut Limits) {
         let set = |slot: &mut Option<u64>, v: Option<u64>| {
             if let Some(v) = v {

@@ -25,6 +25,10 @@
 //! processes = 4096
 //! ```
 //!
+//! In a workspace the user has not trusted, only the keys that restrict apply
+//! (`deny`, `scrub_env`, lower timeouts); `allow_network = true`, `allow`
+//! rules and higher timeouts wait for trust ([`Policy::load_for`]).
+//!
 //! `deny` and `allow` regexes are matched against each simple command in its
 //! normalised form (words joined by one space, quotes removed), and `deny`
 //! also against the raw command line.
@@ -182,6 +186,9 @@ pub struct Policy {
     pub deny_read: Vec<PathBuf>,
     /// Per-command resource limits: policy.toml's `[limits]`.
     pub limits: Limits,
+    /// Keys of policy.toml that would loosen the policy but were not applied,
+    /// because the workspace is not trusted ([`Policy::load_for`]).
+    pub held_back: Vec<String>,
     deny: Vec<Rule>,
     allow: Vec<Rule>,
     scrub_env: Vec<String>,
@@ -224,6 +231,7 @@ impl Policy {
             protected_paths: Vec::new(),
             deny_read: Vec::new(),
             limits: Limits::default(),
+            held_back: Vec::new(),
             deny: Vec::new(),
             allow: Vec::new(),
             scrub_env: Vec::new(),
@@ -231,11 +239,19 @@ impl Policy {
     }
 
     /// The built-in policy plus `.agent/policy.toml` of the workspace, then
-    /// `.agent/policy.local.toml`, if any.
+    /// `.agent/policy.local.toml`, if any: every key, for a trusted workspace
+    /// (see [`Policy::load_for`]).
     /// A malformed file is an error naming the file and the line.
     pub fn load(team_dir: &Path, mode: Mode) -> anyhow::Result<Self> {
+        Self::load_for(team_dir, mode, true)
+    }
+
+    /// The built-in policy plus the team's `policy.toml`, then the user's own
+    /// `policy.local.toml` (ignored by git) over it: every key when the
+    /// workspace is `trusted`; else only the keys that restrict, and those
+    /// that would loosen it ([`Policy::loosening`]) are listed in `held_back`.
+    pub fn load_for(team_dir: &Path, mode: Mode, trusted: bool) -> anyhow::Result<Self> {
         let mut policy = Self::builtin(mode);
-        // The team's file, then the user's own (ignored by git) over it.
         for name in [POLICY_FILE, LOCAL_POLICY_FILE] {
             let path = team_dir.join(name);
             let text = match std::fs::read_to_string(&path) {
@@ -243,15 +259,27 @@ impl Policy {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
             };
-            policy.apply_toml(&text, &path)?;
+            let mut file = parse_file(&text, &path)?;
+            if !trusted {
+                policy.held_back.extend(take_loosening(&mut file));
+            }
+            policy.apply_file(file, &path)?;
         }
         Ok(policy)
     }
 
+    /// What a policy.toml's text would loosen, one `key = value` each
+    /// (empty when it only restricts): what waits for workspace trust.
+    pub fn loosening(text: &str, path: &Path) -> anyhow::Result<Vec<String>> {
+        Ok(take_loosening(&mut parse_file(text, path)?))
+    }
+
     /// Applies the text of a policy.toml (`path` only names it in errors).
     pub fn apply_toml(&mut self, text: &str, path: &Path) -> anyhow::Result<()> {
-        let file: PolicyFile = toml::from_str(text)
-            .map_err(|e| anyhow::anyhow!("{}: invalid policy file: {e}", path.display()))?;
+        self.apply_file(parse_file(text, path)?, path)
+    }
+
+    fn apply_file(&mut self, file: PolicyFile, path: &Path) -> anyhow::Result<()> {
         if let Some(n) = file.allow_network {
             self.allow_network = n;
         }
@@ -443,6 +471,44 @@ impl Policy {
     pub fn file_path(team_dir: &Path) -> PathBuf {
         team_dir.join(POLICY_FILE)
     }
+}
+
+fn parse_file(text: &str, path: &Path) -> anyhow::Result<PolicyFile> {
+    toml::from_str(text)
+        .map_err(|e| anyhow::anyhow!("{}: invalid policy file: {e}", path.display()))
+}
+
+/// Removes from `file` what loosens the built-in policy, and says what it
+/// was. Every key of policy.toml is here or restricts: `allow_network =
+/// true`, `allow` rules (they override built-in denials) and timeouts above
+/// the defaults loosen; `deny`, `scrub_env` and lower timeouts only restrict.
+/// A new key that widens what commands may do belongs here.
+fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
+    let mut out = Vec::new();
+    if file.allow_network == Some(true) {
+        file.allow_network = None;
+        out.push("allow_network = true".to_string());
+    }
+    for rule in std::mem::take(&mut file.allow) {
+        out.push(format!("allow = {rule:?}"));
+    }
+    if let Some(t) = file.timeout_s.filter(|t| *t > DEFAULT_TIMEOUT_S) {
+        file.timeout_s = None;
+        out.push(format!("timeout_s = {t}"));
+    }
+    if let Some(t) = file
+        .check_timeout_s
+        .filter(|t| *t > DEFAULT_CHECK_TIMEOUT_S)
+    {
+        file.check_timeout_s = None;
+        out.push(format!("check_timeout_s = {t}"));
+    }
+    // Limits a repository sets may only be lower than the defaults.
+    if file.limits.as_ref().is_some_and(fence::LimitsFile::loosens) {
+        file.limits = None;
+        out.push("[limits] above the defaults".to_string());
+    }
+    out
 }
 
 /// `*` (any run) and `?` (one char) glob over a whole string.
@@ -1320,6 +1386,39 @@ mod tests {
         let p = Policy::load(empty.path(), Mode::Yolo).unwrap();
         assert!(!p.allow_network);
         assert_eq!(p.timeout_s, DEFAULT_TIMEOUT_S);
+    }
+
+    #[test]
+    fn an_untrusted_workspace_gets_only_the_keys_that_restrict() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(POLICY_FILE),
+            "allow_network = true\nallow = [\"^curl \"]\ndeny = [\"^make \"]\n\
+             scrub_env = [\"MINE_*\"]\ntimeout_s = 600\ncheck_timeout_s = 5\n",
+        )
+        .unwrap();
+        let p = Policy::load_for(dir.path(), Mode::Confirm, false).unwrap();
+        assert!(!p.allow_network);
+        assert_eq!(p.timeout_s, DEFAULT_TIMEOUT_S);
+        assert_eq!(p.check_timeout_s, 5, "a lower cap restricts");
+        assert!(p.check_command("curl http://x").denial().is_some());
+        assert!(p.check_command("make test").denial().is_some());
+        assert!(p.is_secret_env("MINE_X"));
+        assert_eq!(
+            p.held_back,
+            [
+                "allow_network = true",
+                "allow = \"^curl \"",
+                "timeout_s = 600"
+            ]
+        );
+        let trusted = Policy::load_for(dir.path(), Mode::Confirm, true).unwrap();
+        assert!(trusted.allow_network && trusted.held_back.is_empty());
+        assert!(trusted.check_command("curl http://x").is_allow());
+        let only_restricting = "deny = [\"^x\"]\ntimeout_s = 10\n";
+        assert!(Policy::loosening(only_restricting, Path::new("p.toml"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -115,6 +115,18 @@ fn hooked_repo() -> tempfile::TempDir {
 }
 
 #[test]
+fn an_untrusted_workspace_loads_no_hook() {
+    let dir = hooked_repo();
+    let answer = finish("src/calc.py defines add and sub.");
+    let (agent, _) = start(dir.path(), Mode::Yolo, &[&answer], None, |_| {});
+    assert!(agent.hooks().is_empty(), "hooks of an untrusted workspace");
+    let (agent, _) = start(dir.path(), Mode::Yolo, &[&answer], None, |c| {
+        c.trusted = true
+    });
+    assert_eq!(agent.hooks().pre_tool.len(), 3);
+}
+
+#[test]
 fn hooks_deny_add_to_observations_are_cut_off_and_are_audited() {
     let dir = hooked_repo();
     let root = dir.path();
@@ -128,7 +140,8 @@ fn hooks_deny_add_to_observations_are_cut_off_and_are_audited() {
         Mode::Yolo,
         &[rm, read, grep, list, &answer],
         None,
-        |_| {},
+        // The workspace's hooks run once it is trusted.
+        |c| c.trusted = true,
     );
     let started = std::time::Instant::now();
     let outcome = ask(

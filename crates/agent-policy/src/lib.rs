@@ -55,6 +55,7 @@ pub enum Access {
 }
 
 mod command_line;
+pub mod managed;
 mod opaque;
 pub mod secrets;
 
@@ -161,6 +162,11 @@ pub struct Policy {
     pub check_timeout_s: u64,
     /// Commands run in the OS sandbox ([`agent_sandbox`]); off with `--sandbox off`.
     pub sandbox: bool,
+    /// No sandbox, no command: never the unsandboxed fallback ([`managed`]).
+    pub require_sandbox: bool,
+    /// Paths (relative to the workspace) no tool may write, besides `.agent`
+    /// and `.git`; the administrator's ([`managed`]) among them.
+    pub protected_paths: Vec<PathBuf>,
     deny: Vec<Rule>,
     allow: Vec<Rule>,
     scrub_env: Vec<String>,
@@ -195,6 +201,8 @@ impl Policy {
             timeout_s: DEFAULT_TIMEOUT_S,
             check_timeout_s: DEFAULT_CHECK_TIMEOUT_S,
             sandbox: true,
+            require_sandbox: false,
+            protected_paths: Vec::new(),
             deny: Vec::new(),
             allow: Vec::new(),
             scrub_env: Vec::new(),
@@ -267,6 +275,14 @@ impl Policy {
         }
         self.scrub_env.extend(file.scrub_env);
         Ok(())
+    }
+
+    /// The protected path a workspace-relative path lies in, if any.
+    pub fn protected(&self, rel: &Path) -> Option<&Path> {
+        self.protected_paths
+            .iter()
+            .map(PathBuf::as_path)
+            .find(|p| rel.starts_with(p))
     }
 
     /// Whether an action of this class asks the user first.

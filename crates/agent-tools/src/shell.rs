@@ -391,6 +391,9 @@ pub fn run_fenced(
         writable: vec![workspace.root().to_path_buf()],
         allow_network: policy.allow_network,
     });
+    if sandbox.is_none() && policy.require_sandbox {
+        return Err(std::io::Error::other(NO_SANDBOX_REQUIRED));
+    }
     let mut env = policy.command_env();
     env.extend(
         extra_env
@@ -517,6 +520,10 @@ pub fn classify(exit_code: i32, output: &str) -> (ErrorClass, String) {
 const NO_SANDBOX: &str =
     "this system has no sandbox (Landlock, sandbox-exec), so the command would run with all of the user's rights";
 
+/// Why a command is refused when the administrator requires the sandbox and
+/// there is none.
+pub const NO_SANDBOX_REQUIRED: &str = "Your administrator does not allow commands outside the sandbox, and this system cannot set one up (Landlock, sandbox-exec). Do not retry commands; answer from the files, or ask the user";
+
 pub struct RunCmd;
 
 impl Tool for RunCmd {
@@ -568,12 +575,16 @@ impl Tool for RunCmd {
             Verdict::Allow => None,
         };
         let sandbox = match (ctx.policy.sandbox, sandbox::available()) {
-            (false, _) => None,
-            (true, true) => Some(Sandbox {
+            (false, _) if !ctx.policy.require_sandbox => None,
+            (_, true) => Some(Sandbox {
                 writable: vec![ctx.workspace.root().to_path_buf()],
                 allow_network: ctx.policy.allow_network,
             }),
-            (true, false) => {
+            // The administrator's rule: never the unsandboxed fallback.
+            (_, false) if ctx.policy.require_sandbox => {
+                return ToolOutput::error(ErrorClass::PolicyDenied, NO_SANDBOX_REQUIRED)
+            }
+            (_, false) => {
                 ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
                 None
             }

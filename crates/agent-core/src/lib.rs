@@ -25,6 +25,7 @@
 //! configured in `.agent/config.toml` ([`settings`]).
 
 pub mod answer;
+pub mod audit;
 pub mod commands;
 pub mod compact;
 pub mod context;
@@ -89,6 +90,10 @@ pub struct AgentConfig {
     pub personal_instructions: Option<PathBuf>,
     /// The user's own skills folder (see [`skills::personal_dir`]).
     pub personal_skills: Option<PathBuf>,
+    /// The administrator's restrictions, read once by the binary.
+    pub managed: agent_policy::managed::Managed,
+    /// Who the audit records name, and the sink they also go to.
+    pub audit: log::AuditConfig,
 }
 
 impl AgentConfig {
@@ -106,6 +111,8 @@ impl AgentConfig {
             personal_skills: skills::personal_dir(),
             resume: None,
             prefetch: 4,
+            managed: Default::default(),
+            audit: log::AuditConfig::from_env(),
         }
     }
 }
@@ -305,10 +312,24 @@ impl Agent {
         let state = workspace.state_dir();
         let mut policy = Policy::load(&state, config.mode)?;
         policy.sandbox = config.sandbox;
+        config.managed.restrict(&mut policy);
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;
         let settings = settings::Settings::load(workspace.root())?;
-        let hooks = hooks::Hooks::new(&settings)?;
+        let hooks = if config.managed.allow_hooks {
+            hooks::Hooks::new(&settings)?
+        } else {
+            let hooks = hooks::Hooks::new(&settings)?;
+            if !hooks.is_empty() {
+                tracing::warn!(
+                    "{}",
+                    config
+                        .managed
+                        .refusal("hooks: those of this workspace do not run")
+                );
+            }
+            hooks::Hooks::default()
+        };
         let skills = skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
         let mut toolbox = Toolbox::standard();
         if let Some(tool) = skills.tool() {
@@ -329,6 +350,7 @@ impl Agent {
         };
         let mut log = EventLog::open(&state, &session_id);
         log.redactor = policy.redactor();
+        log.attach(&config.audit, workspace.root())?;
         let mut ours = prompt::internal_texts(&toolbox.specs());
         ours.extend(
             [

@@ -73,6 +73,7 @@ pub fn agent_in(
     resume: Option<String>,
     extra_mcp: Vec<agent_mcp::config::ServerConfig>,
 ) -> Result<Agent> {
+    super::admin::check_agent(args)?;
     let root = root.to_path_buf();
     let config = AgentConfig {
         mode: args.mode,
@@ -83,6 +84,8 @@ pub fn agent_in(
         repo_map: !args.no_map,
         sandbox: args.sandbox == crate::cli::Switch::On,
         resume,
+        managed: super::admin::managed().clone(),
+        audit: super::admin::audit_config(),
         ..AgentConfig::new(&root)
     };
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);

@@ -278,7 +278,7 @@ fn the_managed_network_rule_overrides_policy_toml() {
             .agent(dir.path())
             .args(["ask", "--json", "--mode", "yolo", "--script"])
             .arg(&script)
-            .arg("Fetch the page in calc.py")
+            .arg("Fix calc.py")
             .output()
             .unwrap();
         assert!(out.status.code() != Some(2), "{}", stderr(&out));

@@ -119,6 +119,102 @@ Examples:
     /// Serve editors (Zed, JetBrains IDEs, Neovim) as an Agent Client Protocol agent over stdio.
     #[command(after_help = ACP_HELP)]
     Acp(Box<AcpArgs>),
+    /// The effective configuration, and where each setting comes from.
+    #[command(after_help = CONFIG_HELP)]
+    Config(ConfigArgs),
+    /// Check the audit trail's hash chain, or export its records for a SIEM.
+    #[command(after_help = AUDIT_HELP)]
+    Audit(AuditArgs),
+}
+
+const CONFIG_HELP: &str = "\
+Precedence, highest first: the administrator's managed file (/etc/agent/managed.toml, or the file
+AGENT_MANAGED_CONFIG names), the command line, the environment, the workspace (.agent/policy.toml,
+.agent/config.toml), the user (~/.config/agent/), the defaults. The managed file wins only where
+it restricts: it can forbid yolo or the network, never allow what a workspace turned off.
+
+Examples:
+  agent config show                     # key = value
+  agent config show --origin            # ...and where each came from
+  agent config show --origin --mode yolo --json";
+
+const AUDIT_HELP: &str = "\
+Every audit record carries the sha256 of the record before it; each file starts with a head
+record, and the latest record's hash is also kept apart from the file (beside the administrator's
+sink, or in ~/.local/state/agent/audit-heads/ for the workspace's own copy). `verify` names the
+first record that was changed, deleted, inserted or reordered, and a tail that was cut off. It
+cannot tell a whole chain rewritten together with its head by someone who can write both (the
+user, for their own copy): an administrator's sink the user cannot write guards against that.
+
+Without FILE: the workspace's own copy (.agent/logs/audit.jsonl) and the sink, if one is set
+(audit_dir in the managed file, or AGENT_AUDIT_DIR): DIR/USER.jsonl.
+
+Examples:
+  agent audit verify
+  agent audit verify /var/log/agent/alice.jsonl --json
+  agent audit export --since 24h --json > records.jsonl
+  agent audit export --since 2026-11-27T00:00:00Z --json";
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration of the workspace around the current directory.
+    Show {
+        /// Say where each setting comes from.
+        #[arg(long)]
+        origin: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The --mode a session would be given.
+        #[arg(long, value_enum)]
+        mode: Option<agent_policy::Mode>,
+        /// The --sandbox a session would be given.
+        #[arg(long, value_enum, value_name = "on|off")]
+        sandbox: Option<Switch>,
+        /// The --model a session would be given.
+        #[arg(long, value_name = "PATH")]
+        model: Option<PathBuf>,
+        /// The --server a session would be given.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain; exit 0 when intact, 1 when a record is broken.
+    Verify {
+        /// An audit file (default: the workspace's own copy and the sink).
+        file: Option<PathBuf>,
+        /// The head file to check the tail against (default: the one the file's head record names).
+        #[arg(long, value_name = "FILE")]
+        head: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the records since a time, for a SIEM.
+    Export {
+        /// An RFC 3339 time (2026-11-27T09:00:00Z) or a duration back from now (90s, 30m, 24h, 7d).
+        #[arg(long, value_name = "TIME|DURATION")]
+        since: String,
+        /// An audit file (default: the sink if one is set, else the workspace's own copy).
+        file: Option<PathBuf>,
+        /// One JSON record per line (JSON Lines).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 const TRUST_HELP: &str = "\

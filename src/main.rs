@@ -20,6 +20,14 @@ fn main() {
         std::env::set_var(agent_index::shared::STORE_ENV, store);
     }
     cmd::trust::set_flag(cli.trust);
+    // The administrator's rules, read once; a file that cannot be read
+    // stops everything but `agent doctor`, which shows why.
+    if let Err(e) = cmd::admin::init() {
+        if !matches!(cli.command, Command::Doctor(_)) {
+            eprintln!("error: {e}");
+            std::process::exit(exit::USAGE);
+        }
+    }
     let cancel = agent_base::cancel::install_ctrl_c();
     let result = match &cli.command {
         Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),
@@ -34,6 +42,8 @@ fn main() {
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Acp(args) => cmd::acp::run(args),
+        Command::Config(args) => cmd::config::run(args),
+        Command::Audit(args) => cmd::audit::run(args),
     };
     let code = match result {
         Ok(code) => code,
@@ -44,6 +54,13 @@ fn main() {
             });
             if closed_output {
                 die_of_sigpipe();
+            }
+            if let Some(refused) = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<cmd::admin::Refused>())
+            {
+                eprintln!("{refused}");
+                std::process::exit(exit::USAGE);
             }
             eprintln!("error: {e:#}");
             let refused = e

@@ -22,6 +22,7 @@ Answer concisely and accurately. When files are attached, base your answer on th
 const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
 
 pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
+    super::admin::check_agent(&args.agent)?;
     let mut question = args.prompt.join(" ");
     if question.trim().is_empty() {
         eprintln!("error: the prompt is empty\n  fix: agent ask \"your question\"");

@@ -73,6 +73,7 @@ pub fn agent_in(
     resume: Option<String>,
     extra_mcp: Vec<agent_mcp::config::ServerConfig>,
 ) -> Result<Agent> {
+    super::admin::check_agent(args)?;
     let root = root.to_path_buf();
     // What the repository ships runs only in a trusted workspace.
     let trust = super::trust::for_session(&root, true)?;
@@ -87,6 +88,8 @@ pub fn agent_in(
         resume,
         trusted: trust.trusted,
         protected_paths: trust.protected,
+        managed: super::admin::managed().clone(),
+        audit: super::admin::audit_config(),
         ..AgentConfig::new(&root)
     };
     let search = IndexSearch::for_workspace(&root).map(|s| Box::new(s) as Box<dyn SemanticSearch>);

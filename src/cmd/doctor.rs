@@ -30,7 +30,7 @@ struct Check {
 }
 
 pub fn run(args: &DoctorArgs) -> Result<i32> {
-    let mut checks = Vec::new();
+    let mut checks = vec![managed_check()];
     let dir = paths::models_dir();
     let statuses = models::verify_all(&dir, |_| {});
     let bad: Vec<String> = statuses
@@ -134,6 +134,51 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         );
     }
     Ok(if ready { exit::OK } else { exit::FAILURE })
+}
+
+/// The administrator's managed file: where it is and what it restricts; a
+/// file that cannot be read stops every other command.
+fn managed_check() -> Check {
+    use agent_policy::managed::SYSTEM_FILE;
+    if let Some(e) = super::admin::load_error() {
+        return Check {
+            name: "managed",
+            ok: false,
+            required: true,
+            detail: e.to_string(),
+            fix: Some(
+                "the administrator fixes the managed file; until then the agent does not run"
+                    .into(),
+            ),
+        };
+    }
+    let m = super::admin::managed();
+    let detail = match &m.path {
+        None => format!("none ({SYSTEM_FILE} not found): nothing restricted"),
+        Some(p) => {
+            let r = m.restrictions();
+            let mut d = format!(
+                "{}: {}",
+                p.display(),
+                if r.is_empty() {
+                    "restricts nothing".into()
+                } else {
+                    r.join("; ")
+                }
+            );
+            if m.require_sandbox && agent_sandbox::describe().is_err() {
+                d.push_str("; this system has no sandbox, so commands are refused");
+            }
+            d
+        }
+    };
+    Check {
+        name: "managed",
+        ok: true,
+        required: false,
+        detail,
+        fix: None,
+    }
 }
 
 /// What the tiny default model can and cannot do, said plainly: it is

@@ -17,6 +17,10 @@ use agent_tools::Approver;
 
 pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
+    let managed = super::admin::managed();
+    managed
+        .check_mode(args.mode)
+        .map_err(super::admin::Refused)?;
     // Without a model the overview is skipped; the agent still needs a
     // provider, and this one is never asked.
     let provider: Box<dyn Provider> = if args.no_model {
@@ -28,6 +32,8 @@ pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
         mode: args.mode,
         repo_map: false,
         prefetch: 0,
+        managed: managed.clone(),
+        audit: super::admin::audit_config(),
         ..AgentConfig::new(&root)
     };
     let mut agent = Agent::new(provider, config, None)?;

@@ -57,9 +57,12 @@ fn list(root: &Path, json: bool) -> Result<i32> {
         let workspace = super::trust::workspace_trusted(root)?;
         let policy = Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
         let store = TrustStore::open_default()?;
-        let (trusted, pending) = servers
-            .into_iter()
-            .partition(|s| workspace || store.is_trusted(root, s));
+        let (trusted, pending) = match admin_allowlist(servers) {
+            Ok(split) => split,
+            Err(servers) => servers
+                .into_iter()
+                .partition(|s| workspace || store.is_trusted(root, s)),
+        };
         Hub::start(trusted, pending, root, &policy).status()
     };
     let failed = status.iter().any(|s| s.state != ServerState::Running);
@@ -102,6 +105,13 @@ fn list(root: &Path, json: bool) -> Result<i32> {
 }
 
 fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
+    let managed = super::admin::managed();
+    if managed.has_mcp_allowlist() && !revoke {
+        return Err(super::admin::Refused(managed.refusal(
+            "approving MCP servers yourself: only those on the administrator's allowlist start",
+        ))
+        .into());
+    }
     let servers = config::load(root)?;
     let mut store = TrustStore::open_default()?;
     let at = untrusted(root);
@@ -164,6 +174,11 @@ pub fn start_for_session(
     if servers.is_empty() && extra.is_empty() {
         return Ok(None);
     }
+    let mut all = extra.clone();
+    all.extend(servers.iter().cloned());
+    if let Ok((trusted, refused)) = admin_allowlist(all) {
+        return Ok(Some(start_hub(trusted, refused, root, policy)));
+    }
     let store = TrustStore::open_default()?;
     let (mut trusted, mut pending) = (extra, Vec::new());
     for server in servers {
@@ -173,6 +188,16 @@ pub fn start_for_session(
             pending.push(server);
         }
     }
+    Ok(Some(start_hub(trusted, pending, root, policy)))
+}
+
+/// Starts the admitted servers and says which did not start.
+fn start_hub(
+    trusted: Vec<ServerConfig>,
+    pending: Vec<ServerConfig>,
+    root: &Path,
+    policy: &Policy,
+) -> Arc<Hub> {
     let hub = Hub::start(trusted, pending, root, policy);
     for s in hub
         .status()
@@ -186,5 +211,35 @@ pub fn start_for_session(
             untrusted(s.reason.as_deref().unwrap_or_default())
         );
     }
-    Ok(Some(hub))
+    hub
+}
+
+/// With the administrator's MCP allowlist, which replaces the user's
+/// approvals (an editor's servers included): the servers on it and the
+/// others, each of which is named with the entry that would allow it. Without
+/// one, the servers back (`Err`) for the user's trust to decide.
+#[allow(clippy::type_complexity)]
+fn admin_allowlist(
+    servers: Vec<ServerConfig>,
+) -> Result<(Vec<ServerConfig>, Vec<ServerConfig>), Vec<ServerConfig>> {
+    let managed = super::admin::managed();
+    if !managed.has_mcp_allowlist() {
+        return Err(servers);
+    }
+    let (on, off): (Vec<_>, Vec<_>) = servers
+        .into_iter()
+        .partition(|s| managed.allows_mcp(&s.name, &agent_mcp::trust::fingerprint(s)));
+    for s in &off {
+        eprintln!(
+            "{} {}",
+            style("!").yellow(),
+            managed.refusal(&format!(
+                "the MCP server {} (not on its allowlist as {}:{})",
+                s.name,
+                s.name,
+                agent_mcp::trust::fingerprint(s)
+            ))
+        );
+    }
+    Ok((on, off))
 }

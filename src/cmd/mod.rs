@@ -1,8 +1,11 @@
 //! One module per subcommand. Each `run` returns the process exit code.
 
 pub mod acp;
+pub mod admin;
 pub mod ask;
+pub mod audit;
 pub mod chat;
+pub mod config;
 pub mod doctor;
 pub mod index;
 pub mod init;
@@ -37,6 +40,7 @@ pub mod exit {
 /// Builds the provider the flags ask for: scripted, remote, or (default) the
 /// in-process engine.
 pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
+    admin::check_model(args)?;
     if let Some(script) = &args.script {
         let mut replay = ScriptedProvider::from_file(script)?;
         if let Some(tokens) = args.ctx_size {

@@ -6,6 +6,7 @@
 mod common;
 
 mod acp;
+mod admin;
 mod agent;
 mod architecture;
 mod basics;

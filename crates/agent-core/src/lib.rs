@@ -25,6 +25,7 @@
 //! configured in `.agent/config.toml` ([`settings`]).
 
 pub mod answer;
+pub mod audit;
 pub mod commands;
 pub mod compact;
 pub mod context;
@@ -97,6 +98,10 @@ pub struct AgentConfig {
     /// Files the sandbox keeps read-only (what trusted hooks and MCP
     /// servers run): [`agent_policy::Policy::protected_paths`].
     pub protected_paths: Vec<PathBuf>,
+    /// The administrator's restrictions, read once by the binary.
+    pub managed: agent_policy::managed::Managed,
+    /// Who the audit records name, and the sink they also go to.
+    pub audit: log::AuditConfig,
 }
 
 impl AgentConfig {
@@ -116,6 +121,8 @@ impl AgentConfig {
             prefetch: 4,
             trusted: false,
             protected_paths: Vec::new(),
+            managed: Default::default(),
+            audit: log::AuditConfig::from_env(),
         }
     }
 }
@@ -320,13 +327,26 @@ impl Agent {
         )?;
         policy.sandbox = config.sandbox;
         policy.protected_paths = config.protected_paths.clone();
+        config.managed.restrict(&mut policy);
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;
         let settings = settings::Settings::load(workspace.root())?;
-        // Until the workspace is trusted its hooks wait (the caller lists them).
-        let hooks = match config.trusted {
-            true => hooks::Hooks::new(&settings)?,
-            false => hooks::Hooks::default(),
+        // Until the workspace is trusted its hooks wait (the caller lists
+        // them); an administrator may turn hooks off altogether.
+        let hooks = match (config.trusted, config.managed.allow_hooks) {
+            (true, true) => hooks::Hooks::new(&settings)?,
+            (true, false) => {
+                if !hooks::Hooks::new(&settings)?.is_empty() {
+                    tracing::warn!(
+                        "{}",
+                        config
+                            .managed
+                            .refusal("hooks: those of this workspace do not run")
+                    );
+                }
+                hooks::Hooks::default()
+            }
+            (false, _) => hooks::Hooks::default(),
         };
         let mut skills = skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
         if !config.trusted {
@@ -351,6 +371,7 @@ impl Agent {
         };
         let mut log = EventLog::open(&state, &session_id);
         log.redactor = policy.redactor();
+        log.attach(&config.audit, workspace.root())?;
         let mut ours = prompt::internal_texts(&toolbox.specs());
         ours.extend(
             [

@@ -64,6 +64,7 @@ pub enum Access {
 
 mod command_line;
 pub mod fence;
+pub mod managed;
 mod opaque;
 pub mod secrets;
 
@@ -189,6 +190,11 @@ pub struct Policy {
     /// Keys of policy.toml that would loosen the policy but were not applied,
     /// because the workspace is not trusted ([`Policy::load_for`]).
     pub held_back: Vec<String>,
+    /// No sandbox, no command: never the unsandboxed fallback ([`managed`]).
+    pub require_sandbox: bool,
+    /// Workspace-relative paths no tool may write and commands may not
+    /// change: the administrator's `protected_paths` ([`managed`]).
+    pub managed_paths: Vec<PathBuf>,
     deny: Vec<Rule>,
     allow: Vec<Rule>,
     scrub_env: Vec<String>,
@@ -232,6 +238,8 @@ impl Policy {
             deny_read: Vec::new(),
             limits: Limits::default(),
             held_back: Vec::new(),
+            require_sandbox: false,
+            managed_paths: Vec::new(),
             deny: Vec::new(),
             allow: Vec::new(),
             scrub_env: Vec::new(),
@@ -355,6 +363,14 @@ impl Policy {
             "`{sub}` writes the git repository (.git), which commands may only change with \
              the user's OK"
         ))
+    }
+
+    /// The protected path a workspace-relative path lies in, if any.
+    pub fn protected(&self, rel: &Path) -> Option<&Path> {
+        self.managed_paths
+            .iter()
+            .map(PathBuf::as_path)
+            .find(|p| rel.starts_with(p))
     }
 
     /// Whether an action of this class asks the user first.

@@ -143,6 +143,7 @@ fn write(
         ctx.workspace
             .check_writable(&c.abs)
             .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
+        crate::fs::check_protected(ctx, &c.abs)?;
     }
     let mut applied = Applied::default();
     for c in &changes {

@@ -59,6 +59,14 @@ pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
     sandbox
         .read_only
         .extend(policy.protected_paths.iter().cloned());
+    // The administrator's: relative to the workspace, and only those there.
+    sandbox.read_only.extend(
+        policy
+            .managed_paths
+            .iter()
+            .map(|p| root.join(p))
+            .filter(|p| p.exists()),
+    );
     sandbox
 }
 

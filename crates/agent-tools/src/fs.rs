@@ -68,7 +68,25 @@ pub(crate) fn resolve_writable(ctx: &ToolContext<'_>, path: &str) -> Result<Path
     ctx.workspace
         .check_writable(&abs)
         .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
+    check_protected(ctx, &abs)?;
     Ok(abs)
+}
+
+/// Refuses a resolved path under one of the policy's protected paths (an
+/// administrator's `protected_paths`).
+pub(crate) fn check_protected(ctx: &ToolContext<'_>, abs: &Path) -> Result<(), ToolOutput> {
+    let rel = abs.strip_prefix(ctx.workspace.root()).unwrap_or(abs);
+    match ctx.policy.protected(rel) {
+        Some(p) => Err(ToolOutput::error(
+            ErrorClass::PolicyDenied,
+            format!(
+                "{} lies in the protected path {}: no tool may change it. Do not retry; ask the user",
+                rel.display(),
+                p.display()
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A NotFound output that suggests files with the same name elsewhere.

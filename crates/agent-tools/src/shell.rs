@@ -390,6 +390,9 @@ pub fn run_fenced(
 ) -> std::io::Result<(CmdResult, bool, Vec<String>)> {
     let sandbox = (policy.sandbox && sandbox::available())
         .then(|| super::fence::sandbox(workspace.root(), policy));
+    if sandbox.is_none() && policy.require_sandbox {
+        return Err(std::io::Error::other(NO_SANDBOX_REQUIRED));
+    }
     let mut env = policy.command_env();
     env.extend(
         extra_env
@@ -527,6 +530,10 @@ fn hit_read_only(output: &str) -> bool {
 const NO_SANDBOX: &str =
     "this system has no sandbox (Landlock, sandbox-exec), so the command would run with all of the user's rights";
 
+/// Why a command is refused when the administrator requires the sandbox and
+/// there is none.
+pub const NO_SANDBOX_REQUIRED: &str = "Your administrator does not allow commands outside the sandbox, and this system cannot set one up (Landlock, sandbox-exec). Do not retry commands; answer from the files, or ask the user";
+
 pub struct RunCmd;
 
 impl Tool for RunCmd {
@@ -589,15 +596,19 @@ impl Tool for RunCmd {
             ask_why.get_or_insert_with(|| why.clone());
         }
         let sandbox = match (ctx.policy.sandbox, sandbox::available()) {
-            (false, _) => None,
-            (true, true) => {
+            (false, _) if !ctx.policy.require_sandbox => None,
+            (_, true) => {
                 let mut s = fence::sandbox(ctx.workspace.root(), ctx.policy);
                 if git_writer.is_some() {
                     fence::allow_git_writes(&mut s, ctx.workspace.root());
                 }
                 Some(s)
             }
-            (true, false) => {
+            // The administrator's rule: never the unsandboxed fallback.
+            (_, false) if ctx.policy.require_sandbox => {
+                return ToolOutput::error(ErrorClass::PolicyDenied, NO_SANDBOX_REQUIRED)
+            }
+            (_, false) => {
                 ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
                 None
             }

@@ -246,7 +246,10 @@ impl Checks {
                 let (abs, rel) = (&change.abs, &change.rel);
                 let lang = Lang::from_path(abs);
                 for checker in CHECKERS.iter().filter(|c| c.langs.contains(&lang)) {
-                    if checker.runs_project_code && !sandboxed && policy.mode != Mode::Yolo {
+                    if checker.runs_project_code
+                        && !sandboxed
+                        && (policy.mode != Mode::Yolo || policy.require_sandbox)
+                    {
                         continue;
                     }
                     let Some(root) = project_root(workspace.root(), abs, checker) else {

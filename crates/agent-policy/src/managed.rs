@@ -1,0 +1,464 @@
+//! Managed configuration: the rules an administrator sets for every user of
+//! the machine, in `/etc/agent/managed.toml` (`AGENT_MANAGED_CONFIG` names
+//! another file, for tests).
+//!
+//! The binary reads the file once, at start ([`Managed::load`]), and passes
+//! the result down; no crate reads it on its own. Nothing a user, a
+//! workspace or the command line sets can loosen it: each setting only ever
+//! narrows what the others allow. A file that cannot be read or parsed is an
+//! error naming its line and column, and the agent does not run: a broken
+//! policy must never open up.
+//!
+//! ```toml
+//! allowed_modes = ["human", "confirm"]   # permission modes a user may pick
+//! require_sandbox = true                 # no sandbox, no commands
+//! allow_network = false                  # commands never reach the network
+//! allowed_models = ["<sha256>"]          # GGUF files by sha256
+//! allowed_servers = []                   # --server URLs
+//! mcp_allowlist = ["docs:<sha256>"]      # replaces per-user trust
+//! allow_hooks = false
+//! protected_paths = ["deploy/**"]        # no tool writes there
+//! audit_dir = "/var/log/agent"           # mandatory audit sink
+//! message = "Ask the platform team for an exception."
+//! ```
+//!
+//! Unknown keys are errors too: a key from a newer version may restrict
+//! something this one would otherwise leave open.
+
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::{Mode, Policy};
+
+/// Where administrators put the file.
+pub const SYSTEM_FILE: &str = "/etc/agent/managed.toml";
+/// Names another file instead (tests, packaging checks).
+pub const PATH_ENV: &str = "AGENT_MANAGED_CONFIG";
+
+/// The administrator's restrictions; [`Managed::default`] restricts nothing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Managed {
+    /// The file it came from; None when there is none.
+    pub path: Option<PathBuf>,
+    /// Permission modes a user may pick; None: all.
+    pub allowed_modes: Option<Vec<Mode>>,
+    /// Commands run only inside the sandbox: none when it cannot be set up,
+    /// and `--sandbox off` is refused.
+    pub require_sandbox: bool,
+    /// `Some(false)`: commands never reach the network, whatever policy.toml says.
+    pub allow_network: Option<bool>,
+    /// GGUF files allowed, by sha256 (lowercase hex); None: any.
+    pub allowed_models: Option<Vec<String>>,
+    /// `--server` URLs allowed; None: any, empty: none.
+    pub allowed_servers: Option<Vec<String>>,
+    /// MCP servers allowed, as `name:sha256-of-definition`; when set it
+    /// replaces the user's own approvals.
+    pub mcp_allowlist: Option<Vec<String>>,
+    pub allow_hooks: bool,
+    /// Workspace-relative paths no tool writes (a trailing `/**` is the folder).
+    pub protected_paths: Vec<PathBuf>,
+    /// The mandatory audit sink: `audit_dir/USER.jsonl`.
+    pub audit_dir: Option<PathBuf>,
+    /// Shown with every refusal.
+    pub message: Option<String>,
+}
+
+impl Default for Managed {
+    fn default() -> Self {
+        Self {
+            path: None,
+            allowed_modes: None,
+            require_sandbox: false,
+            allow_network: None,
+            allowed_models: None,
+            allowed_servers: None,
+            mcp_allowlist: None,
+            allow_hooks: true,
+            protected_paths: Vec::new(),
+            audit_dir: None,
+            message: None,
+        }
+    }
+}
+
+/// The file as written; spans name the line of a bad value.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    allowed_modes: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    require_sandbox: bool,
+    allow_network: Option<bool>,
+    allowed_models: Option<Vec<Spanned<String>>>,
+    allowed_servers: Option<Vec<String>>,
+    mcp_allowlist: Option<Vec<Spanned<String>>>,
+    allow_hooks: Option<bool>,
+    #[serde(default)]
+    protected_paths: Vec<Spanned<String>>,
+    audit_dir: Option<Spanned<String>>,
+    message: Option<String>,
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+impl Managed {
+    /// The file `AGENT_MANAGED_CONFIG` names, else `/etc/agent/managed.toml`;
+    /// nothing restricted when the system file does not exist. A named file
+    /// that is missing, or any file that cannot be read, is an error.
+    pub fn load() -> anyhow::Result<Self> {
+        let (path, named) = match std::env::var_os(PATH_ENV).filter(|p| !p.is_empty()) {
+            Some(p) => (PathBuf::from(p), true),
+            None => (PathBuf::from(SYSTEM_FILE), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => Ok(Self::default()),
+            Err(e) => anyhow::bail!(
+                "cannot read the managed configuration {}: {e}\n  the agent does not run without the rules its administrator set",
+                path.display()
+            ),
+        }
+    }
+
+    /// Parses a managed file's text (`path` names it in errors and in `agent config show`).
+    pub fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
+        let bad = |offset: usize, what: String| {
+            let (line, col) = line_col(text, offset);
+            anyhow::anyhow!(
+                "{}:{line}:{col}: invalid managed configuration: {what}\n  the agent does not run until the administrator fixes it",
+                path.display()
+            )
+        };
+        let file: File = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            bad(offset, e.message().trim().to_string())
+        })?;
+        let mut managed = Self {
+            path: Some(path.to_path_buf()),
+            require_sandbox: file.require_sandbox,
+            allow_network: file.allow_network,
+            allowed_servers: file
+                .allowed_servers
+                .map(|list| list.iter().map(|u| normal_url(u)).collect()),
+            allow_hooks: file.allow_hooks.unwrap_or(true),
+            message: file.message.filter(|m| !m.trim().is_empty()),
+            ..Self::default()
+        };
+        if let Some(list) = file.allowed_modes {
+            let mut modes = Vec::new();
+            for m in list {
+                let mode = Mode::from_str(m.get_ref(), true).map_err(|_| {
+                    bad(
+                        m.span().start,
+                        format!("`{}` is not a mode (human, confirm, yolo)", m.get_ref()),
+                    )
+                })?;
+                modes.push(mode);
+            }
+            managed.allowed_modes = Some(modes);
+        }
+        if let Some(list) = file.allowed_models {
+            let mut shas = Vec::new();
+            for s in list {
+                if !is_sha256(s.get_ref()) {
+                    return Err(bad(
+                        s.span().start,
+                        format!("`{}` is not a sha256 (64 hex digits)", s.get_ref()),
+                    ));
+                }
+                shas.push(s.get_ref().to_ascii_lowercase());
+            }
+            managed.allowed_models = Some(shas);
+        }
+        if let Some(list) = file.mcp_allowlist {
+            let mut entries = Vec::new();
+            for s in list {
+                match s.get_ref().rsplit_once(':') {
+                    Some((name, sha)) if !name.is_empty() && is_sha256(sha) => {
+                        entries.push(format!("{name}:{}", sha.to_ascii_lowercase()))
+                    }
+                    _ => {
+                        return Err(bad(
+                            s.span().start,
+                            format!(
+                                "`{}` is not NAME:SHA256 (`agent mcp list` shows each server's)",
+                                s.get_ref()
+                            ),
+                        ))
+                    }
+                }
+            }
+            managed.mcp_allowlist = Some(entries);
+        }
+        for p in file.protected_paths {
+            let path = p.get_ref().trim_end_matches("/**").trim_end_matches('/');
+            if path.is_empty()
+                || path.contains(['*', '?', '[', '{'])
+                || path.split('/').any(|c| c == "..")
+            {
+                return Err(bad(
+                    p.span().start,
+                    format!("`{}` must be a workspace path (a folder may end in /**; no other wildcards, no ..)", p.get_ref()),
+                ));
+            }
+            managed.protected_paths.push(PathBuf::from(path));
+        }
+        if let Some(dir) = file.audit_dir {
+            if !Path::new(dir.get_ref()).is_absolute() {
+                return Err(bad(
+                    dir.span().start,
+                    format!("audit_dir `{}` must be an absolute path", dir.get_ref()),
+                ));
+            }
+            managed.audit_dir = Some(PathBuf::from(dir.get_ref()));
+        }
+        Ok(managed)
+    }
+
+    /// Whether a file was found (even one that restricts nothing).
+    pub fn is_present(&self) -> bool {
+        self.path.is_some()
+    }
+
+    /// "Your administrator does not allow WHAT." and the administrator's message.
+    pub fn refusal(&self, what: &str) -> String {
+        let mut text = format!("Your administrator does not allow {what}.");
+        if let Some(m) = &self.message {
+            text.push(' ');
+            text.push_str(m.trim());
+        }
+        text
+    }
+
+    pub fn allows_mode(&self, mode: Mode) -> bool {
+        self.allowed_modes
+            .as_ref()
+            .is_none_or(|m| m.contains(&mode))
+    }
+
+    /// `Err(refusal)` unless the mode may be picked.
+    pub fn check_mode(&self, mode: Mode) -> Result<(), String> {
+        if self.allows_mode(mode) {
+            return Ok(());
+        }
+        let allowed: Vec<String> = self.allowed_modes.iter().flatten().map(mode_name).collect();
+        Err(self.refusal(&format!(
+            "--mode {} (allowed: {})",
+            mode_name(&mode),
+            allowed.join(", ")
+        )))
+    }
+
+    /// `Err(refusal)` when the sandbox is required and the user turned it off.
+    pub fn check_sandbox_flag(&self, sandbox_on: bool) -> Result<(), String> {
+        if self.require_sandbox && !sandbox_on {
+            return Err(self.refusal("--sandbox off (commands run only inside the sandbox)"));
+        }
+        Ok(())
+    }
+
+    /// Whether a model file with this sha256 may run.
+    pub fn allows_model(&self, sha256: &str) -> bool {
+        self.allowed_models
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|s| s.eq_ignore_ascii_case(sha256)))
+    }
+
+    /// `Err(refusal)` unless `--server URL` is allowed.
+    pub fn check_server(&self, url: &str) -> Result<(), String> {
+        match &self.allowed_servers {
+            Some(list) if !list.contains(&normal_url(url)) => Err(self.refusal(&format!(
+                "the model server {url} (allowed: {})",
+                if list.is_empty() {
+                    "none".to_string()
+                } else {
+                    list.join(", ")
+                }
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the administrator's MCP allowlist replaces the user's approvals.
+    pub fn has_mcp_allowlist(&self) -> bool {
+        self.mcp_allowlist.is_some()
+    }
+
+    /// Whether an MCP server with this name and definition fingerprint is on
+    /// the allowlist (always, when there is none: the user's trust decides).
+    pub fn allows_mcp(&self, name: &str, fingerprint: &str) -> bool {
+        let entry = format!("{name}:{fingerprint}");
+        self.mcp_allowlist
+            .as_ref()
+            .is_none_or(|list| list.contains(&entry))
+    }
+
+    /// Narrows a workspace's policy: network off, sandbox required and on,
+    /// the protected paths added. Never widens anything.
+    pub fn restrict(&self, policy: &mut Policy) {
+        if self.allow_network == Some(false) {
+            policy.allow_network = false;
+        }
+        if self.require_sandbox {
+            policy.require_sandbox = true;
+            policy.sandbox = true;
+        }
+        for p in &self.protected_paths {
+            if !policy.managed_paths.contains(p) {
+                policy.managed_paths.push(p.clone());
+            }
+        }
+    }
+
+    /// What the file restricts, one line each (for `agent doctor`).
+    pub fn restrictions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(m) = &self.allowed_modes {
+            let names: Vec<String> = m.iter().map(mode_name).collect();
+            out.push(format!("modes: only {}", names.join(", ")));
+        }
+        if self.require_sandbox {
+            out.push("commands run only inside the sandbox".into());
+        }
+        if self.allow_network == Some(false) {
+            out.push("commands never reach the network".into());
+        }
+        if let Some(m) = &self.allowed_models {
+            out.push(format!("models: {} allowed by sha256", m.len()));
+        }
+        if let Some(s) = &self.allowed_servers {
+            out.push(format!(
+                "model servers: {}",
+                if s.is_empty() {
+                    "none".into()
+                } else {
+                    s.join(", ")
+                }
+            ));
+        }
+        if let Some(m) = &self.mcp_allowlist {
+            out.push(format!(
+                "MCP servers: only the {} on the allowlist (user approvals ignored)",
+                m.len()
+            ));
+        }
+        if !self.allow_hooks {
+            out.push("hooks: off".into());
+        }
+        if !self.protected_paths.is_empty() {
+            let p: Vec<String> = self
+                .protected_paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            out.push(format!("protected paths: {}", p.join(", ")));
+        }
+        if let Some(d) = &self.audit_dir {
+            out.push(format!("audit sink: {}", d.display()));
+        }
+        out
+    }
+}
+
+/// A mode as the command line spells it.
+pub fn mode_name(mode: &Mode) -> String {
+    mode.to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// URLs compared without a trailing slash.
+fn normal_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHA: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn parse(text: &str) -> anyhow::Result<Managed> {
+        Managed::parse(text, Path::new("/etc/agent/managed.toml"))
+    }
+
+    #[test]
+    fn no_file_restricts_nothing() {
+        let m = Managed::default();
+        assert!(m.allows_mode(Mode::Yolo));
+        assert!(m.allows_model("anything"));
+        assert!(m.check_server("http://x").is_ok());
+        assert!(m.allows_mcp("docs", SHA));
+        let mut policy = Policy::builtin(Mode::Confirm);
+        policy.allow_network = true;
+        m.restrict(&mut policy);
+        assert!(policy.allow_network);
+    }
+
+    #[test]
+    fn every_key_narrows() {
+        let m = parse(&format!(
+            "allowed_modes = [\"human\", \"confirm\"]\nrequire_sandbox = true\nallow_network = false\n\
+             allowed_models = [\"{}\"]\nallowed_servers = [\"http://gpu:8080/v1/\"]\n\
+             mcp_allowlist = [\"docs:{SHA}\"]\nallow_hooks = false\nprotected_paths = [\"deploy/**\"]\n\
+             audit_dir = \"/var/log/agent\"\nmessage = \"Ask #dev-tools.\"\n",
+            SHA.to_uppercase()
+        ))
+        .unwrap();
+        let refusal = m.check_mode(Mode::Yolo).unwrap_err();
+        assert!(
+            refusal.starts_with("Your administrator does not allow --mode yolo"),
+            "{refusal}"
+        );
+        assert!(refusal.ends_with("Ask #dev-tools."), "{refusal}");
+        assert!(m.check_mode(Mode::Human).is_ok());
+        assert!(m.check_sandbox_flag(false).is_err());
+        assert!(m.allows_model(SHA));
+        assert!(!m.allows_model(&"f".repeat(64)));
+        assert!(m.check_server("http://gpu:8080/v1").is_ok());
+        assert!(m.check_server("http://elsewhere/v1").is_err());
+        assert!(m.allows_mcp("docs", SHA));
+        assert!(!m.allows_mcp("other", SHA));
+        assert!(!m.allow_hooks);
+        let mut policy = Policy::builtin(Mode::Confirm);
+        policy.allow_network = true;
+        policy.sandbox = false;
+        m.restrict(&mut policy);
+        assert!(!policy.allow_network && policy.sandbox && policy.require_sandbox);
+        assert_eq!(policy.managed_paths, vec![PathBuf::from("deploy")]);
+        assert_eq!(m.restrictions().len(), 9);
+    }
+
+    #[test]
+    fn a_malformed_file_names_line_and_column() {
+        let e =
+            parse("require_sandbox = true\nallowed_modes = [\"human\", \"yolo\"\n").unwrap_err();
+        assert!(e.to_string().starts_with("/etc/agent/managed.toml:"), "{e}");
+        let e =
+            parse("require_sandbox = true\nallowed_modes = [\"human\", \"sudo\"]\n").unwrap_err();
+        assert!(e.to_string().contains("managed.toml:2:27:"), "{e}");
+        let e = parse("allow_netwrk = false\n").unwrap_err();
+        assert!(e.to_string().contains(":1:1:"), "{e}");
+        let e = parse("allowed_models = [\"abc\"]\n").unwrap_err();
+        assert!(
+            e.to_string().contains(":1:19:") && e.to_string().contains("sha256"),
+            "{e}"
+        );
+        assert!(parse("audit_dir = \"logs\"").is_err());
+        assert!(parse("protected_paths = [\"**/*.pem\"]").is_err());
+        assert!(parse("mcp_allowlist = [\"docs\"]").is_err());
+    }
+}

@@ -50,6 +50,8 @@ pub fn fingerprint(config: &ServerConfig) -> String {
         "args": config.args,
         "env": config.env,
     });
+    // A remote server is its URL, header names and CA file (see `http`).
+    let canonical = crate::http::identity(config).unwrap_or(canonical);
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
@@ -148,6 +150,9 @@ mod tests {
             command: command.into(),
             args: vec!["server.py".into()],
             env: Default::default(),
+            url: None,
+            headers: Default::default(),
+            ca_bundle: None,
             startup_timeout_s: None,
         }
     }

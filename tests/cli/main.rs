@@ -12,6 +12,7 @@ mod basics;
 mod conventions;
 mod first_prompt;
 mod languages;
+mod mcp_http;
 mod mcp_serve;
 mod print_prompt;
 mod prompt_cache;

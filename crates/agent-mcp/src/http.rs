@@ -196,7 +196,9 @@ fn client(
 /// The next cause of `e`. rmcp's transport errors hold theirs in fields
 /// that `source()` does not return, so those are looked into by type.
 fn cause<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a (dyn Error + 'static)> {
-    if let Some(ClientInitializeError::TransportError { error, .. }) = e.downcast_ref() {
+    if let Some(ClientInitializeError::TransportError { error, .. }) =
+        e.downcast_ref::<ClientInitializeError>()
+    {
         return Some(error.error.as_ref());
     }
     if let Some(StreamableHttpError::Client(inner)) =

@@ -211,7 +211,7 @@ fn cause<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a (dyn Error + 'static)> 
 
 /// An error with its causes, as one line, and the HTTP client's error
 /// among them (the precise one: refused, TLS, timeout).
-fn chain(e: &(dyn Error + 'static)) -> (String, Option<&reqwest::Error>) {
+fn chain<'a>(e: &'a (dyn Error + 'static)) -> (String, Option<&'a reqwest::Error>) {
     let (mut parts, mut http): (Vec<String>, _) = (Vec::new(), None);
     let mut cur = Some(e);
     while let Some(err) = cur {

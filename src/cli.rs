@@ -96,6 +96,11 @@ or in .agent/config.toml
   command = \"python3\"
   args = [\"docs_server.py\"]
 
+A remote server (streamable HTTP) is declared by its url instead, with headers (${VAR} in a value
+is read from the environment) and, for an internal CA, ca_bundle:
+  {\"mcpServers\": {\"wiki\": {\"type\": \"http\", \"url\": \"https://wiki.corp/mcp\",
+                 \"headers\": {\"Authorization\": \"Bearer ${WIKI_TOKEN}\"}}}}
+
 A server is a program the agent starts outside the command sandbox, and these files come with
 the repository, so a server starts only in a trusted workspace (`agent trust`, or a yes when
 `agent ask` or `agent chat` asks on a terminal), or once you have approved its exact definition

@@ -57,6 +57,9 @@ impl agent_acp::Sessions for Factory<'_> {
                 command: s.command,
                 args: s.args,
                 env: s.env,
+                url: None,
+                headers: Default::default(),
+                ca_bundle: None,
                 startup_timeout_s: None,
                 source: Default::default(),
             })

@@ -13,6 +13,7 @@ mod basics;
 mod conventions;
 mod first_prompt;
 mod languages;
+mod mcp_http;
 mod mcp_serve;
 mod output;
 mod print_prompt;

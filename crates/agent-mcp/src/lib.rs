@@ -1,5 +1,6 @@
-//! MCP client: the team's own tools, served by local MCP servers (stdio),
-//! join the toolbox as `mcp__SERVER__TOOL`.
+//! MCP client: the team's own tools, served by local MCP servers (stdio) or
+//! remote ones (streamable HTTP, [`http`]), join the toolbox as
+//! `mcp__SERVER__TOOL`.
 //!
 //! The protocol is the official Rust SDK's (`rmcp`); this module only starts
 //! the servers a workspace declares ([`config`]), turns their tools into
@@ -15,6 +16,7 @@
 //! definition for the workspace ([`trust`]).
 
 pub mod config;
+mod http;
 pub mod trust;
 
 use std::path::Path;
@@ -248,6 +250,12 @@ impl Hub {
         env: &[(std::ffi::OsString, std::ffi::OsString)],
         logs: &Path,
     ) -> Result<(RunningService<RoleClient, ()>, Vec<ToolInfo>), String> {
+        if let Some(url) = &config.url {
+            let limit = config
+                .startup_timeout_s
+                .map_or(START_TIMEOUT, Duration::from_secs);
+            return http::start(config, url, workspace, limit).await;
+        }
         let mut cmd = tokio::process::Command::new(&config.command);
         cmd.args(&config.args)
             .current_dir(workspace)

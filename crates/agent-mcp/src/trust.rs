@@ -52,11 +52,13 @@ pub struct TrustStore {
 /// (so a command that edits the script un-trusts the server), in a canonical
 /// JSON form.
 pub fn fingerprint(config: &ServerConfig, workspace: &Path) -> String {
-    let mut canonical = serde_json::json!({
+    let canonical = serde_json::json!({
         "command": config.command,
         "args": config.args,
         "env": config.env,
     });
+    // A remote server is its URL, header names and CA file (see `http`).
+    let mut canonical = crate::http::identity(config).unwrap_or(canonical);
     let files: std::collections::BTreeMap<String, String> = config
         .files_run(workspace)
         .iter()
@@ -167,6 +169,9 @@ mod tests {
             command: command.into(),
             args: vec!["server.py".into()],
             env: Default::default(),
+            url: None,
+            headers: Default::default(),
+            ca_bundle: None,
             startup_timeout_s: None,
             source: Default::default(),
         }

@@ -89,7 +89,13 @@ pub fn workspace_key(workspace: &std::path::Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "root".into())
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
     let hash = hex::encode(Sha256::digest(canonical.as_os_str().as_bytes()));

@@ -221,6 +221,8 @@ pub struct Agent {
     /// A write or command (an MCP server's action included) went through
     /// during the current request.
     acted: bool,
+    /// Files the session's tools changed, for judging a summary's claims.
+    session_changed: Vec<String>,
     /// Tools added beyond the built-in ones (MCP servers'): the intent gate
     /// must know them.
     extra_tools: Vec<ToolSpec>,
@@ -374,6 +376,7 @@ impl Agent {
             refused: 0,
             last_refusal: None,
             acted: false,
+            session_changed: Vec::new(),
             extra_tools: Vec::new(),
             map: None,
             vocabulary: None,

@@ -385,6 +385,11 @@ Another copy of this call ends the request.",
             .cloned()
             .collect();
         outcome.changed_files.extend(newly_changed.iter().cloned());
+        for path in &output.changed {
+            if !self.session_changed.contains(path) {
+                self.session_changed.push(path.clone());
+            }
+        }
         if !output.changed.is_empty() {
             // The workspace moved: reading or searching again is news.
             run.calls_seen.clear();

@@ -716,17 +716,30 @@ impl Agent {
             return Ok(false);
         }
         let why = format!("the model's answer {}", fault.reason());
-        self.end_without_answer(&why, at.found, outcome);
+        let could_search = at.access.contains(&Access::Read);
+        self.end_without_answer(&why, at.found, could_search, outcome);
         Ok(true)
     }
 
     /// Ends a request with no answer of the model's: what the latest search
     /// found, when there is something, marked as such.
-    fn end_without_answer(&mut self, why: &str, found: Option<&str>, outcome: &mut Outcome) {
+    /// `could_search`: the request had reading tools (a greeting or a
+    /// question about the assistant has none, and needs no index).
+    fn end_without_answer(
+        &mut self,
+        why: &str,
+        found: Option<&str>,
+        could_search: bool,
+        outcome: &mut Outcome,
+    ) {
         match found {
             Some(found) => {
                 outcome.answer = evidence_answer(why, found);
                 outcome.finish = Finish::Evidence;
+            }
+            None if !could_search => {
+                outcome.answer = format!("(no answer: {why}; a larger --model does better)");
+                outcome.finish = Finish::NoAnswer;
             }
             None => {
                 outcome.answer = format!(

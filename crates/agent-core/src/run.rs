@@ -342,7 +342,8 @@ impl Agent {
                 json!({"tool": call.tool, "repeats": repeats, "ended": true}),
             );
             let why = format!("the model kept repeating the same `{}` call", call.tool);
-            self.end_without_answer(&why, run.found.as_deref(), &mut run.outcome);
+            let could_search = run.access.contains(&Access::Read);
+            self.end_without_answer(&why, run.found.as_deref(), could_search, &mut run.outcome);
             return Ok(Next::Done);
         }
         if repeats == REPEAT_LIMIT {

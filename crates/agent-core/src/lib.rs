@@ -89,6 +89,10 @@ pub struct AgentConfig {
     pub personal_instructions: Option<PathBuf>,
     /// The user's own skills folder (see [`skills::personal_dir`]).
     pub personal_skills: Option<PathBuf>,
+    /// Whether requests are stored as a session and logged. Off for
+    /// `--print-prompt`, which shows the first prompt and stops: no one
+    /// asked anything, and nothing was interrupted.
+    pub record: bool,
 }
 
 impl AgentConfig {
@@ -106,6 +110,7 @@ impl AgentConfig {
             personal_skills: skills::personal_dir(),
             resume: None,
             prefetch: 4,
+            record: true,
         }
     }
 }
@@ -330,6 +335,9 @@ impl Agent {
             None => (String::new(), Vec::new()),
         };
         let mut log = EventLog::open(&state, &session_id);
+        if !config.record {
+            log.mute();
+        }
         log.redactor = policy.redactor();
         let mut ours = prompt::internal_texts(&toolbox.specs());
         ours.extend(
@@ -428,10 +436,12 @@ impl Agent {
         if !self.turns.is_empty() {
             return Ok(None);
         }
-        let id = self
-            .sessions
-            .create(request, &self.provider.name(), self.workspace.root())?;
-        self.log.session_id = id;
+        if self.config.record {
+            let id = self
+                .sessions
+                .create(request, &self.provider.name(), self.workspace.root())?;
+            self.log.session_id = id;
+        }
         let sizes = self.size_first_prompt();
         let map = self
             .config
@@ -468,6 +478,13 @@ impl Agent {
     /// buffers, for `agent acp`) instead of the disk.
     pub fn set_files(&mut self, files: std::sync::Arc<dyn agent_tools::FileAccess>) {
         self.toolbox.set_files(files);
+    }
+
+    /// From now on, requests are neither stored as a session nor logged
+    /// (see [`AgentConfig::record`]).
+    pub fn stop_recording(&mut self) {
+        self.config.record = false;
+        self.log.mute();
     }
 
     /// Adds tools (an MCP server's) before the session's system prompt is built.

@@ -73,6 +73,12 @@ impl EventLog {
         }
     }
 
+    /// Writes nothing from now on (a run that records nothing).
+    pub fn mute(&mut self) {
+        self.audit = None;
+        self.trace = None;
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

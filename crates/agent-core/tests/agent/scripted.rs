@@ -597,11 +597,24 @@ fn chat_and_capability_questions_skip_the_tool_loop() {
 #[test]
 fn a_greeting_without_an_answer_does_not_send_the_user_to_index() {
     let dir = repo();
-    let r = run(dir.path(), Mode::Confirm, &[&finish("hi there!")], "hi there!");
+    let r = run(
+        dir.path(),
+        Mode::Confirm,
+        &[&finish("hi there!")],
+        "hi there!",
+    );
     assert_eq!(r.outcome.intent.label, Label::GeneralChat);
     assert_eq!(r.outcome.finish, Finish::NoAnswer);
-    assert!(!r.outcome.answer.contains("agent index"), "{}", r.outcome.answer);
-    assert!(r.outcome.answer.contains("larger --model"), "{}", r.outcome.answer);
+    assert!(
+        !r.outcome.answer.contains("agent index"),
+        "{}",
+        r.outcome.answer
+    );
+    assert!(
+        r.outcome.answer.contains("larger --model"),
+        "{}",
+        r.outcome.answer
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod models;
 pub mod search;
 pub mod sessions;
+pub mod version;
 
 use anyhow::{bail, Result};
 

@@ -9,6 +9,7 @@ mod acp;
 mod agent;
 mod architecture;
 mod basics;
+mod bundle;
 mod conventions;
 mod first_prompt;
 mod languages;

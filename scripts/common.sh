@@ -163,14 +163,21 @@ ensure_bundle_tools() {
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 ||
             log "warning: could not install ${missing[*]}; the bundle test will be skipped"
     fi
-    local tools="${XDG_CACHE_HOME:-$HOME/.cache}/agent/tools"
-    if ! "$tools/bin/cargo-cyclonedx" --version 2>/dev/null | grep -q 0.5.9; then
-        log "installing cargo-cyclonedx 0.5.9 (the bundle's SBOM) into $tools: once, a few minutes"
-        cargo install --locked --quiet --root "$tools" cargo-cyclonedx@0.5.9 >&2 ||
-            log "warning: could not install cargo-cyclonedx; the bundle test will be skipped"
+    ensure_cyclonedx || log "warning: could not install cargo-cyclonedx; the bundle test will be skipped"
+    if command -v bwrap >/dev/null && command -v zstd >/dev/null && [ -x "$CYCLONEDX" ]; then
+        export AGENT_TEST_BWRAP="$(command -v bwrap)" AGENT_TEST_CYCLONEDX="$CYCLONEDX"
     fi
-    if command -v bwrap >/dev/null && command -v zstd >/dev/null && [ -x "$tools/bin/cargo-cyclonedx" ]; then
-        export AGENT_TEST_BWRAP="$(command -v bwrap)" AGENT_TEST_CYCLONEDX="$tools/bin/cargo-cyclonedx"
+}
+
+# cargo-cyclonedx, pinned, installed once into the cache folder (CYCLONEDX
+# names it): the CycloneDX project's own SBOM tool, reading Cargo's resolution.
+CYCLONEDX_VERSION=0.5.9
+ensure_cyclonedx() {
+    local root="${XDG_CACHE_HOME:-$HOME/.cache}/agent/tools"
+    CYCLONEDX="$root/bin/cargo-cyclonedx"
+    if ! "$CYCLONEDX" --version 2>/dev/null | grep -q "$CYCLONEDX_VERSION"; then
+        log "installing cargo-cyclonedx $CYCLONEDX_VERSION (the bundle's SBOM) into $root: once, a few minutes"
+        cargo install --locked --quiet --root "$root" "cargo-cyclonedx@$CYCLONEDX_VERSION" >&2
     fi
 }
 

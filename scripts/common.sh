@@ -162,6 +162,37 @@ ensure_llama_server() {
     export AGENT_TEST_LLAMA_SERVER="$bin"
 }
 
+# What the offline bundle's test needs (tests/cli/bundle.rs): bubblewrap to
+# run the installed agent with no network and a read-only root, zstd, and
+# cargo-cyclonedx (pinned, into the cache folder) for the SBOM; exported as
+# AGENT_TEST_BWRAP and AGENT_TEST_CYCLONEDX. Without them that test says it was skipped.
+ensure_bundle_tools() {
+    local missing=()
+    command -v bwrap >/dev/null || missing+=(bubblewrap)
+    command -v zstd >/dev/null || missing+=(zstd)
+    if ((${#missing[@]})) && [ "$(id -u)" -eq 0 ]; then
+        log "installing ${missing[*]} (for the offline bundle's test)"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 ||
+            log "warning: could not install ${missing[*]}; the bundle test will be skipped"
+    fi
+    ensure_cyclonedx || log "warning: could not install cargo-cyclonedx; the bundle test will be skipped"
+    if command -v bwrap >/dev/null && command -v zstd >/dev/null && [ -x "$CYCLONEDX" ]; then
+        export AGENT_TEST_BWRAP="$(command -v bwrap)" AGENT_TEST_CYCLONEDX="$CYCLONEDX"
+    fi
+}
+
+# cargo-cyclonedx, pinned, installed once into the cache folder (CYCLONEDX
+# names it): the CycloneDX project's own SBOM tool, reading Cargo's resolution.
+CYCLONEDX_VERSION=0.5.9
+ensure_cyclonedx() {
+    local root="${XDG_CACHE_HOME:-$HOME/.cache}/agent/tools"
+    CYCLONEDX="$root/bin/cargo-cyclonedx"
+    if ! "$CYCLONEDX" --version 2>/dev/null | grep -q "$CYCLONEDX_VERSION"; then
+        log "installing cargo-cyclonedx $CYCLONEDX_VERSION (the bundle's SBOM) into $root: once, a few minutes"
+        cargo install --locked --quiet --root "$root" "cargo-cyclonedx@$CYCLONEDX_VERSION" >&2
+    fi
+}
+
 build_release() {
     log "building (release; target dir $CARGO_TARGET_DIR)"
     (cd "$ROOT" && cargo build --release --locked "$@")

@@ -11,6 +11,11 @@ fn main() {
     keep_environment_private();
     quiet_on_closed_output();
     agent_lang::route_tree_sitter();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if cmd::version::wants_json(&args) {
+        println!("{:#}", cmd::version::report());
+        return;
+    }
     let cli = Cli::parse();
     init_logging(cli.verbose);
     agent_base::paths::allow_root_workspace(cli.allow_root_workspace);

@@ -59,6 +59,8 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
         let printer = super::prompt_printer(&args.model, format != OutputFormat::Text, cancel)?;
         let mut session =
             super::chat::open_agent_with(printer, &args.agent, args.max_tokens, sampling, None)?;
+        // Shown, not asked: no session is saved and nothing is logged.
+        session.agent.stop_recording();
         session
             .agent
             .handle(&request, &mut QuietUi, session.approver.as_mut(), cancel)?;

@@ -70,13 +70,25 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         .expect("static template")
         .progress_chars("=> ")
     };
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(style("files"));
+    // A spinner while the tree is walked: a bar has no length before that
+    // ("0/0 files").
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {prefix} {msg}")
+            .expect("static template"),
+    );
     bar.set_prefix("indexing");
+    bar.set_message("looking for files…");
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let started = Instant::now();
+    let mut counting = false;
     // First every file's rows (BM25 finds them at once), then the map, then
     // the vectors, the map's most important files first.
     let mut stats = index.update_rows(cancel, &mut |p| {
+        if !counting {
+            counting = true;
+            bar.set_style(style("files"));
+        }
         bar.set_length(p.files_total as u64);
         bar.set_position(p.files_done as u64);
         bar.set_message(progress_message(p, started.elapsed().as_secs_f64()));
@@ -222,16 +234,39 @@ fn report(stats: &UpdateStats, json: bool) {
             agent_index::store::ANN_MIN_ROWS
         );
     }
-    for s in stats
-        .skipped
-        .iter()
-        .filter(|s| !matches!(s.reason.as_str(), "binary" | "generated" | "minified"))
-        .take(10)
-    {
+    print_skipped(&stats.skipped);
+}
+
+/// Files skipped for a reason worth reading, the first ten by name, then
+/// how many more; the expected kinds (binary, generated, minified) counted.
+fn print_skipped(skipped: &[agent_lang::walk::Skipped]) {
+    const SHOWN: usize = 10;
+    let quiet = |s: &&agent_lang::walk::Skipped| {
+        matches!(s.reason.as_str(), "binary" | "generated" | "minified")
+    };
+    let notable: Vec<&agent_lang::walk::Skipped> = skipped.iter().filter(|s| !quiet(s)).collect();
+    for s in notable.iter().take(SHOWN) {
         println!(
             "  skipped {}: {}",
             agent_base::term::untrusted(if s.rel.is_empty() { "?" } else { &s.rel }),
             agent_base::term::untrusted(&s.reason)
         );
+    }
+    if notable.len() > SHOWN {
+        println!(
+            "  … and {} more skipped (`agent index --json` lists them all)",
+            notable.len() - SHOWN
+        );
+    }
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for s in skipped.iter().filter(quiet) {
+        match kinds.iter_mut().find(|(k, _)| *k == s.reason) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((s.reason.as_str(), 1)),
+        }
+    }
+    if !kinds.is_empty() {
+        let parts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        println!("  also skipped, as expected: {}", parts.join(", "));
     }
 }

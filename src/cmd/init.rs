@@ -58,6 +58,8 @@ pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
 fn exit_code(outcome: &InitOutcome, print: bool) -> i32 {
     if print || outcome.output.ok {
         exit::OK
+    } else if declined_on_a_terminal(outcome) {
+        super::chat::NO_ANSWER
     } else {
         exit::FAILURE
     }
@@ -66,6 +68,22 @@ fn exit_code(outcome: &InitOutcome, print: bool) -> i32 {
 fn report_overview(outcome: &InitOutcome) {
     if let Err(why) = &outcome.overview {
         eprintln!("{}", style(format!("(no overview: {why})")).dim());
+    }
+}
+
+/// The user said no to the write (without a terminal, no one was asked,
+/// and the write failing is the error).
+fn declined_on_a_terminal(outcome: &InitOutcome) -> bool {
+    use std::io::IsTerminal;
+    outcome.output.error == Some(agent_tools::ErrorClass::Declined)
+        && std::io::stdin().is_terminal()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
     }
 }
 
@@ -81,12 +99,25 @@ pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
     ui.tool_result(&call, &outcome.output);
     report_overview(outcome);
     let found = outcome.facts.commands.len();
+    let written = agent_core::init::written_commands(&outcome.facts);
     if outcome.output.ok {
+        let commands = match found - written {
+            0 => format!("{written} {}", plural(written, "command")),
+            more => format!(
+                "{written} {} written, {more} more found (`agent init --print --json` lists them)",
+                plural(written, "command")
+            ),
+        };
         eprintln!(
-            "{} ({found} commands found; read it, correct it, and commit it with the code)",
+            "{} ({commands}; read it, correct it, and commit it with the code)",
             agent_base::term::untrusted(&outcome.path)
         );
         return exit::OK;
+    }
+    if declined_on_a_terminal(outcome) {
+        // Saying no is an answer, not a failure: exit 3, as `ask` does.
+        eprintln!("{} was not written: you declined", outcome.path.display());
+        return super::chat::NO_ANSWER;
     }
     eprintln!(
         "{} {} was not written{}\n  fix: run `agent init` on a terminal and answer y, or `agent init --print > AGENTS.md.new` to compare",

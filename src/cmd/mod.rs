@@ -15,6 +15,7 @@ pub mod models;
 pub mod search;
 pub mod sessions;
 pub mod trust;
+pub mod version;
 
 use anyhow::{bail, Result};
 

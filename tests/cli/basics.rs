@@ -10,6 +10,34 @@ use common::agent_bin;
 use serde_json::Value;
 
 #[test]
+fn version_json_says_what_this_binary_is() {
+    let out = agent_bin().args(["--version", "--json"]).output().unwrap();
+    common::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["profile"], "release");
+    assert!(v["llama_cpp"]["crate"]
+        .as_str()
+        .unwrap()
+        .starts_with("llama-cpp-2 0.1."));
+    assert!(
+        v["llama_cpp"]["system_info"]
+            .as_str()
+            .unwrap()
+            .contains("CPU"),
+        "{v}"
+    );
+    let languages = v["languages"].as_array().unwrap();
+    assert!(languages.iter().any(|l| l == "python") && languages.iter().any(|l| l == "rust"));
+    // The plain flag is clap's, as before.
+    let out = agent_bin().arg("--version").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("agent {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
 fn ask_streams_an_answer_from_the_real_model() {
     common::tiny_model();
     let out = agent_bin()

@@ -10,6 +10,7 @@ mod admin;
 mod agent;
 mod architecture;
 mod basics;
+mod bundle;
 mod conventions;
 mod first_prompt;
 mod languages;

@@ -46,6 +46,18 @@ fn prints_the_prompt_the_ggufs_own_template_renders_instead_of_generating() {
         "{text}"
     );
     assert!(text.ends_with("<|im_start|>assistant\n\n"), "{text:?}");
+    // Shown, not asked: no session was saved (found on pytest: each print
+    // run was stored, and logged as an interrupted request).
+    let list = agent_in(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_of(&list),
+        json!([]),
+        "{}",
+        String::from_utf8_lossy(&list.stdout)
+    );
 
     // --json: the request as the template saw it. SmolLM2's template has no
     // tools, so they are described in the system prompt (and `finish` is one).

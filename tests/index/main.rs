@@ -535,6 +535,60 @@ fn after_ctrl_c_while_embedding_every_count_agrees_and_status_says_interrupted()
     assert!(!status.describe().contains("interrupted"));
 }
 
+/// Found as a new user: after a chat, `index --status` said "partial: the
+/// last update was interrupted" (4 of 4 runs), because the session's end
+/// stopped its background indexer as the watcher started an update, or while
+/// it filled vectors. That is how a session ends, not an interruption.
+#[test]
+fn a_session_ending_leaves_the_index_neither_partial_nor_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tiny_model();
+    sensor_files(dir.path(), "*");
+    let background = || IndexOptions {
+        background: true,
+        ..options()
+    };
+    let mut index = Index::open_writer(dir.path(), background()).unwrap();
+    update(&mut index);
+    // The watcher starts an update as the session ends.
+    write(
+        dir.path(),
+        "pkg/new.py",
+        b"def brand_new():\n    return 1\n",
+    );
+    let ended = CancelToken::new();
+    ended.cancel();
+    assert!(index.update(&ended, &mut |_| {}).unwrap().interrupted);
+    let status = index.status().unwrap();
+    assert!(status.complete && !status.interrupted, "{status:?}");
+    // The session ends while the fill embeds: the rest waits for the next
+    // writer, which the status says without an alarm.
+    sensor_files(dir.path(), "+");
+    let ending = CancelToken::new();
+    let stats = index
+        .update(&ending, &mut |p| {
+            if p.chunks_embedded > 0 {
+                ending.cancel();
+            }
+        })
+        .unwrap();
+    assert!(stats.chunks_unembedded > 0, "{stats:?}");
+    let status = index.status().unwrap();
+    assert!(status.complete && !status.interrupted, "{status:?}");
+    let text = status.describe();
+    assert!(
+        !text.contains("interrupted") && !text.contains("partial"),
+        "{text}"
+    );
+    assert!(text.contains("until `agent index` fills them in"), "{text}");
+    drop(index);
+    // The next session (or `agent index`) finishes the fill.
+    let mut index = Index::open_writer(dir.path(), background()).unwrap();
+    update(&mut index);
+    let status = index.status().unwrap();
+    assert_eq!(status.embedded_chunks, status.chunks);
+}
+
 #[test]
 fn files_are_searchable_by_keyword_first_then_get_vectors_in_priority_order() {
     let dir = common::tempdir();

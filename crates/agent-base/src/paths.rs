@@ -2,12 +2,16 @@
 
 use std::path::PathBuf;
 
-/// The models folder: `$AGENT_MODELS_DIR` when set, else `models/` in the
-/// source tree the binary was built from, else the installed copy in
+/// The models folder: `$AGENT_MODELS_DIR` when set, else the one an install
+/// put beside this binary ([`beside_binary`]), else `models/` in the source
+/// tree the binary was built from, else the installed copy in
 /// `~/.local/share/agent/models`, else `./models`.
 pub fn models_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AGENT_MODELS_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
+    }
+    if let Some(dir) = beside_binary() {
+        return dir;
     }
     let built_in = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
     if built_in.join("manifest.json").is_file() {
@@ -19,6 +23,20 @@ pub fn models_dir() -> PathBuf {
         }
     }
     PathBuf::from("models")
+}
+
+/// The models an installer put beside this binary, checked first so that an
+/// installed copy (the offline bundle's `install.sh`) uses its own files
+/// even where a source tree or an older install also has some:
+/// `BIN/../share/agent/models` (`~/.local/bin/agent` →
+/// `~/.local/share/agent/models`) or `BIN/../models` (`/opt/agent/bin/agent`
+/// → `/opt/agent/models`), whichever holds a manifest.
+pub fn beside_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let prefix = exe.parent()?.parent()?;
+    [prefix.join("share/agent/models"), prefix.join("models")]
+        .into_iter()
+        .find(|dir| dir.join("manifest.json").is_file())
 }
 
 /// Where `scripts/install` copies the model files, for a binary whose clone

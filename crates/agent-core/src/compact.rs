@@ -53,6 +53,28 @@ const KEEP_TURNS: usize = 6;
 /// Longest string of the summary, in characters (the grammar's bound).
 const MAX_FIELD_CHARS: usize = 240;
 
+/// Words that say a file was changed: a summary may use them only of
+/// changes the session's tools made.
+const CHANGE_CLAIMS: &[&str] = &[
+    "changed",
+    "updated",
+    "modified",
+    "fixed",
+    "added",
+    "created",
+    "edited",
+    "renamed",
+    "removed",
+    "deleted",
+    "refactored",
+    "implemented",
+    "wrote",
+    "rewrote",
+    "replaced",
+    "moved",
+    "patched",
+];
+
 /// The model's summary of the turns it replaces.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
@@ -162,6 +184,71 @@ impl Summary {
             out.push_str(&format!("{VERBATIM}{}\n", request.trim()));
         }
         out
+    }
+
+    /// Why this summary would make the conversation worse, if it would:
+    /// longer than the turns it replaces (`rendered` against `replaced`
+    /// tokens), saying one thing twice, or claiming a change to a file that
+    /// no tool of the session (`changed`) made. A small model does all three
+    /// (found on pytest: "5115 → 5187 tokens", one sentence repeated, work
+    /// that was never done).
+    pub fn fault(&self, rendered: usize, replaced: usize, changed: &[String]) -> Option<String> {
+        if rendered >= replaced {
+            return Some(format!(
+                "is no shorter than the turns it would replace ({rendered} tokens against {replaced})"
+            ));
+        }
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for sentence in self.words().split(['.', '\n', ';', '!', '?']) {
+            let words: Vec<String> = sentence
+                .split_whitespace()
+                .map(|w| w.to_lowercase())
+                .collect();
+            if words.len() >= 3 && !seen.insert(words.join(" ")) {
+                return Some(format!(
+                    "repeats itself (\"{}\")",
+                    truncate(sentence.trim(), 80)
+                ));
+            }
+        }
+        let claims = |text: &str| {
+            text.split(|c: char| !c.is_alphanumeric())
+                .find(|w| CHANGE_CLAIMS.contains(&w.to_lowercase().as_str()))
+                .map(str::to_string)
+        };
+        for file in &self.files {
+            let path = file.path.trim().trim_start_matches("./");
+            let touched = changed
+                .iter()
+                .any(|c| c == path || c.ends_with(&format!("/{path}")));
+            if let (Some(word), false) = (claims(&file.why), touched) {
+                return Some(format!(
+                    "claims {path} was {word}, but no tool changed it in this session"
+                ));
+            }
+        }
+        if changed.is_empty() {
+            let done = self
+                .decisions
+                .iter()
+                .chain([&self.goal, &self.next_step])
+                .find_map(|d| {
+                    let mut words = d.split_whitespace().map(|w| w.to_lowercase());
+                    let first = words.next()?;
+                    let verb = if matches!(first.as_str(), "i" | "we") {
+                        words.next()?
+                    } else {
+                        first
+                    };
+                    CHANGE_CLAIMS.contains(&verb.as_str()).then_some(verb)
+                });
+            if let Some(verb) = done {
+                return Some(format!(
+                    "claims work was done (\"{verb}\"), but no tool changed a file in this session"
+                ));
+            }
+        }
+        None
     }
 
     /// Everything the model wrote, for the judge.
@@ -334,7 +421,7 @@ impl Agent {
             "compacting: {} of {n} turns ({summarized} tokens) into a summary…",
             k - 1
         ));
-        match self.summarize(k, focus, cancel)? {
+        match self.summarize(k, summarized, focus, cancel)? {
             Err(why) => {
                 let instead = match trigger {
                     Trigger::Auto => "old turns are pruned to fit instead, and automatic compaction is off for this session (/compact tries again)",
@@ -400,6 +487,7 @@ impl Agent {
     fn summarize(
         &mut self,
         k: usize,
+        replaced_tokens: usize,
         focus: Option<&str>,
         cancel: &CancelToken,
     ) -> anyhow::Result<Result<Summary, String>> {
@@ -461,6 +549,13 @@ impl Agent {
         };
         if summary.goal.trim().is_empty() {
             return Ok(Err("the model's summary has no goal".into()));
+        }
+        let rendered = self
+            .provider
+            .count_message_tokens(&[Message::user(summary.render(None))])
+            .unwrap_or_else(|_| summary.render(None).len() / 3 + 4);
+        if let Some(fault) = summary.fault(rendered, replaced_tokens, &self.session_changed) {
+            return Ok(Err(format!("the model's summary {fault}")));
         }
         let request = self
             .turns
@@ -549,6 +644,61 @@ mod tests {
         assert!(!shown.contains("Open questions"), "{shown}");
         assert_eq!(parse("no json"), None);
         assert_eq!(parse("{}").unwrap(), Summary::default());
+    }
+
+    #[test]
+    fn a_summary_that_makes_things_worse_has_a_fault() {
+        let summary = |goal: &str, decisions: &[&str], files: &[(&str, &str)]| Summary {
+            goal: goal.into(),
+            decisions: decisions.iter().map(|d| d.to_string()).collect(),
+            files: files
+                .iter()
+                .map(|(path, why)| FileNote {
+                    path: path.to_string(),
+                    why: why.to_string(),
+                })
+                .collect(),
+            ..Summary::default()
+        };
+        let good = summary(
+            "Find where the cache provider stores failures",
+            &["read cacheprovider.py"],
+            &[("src/_pytest/cacheprovider.py", "defines LFPlugin")],
+        );
+        assert_eq!(good.fault(40, 900, &[]), None);
+        // Found on pytest: /compact printed "5115 → 5187 tokens".
+        let fault = good.fault(950, 900, &[]).unwrap();
+        assert!(
+            fault.contains("no shorter") && fault.contains("950"),
+            "{fault}"
+        );
+        let repeated = summary(
+            "The user wants the tests to pass. The user wants the tests to pass.",
+            &[],
+            &[],
+        );
+        assert!(repeated
+            .fault(40, 900, &[])
+            .unwrap()
+            .contains("repeats itself"));
+        // Work claimed that no tool did.
+        let claimed = summary(
+            "Fix the flaky test",
+            &["I fixed the flaky test in test_cache.py"],
+            &[],
+        );
+        let fault = claimed.fault(40, 900, &[]).unwrap();
+        assert!(fault.contains("claims work was done"), "{fault}");
+        assert_eq!(
+            claimed.fault(40, 900, &["testing/test_cache.py".into()]),
+            None
+        );
+        let file = summary("Fix it", &[], &[("src/app.py", "updated the handler")]);
+        assert!(file
+            .fault(40, 900, &[])
+            .unwrap()
+            .contains("claims src/app.py was updated"));
+        assert_eq!(file.fault(40, 900, &["pkg/src/app.py".into()]), None);
     }
 
     #[test]

@@ -357,8 +357,10 @@ pub fn commands(root: &Path) -> Vec<Found> {
         add(Task::Test, &format!("{gradle} test"), "build.gradle");
     }
     for (source, line) in ci_lines(root) {
-        if let Some(task) = task_of(&line) {
-            add(task, &line, &source);
+        match task_of(&line) {
+            Some(Task::Install) if installs_ci_tooling(&line) => {}
+            Some(task) => add(task, &line, &source),
+            None => {}
         }
     }
     out.sort_by_key(|f| f.task);
@@ -374,6 +376,7 @@ fn python_commands(root: &Path, add: &mut dyn FnMut(Task, &str, &str)) {
     if let Some(tox) = read(root, "tox.ini") {
         let ini = parse_ini(&tox);
         let mut requirements = Vec::new();
+        let mut extras = Vec::new();
         for (section, key, value) in &ini {
             let Some(env) = section.strip_prefix("testenv") else {
                 continue;
@@ -384,6 +387,14 @@ fn python_commands(root: &Path, add: &mut dyn FnMut(Task, &str, &str)) {
                     let l = l.trim();
                     l.strip_prefix("-r").map(|r| format!("-r {}", r.trim()))
                 }));
+            }
+            if key == "extras" && env.is_empty() {
+                extras.extend(
+                    value
+                        .split([',', '\n'])
+                        .map(str::trim)
+                        .filter(|e| !e.is_empty()),
+                );
             }
             if key != "commands" {
                 continue;
@@ -398,15 +409,21 @@ fn python_commands(root: &Path, add: &mut dyn FnMut(Task, &str, &str)) {
                 _ => None,
             };
             let Some(task) = task else { continue };
-            for line in value.lines().map(without_tox_substitutions) {
-                add(task, &line, "tox.ini");
+            // `coverage: coverage combine` runs only in environments with
+            // that factor: not a command of the project's own.
+            for line in value.lines().filter(|l| !is_factor_conditional(l)) {
+                add(task, &without_tox_substitutions(line), "tox.ini");
             }
         }
-        if !requirements.is_empty() {
-            let editable = if installable { "-e . " } else { "" };
+        let editable = match (installable, extras.is_empty()) {
+            (false, _) => String::new(),
+            (true, true) => "-e . ".into(),
+            (true, false) => format!("-e \".[{}]\" ", extras.join(",")),
+        };
+        if !requirements.is_empty() || !editable.is_empty() {
             add(
                 Task::Install,
-                &format!("pip install {editable}{}", requirements.join(" ")),
+                format!("pip install {editable}{}", requirements.join(" ")).trim_end(),
                 "tox.ini",
             );
         }
@@ -434,6 +451,53 @@ fn python_commands(root: &Path, add: &mut dyn FnMut(Task, &str, &str)) {
     } else if root.join("uv.lock").exists() {
         add(Task::Install, "uv sync", "uv.lock");
     }
+}
+
+/// A tox line run only where an environment has a factor: `coverage: ...`,
+/// `!py37: ...`, `py38,py39: ...`.
+fn is_factor_conditional(line: &str) -> bool {
+    line.trim().split_once(": ").is_some_and(|(factors, _)| {
+        !factors.is_empty()
+            && factors
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '!' | ',' | '-' | '_' | '.'))
+    })
+}
+
+/// A CI line that only installs the CI's own tools (`pip install --upgrade
+/// pip`, `python -m pip install tox coverage`): nothing a developer runs to
+/// set the project up.
+fn installs_ci_tooling(line: &str) -> bool {
+    const TOOLING: &[&str] = &[
+        "pip",
+        "setuptools",
+        "wheel",
+        "tox",
+        "nox",
+        "coverage",
+        "codecov",
+        "build",
+        "twine",
+        "virtualenv",
+        "pre-commit",
+        "tox-gh-actions",
+        "tox-gh",
+        "uv",
+        "pipx",
+    ];
+    let Some((_, packages)) = line.split_once("pip install") else {
+        return false;
+    };
+    let names: Vec<&str> = packages
+        .split_whitespace()
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    !names.is_empty()
+        && names.iter().all(|n| {
+            let bare = n.trim_matches(['"', '\'']);
+            let bare = bare.split(['=', '<', '>', '[', '~']).next().unwrap_or(bare);
+            TOOLING.contains(&bare.to_lowercase().as_str())
+        })
 }
 
 /// A tox command without `{posargs}`, `--basetemp={envtmpdir}` and the like:
@@ -613,6 +677,24 @@ fn folder_role(dir: &str) -> &'static str {
         "requirements" => "pinned requirements",
         _ => "",
     }
+}
+
+/// How many of the commands found [`render`] writes (at most [`PER_TASK`]
+/// of each task).
+pub fn written_commands(facts: &Facts) -> usize {
+    let mut tasks: Vec<Task> = facts.commands.iter().map(|f| f.task).collect();
+    tasks.dedup();
+    tasks
+        .iter()
+        .map(|t| {
+            facts
+                .commands
+                .iter()
+                .filter(|f| f.task == *t)
+                .count()
+                .min(PER_TASK)
+        })
+        .sum()
 }
 
 /// The AGENTS.md text.
@@ -883,6 +965,41 @@ mod tests {
                 (Task::Typecheck, "mypy"),
             ]
         );
+    }
+
+    /// pytest 7.4.0's tox.ini and CI, as a new user found them: factor lines
+    /// were written as commands, `extras = testing` and `tox` were missed,
+    /// and CI's `pip install --upgrade pip` was taken for the install step.
+    #[test]
+    fn tox_factor_lines_extras_and_ci_tooling_installs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("tox.ini"),
+            "[tox]\nenvlist = py38,doctesting\n\n[testenv]\ncommands =\n    {env:_PYTEST_TOX_COVERAGE_RUN:} pytest {posargs:{env:_PYTEST_TOX_DEFAULT_POSARGS:}}\n    doctesting: {env:_PYTEST_TOX_COVERAGE_RUN:} pytest --doctest-modules --pyargs _pytest\n    coverage: coverage combine\n    coverage: coverage report -m\nextras = testing\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("setup.py"), "").unwrap();
+        std::fs::create_dir_all(root.join(".github/workflows")).unwrap();
+        std::fs::write(
+            root.join(".github/workflows/test.yml"),
+            "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: |\n          python -m pip install --upgrade pip\n          pip install tox coverage\n      - run: tox -e py38\n",
+        )
+        .unwrap();
+        let found = commands(root);
+        let got: Vec<(Task, &str)> = found.iter().map(|f| (f.task, f.command.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Task::Install, "pip install -e \".[testing]\""),
+                (Task::Test, "pytest"),
+                (Task::Test, "tox"),
+                (Task::Test, "tox -e py38"),
+            ]
+        );
+        assert!(is_factor_conditional("!py37: pytest"));
+        assert!(is_factor_conditional("py38,py39: pytest"));
+        assert!(!is_factor_conditional("pytest --deselect a.py::test_x"));
     }
 
     #[test]

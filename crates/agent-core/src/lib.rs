@@ -102,6 +102,10 @@ pub struct AgentConfig {
     pub managed: agent_policy::managed::Managed,
     /// Who the audit records name, and the sink they also go to.
     pub audit: log::AuditConfig,
+    /// Whether requests are stored as a session and logged. Off for
+    /// `--print-prompt`, which shows the first prompt and stops: no one
+    /// asked anything, and nothing was interrupted.
+    pub record: bool,
 }
 
 impl AgentConfig {
@@ -123,6 +127,7 @@ impl AgentConfig {
             protected_paths: Vec::new(),
             managed: Default::default(),
             audit: log::AuditConfig::from_env(),
+            record: true,
         }
     }
 }
@@ -238,6 +243,8 @@ pub struct Agent {
     /// A write or command (an MCP server's action included) went through
     /// during the current request.
     acted: bool,
+    /// Files the session's tools changed, for judging a summary's claims.
+    session_changed: Vec<String>,
     /// Tools added beyond the built-in ones (MCP servers'): the intent gate
     /// must know them.
     extra_tools: Vec<ToolSpec>,
@@ -372,6 +379,9 @@ impl Agent {
         let mut log = EventLog::open(&state, &session_id);
         log.redactor = policy.redactor();
         log.attach(&config.audit, workspace.root())?;
+        if !config.record {
+            log.mute();
+        }
         let mut ours = prompt::internal_texts(&toolbox.specs());
         ours.extend(
             [
@@ -417,6 +427,7 @@ impl Agent {
             refused: 0,
             last_refusal: None,
             acted: false,
+            session_changed: Vec::new(),
             extra_tools: Vec::new(),
             map: None,
             vocabulary: None,
@@ -473,10 +484,12 @@ impl Agent {
         if !self.turns.is_empty() {
             return Ok(None);
         }
-        let id = self
-            .sessions
-            .create(request, &self.provider.name(), self.workspace.root())?;
-        self.log.session_id = id;
+        if self.config.record {
+            let id = self
+                .sessions
+                .create(request, &self.provider.name(), self.workspace.root())?;
+            self.log.session_id = id;
+        }
         let sizes = self.size_first_prompt();
         let map = self
             .config
@@ -513,6 +526,13 @@ impl Agent {
     /// buffers, for `agent acp`) instead of the disk.
     pub fn set_files(&mut self, files: std::sync::Arc<dyn agent_tools::FileAccess>) {
         self.toolbox.set_files(files);
+    }
+
+    /// From now on, requests are neither stored as a session nor logged
+    /// (see [`AgentConfig::record`]).
+    pub fn stop_recording(&mut self) {
+        self.config.record = false;
+        self.log.mute();
     }
 
     /// Adds tools (an MCP server's) before the session's system prompt is built.
@@ -761,17 +781,30 @@ impl Agent {
             return Ok(false);
         }
         let why = format!("the model's answer {}", fault.reason());
-        self.end_without_answer(&why, at.found, outcome);
+        let could_search = at.access.contains(&Access::Read);
+        self.end_without_answer(&why, at.found, could_search, outcome);
         Ok(true)
     }
 
     /// Ends a request with no answer of the model's: what the latest search
     /// found, when there is something, marked as such.
-    fn end_without_answer(&mut self, why: &str, found: Option<&str>, outcome: &mut Outcome) {
+    /// `could_search`: the request had reading tools (a greeting or a
+    /// question about the assistant has none, and needs no index).
+    fn end_without_answer(
+        &mut self,
+        why: &str,
+        found: Option<&str>,
+        could_search: bool,
+        outcome: &mut Outcome,
+    ) {
         match found {
             Some(found) => {
                 outcome.answer = evidence_answer(why, found);
                 outcome.finish = Finish::Evidence;
+            }
+            None if !could_search => {
+                outcome.answer = format!("(no answer: {why}; a larger --model does better)");
+                outcome.finish = Finish::NoAnswer;
             }
             None => {
                 outcome.answer = format!(

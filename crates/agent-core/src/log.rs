@@ -166,6 +166,12 @@ impl EventLog {
         self.audit.iter().map(|c| c.path().to_path_buf()).collect()
     }
 
+    /// Writes nothing from now on (a run that records nothing).
+    pub fn mute(&mut self) {
+        self.audit.clear();
+        self.trace = None;
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

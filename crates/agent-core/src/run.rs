@@ -342,7 +342,8 @@ impl Agent {
                 json!({"tool": call.tool, "repeats": repeats, "ended": true}),
             );
             let why = format!("the model kept repeating the same `{}` call", call.tool);
-            self.end_without_answer(&why, run.found.as_deref(), &mut run.outcome);
+            let could_search = run.access.contains(&Access::Read);
+            self.end_without_answer(&why, run.found.as_deref(), could_search, &mut run.outcome);
             return Ok(Next::Done);
         }
         if repeats == REPEAT_LIMIT {
@@ -387,6 +388,11 @@ Another copy of this call ends the request.",
             .cloned()
             .collect();
         outcome.changed_files.extend(newly_changed.iter().cloned());
+        for path in &output.changed {
+            if !self.session_changed.contains(path) {
+                self.session_changed.push(path.clone());
+            }
+        }
         if !output.changed.is_empty() {
             // The workspace moved: reading or searching again is news.
             run.calls_seen.clear();

@@ -253,11 +253,13 @@ impl Ui for TerminalUi {
         }
         let first = escape_line(output.content.lines().next().unwrap_or_default());
         if output.ok {
+            // A one-line result says it all; longer ones say how long.
             let lines = output.content.lines().count();
-            eprintln!(
-                "  {}",
-                style(format!("{} ({lines} lines)", cut(&first, 100))).dim()
-            );
+            let text = match lines {
+                0 | 1 => cut(&first, 100).to_string(),
+                n => format!("{} ({n} lines)", cut(&first, 100)),
+            };
+            eprintln!("  {}", style(text).dim());
         } else {
             eprintln!("  {} {}", style("✗").red(), cut(&first, 160));
         }

@@ -193,6 +193,20 @@ impl Vocabulary {
             || self.words.get(stem).is_some_and(|&n| n >= COMMON_WORD)
     }
 
+    /// `word`, written without code form, is the name of a definition here
+    /// that is no plain English word: `getfixturevalue`, `safeformat`
+    /// (methods and functions named in one lower-case run). A word that
+    /// many identifiers use as a part (`value`, `request`) names none of them.
+    fn defines_as_word(&self, word: &str) -> bool {
+        word.len() >= 6
+            && self.names.contains(word)
+            && is_content_word(&word.to_lowercase())
+            && self
+                .words
+                .get(&stem(&word.to_lowercase()))
+                .is_none_or(|&n| n <= 2)
+    }
+
     /// A path the workspace holds: a file (by its path or the end of it)
     /// or a folder.
     fn holds_path(&self, path: &str) -> bool {
@@ -222,6 +236,14 @@ impl Vocabulary {
                 out.push(Anchor {
                     kind: AnchorKind::Code,
                     text: token.to_string(),
+                });
+            }
+        }
+        for word in plain_words(request) {
+            if self.defines_as_word(word) && !out.iter().any(|a| a.text == word) {
+                out.push(Anchor {
+                    kind: AnchorKind::Code,
+                    text: word.to_string(),
                 });
             }
         }
@@ -258,6 +280,13 @@ impl Vocabulary {
         }
         out
     }
+}
+
+/// The request's words as written (case kept): runs of letters, digits
+/// and `_` that are not already code-shaped (those are [`code_tokens`]).
+fn plain_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && !looks_like_code(w))
 }
 
 /// Two adjacent word stems as the vocabulary keeps them (order-free).
@@ -494,6 +523,29 @@ class SecureCookieSessionInterface(SessionInterface):\n    salt = 'cookie-sessio
         assert_eq!(kinds(&v, "whats a mutex"), []);
         // A name in code form that nothing here defines is no anchor.
         assert_eq!(kinds(&v, "enable dark_mode for staging"), []);
+    }
+
+    /// pytest's `getfixturevalue` and `safeformat`: defined names written as
+    /// plain words (found as a new user: the gate answered from general
+    /// knowledge). A plain word that many identifiers use is not one.
+    #[test]
+    fn a_definition_named_as_a_plain_word_is_an_anchor() {
+        const FIXTURES: &str = "class FixtureRequest:\n    def getfixturevalue(self, argname):\n        pass\n    def addfinalizer(self, finalizer):\n        pass\n\n\
+def safeformat(obj):\n    pass\n\ndef request():\n    pass\n\ndef get_request():\n    pass\n\ndef request_context():\n    pass\n\ndef make_request():\n    pass\n";
+        let v = vocabulary(&[("src/_pytest/fixtures.py", FIXTURES)]);
+        for (request, name) in [
+            ("What does getfixturevalue return?", "getfixturevalue"),
+            ("when is addfinalizer called", "addfinalizer"),
+            ("what does safeformat do with broken reprs", "safeformat"),
+        ] {
+            assert_eq!(
+                kinds(&v, request),
+                [(AnchorKind::Code, name.into())],
+                "{request}"
+            );
+        }
+        // `request` is defined, but it is a word four identifiers share.
+        assert_eq!(kinds(&v, "how do I send a request with curl"), []);
     }
 
     #[test]

@@ -132,6 +132,10 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
         .map_err(|e| LlmError::Backend(e.clone()))
 }
 
+/// The `llama-cpp-2` (and `llama-cpp-sys-2`) release this engine links:
+/// the llama.cpp it vendors. Kept equal to the workspace's pin by a test.
+pub const LLAMA_CPP_CRATE_VERSION: &str = "0.1.160";
+
 /// llama.cpp's build and CPU feature summary (SIMD flags, backends).
 pub fn system_info() -> String {
     // SAFETY: returns a pointer to a static, NUL-terminated buffer.
@@ -1462,6 +1466,15 @@ impl Utf8Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reported_llama_cpp_crate_version_is_the_pinned_one() {
+        let manifest = include_str!("../../../Cargo.toml");
+        for name in ["llama-cpp-2", "llama-cpp-sys-2"] {
+            let pin = format!("{name} = \"={LLAMA_CPP_CRATE_VERSION}\"");
+            assert!(manifest.contains(&pin), "Cargo.toml no longer has {pin}");
+        }
+    }
 
     #[test]
     fn utf8_stream_joins_split_characters() {

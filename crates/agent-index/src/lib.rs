@@ -73,6 +73,10 @@ pub struct IndexOptions {
     /// Index only these files (the rest count as absent): a shared index's
     /// local overlay holds just the files that differ here.
     pub only: Option<HashSet<String>>,
+    /// A session's background indexer ([`watch::Background`]): when the
+    /// session ends it stops the fill, and the next writer resumes it; that
+    /// is the normal end of a session, not an interrupted update.
+    pub background: bool,
 }
 
 impl Default for IndexOptions {
@@ -84,6 +88,7 @@ impl Default for IndexOptions {
             embedder: embed::Choice::AsRecorded,
             store: None,
             only: None,
+            background: false,
         }
     }
 }
@@ -257,6 +262,10 @@ impl Status {
         text
     }
 }
+
+/// The note searches carry while a writer (a session's background indexer,
+/// `agent index --watch`) is part-way through an update.
+pub const UPDATING_NOTE: &str = "the index is being updated right now, so files changed in the last seconds may be missing from these results";
 
 /// The note searches of a partial index carry.
 pub const PARTIAL_NOTE: &str = "the index is partial (its last update was interrupted), so some files are missing from these results; run `agent index` to finish it";
@@ -655,6 +664,12 @@ impl Index {
             ..Progress::default()
         };
         on_progress(&progress);
+        // Stopped before it wrote anything (a session ending as the watcher
+        // starts an update): the index is as complete as it was.
+        if cancel.is_cancelled() {
+            stats.interrupted = true;
+            return Ok(stats);
+        }
         if !candidates.is_empty() || !removed.is_empty() {
             // Until this update finishes, a crash or Ctrl-C leaves it partial.
             self.state.set_meta(COMPLETE_KEY, "no")?;
@@ -795,10 +810,9 @@ impl Index {
         }
         // The update ends here, not when its rows were written.
         self.state.set_meta("last_update", &now_rfc3339())?;
-        self.state.set_meta(
-            INTERRUPTED_KEY,
-            if stats.interrupted { "yes" } else { "no" },
-        )?;
+        let interrupted = stats.interrupted && !self.options.background;
+        self.state
+            .set_meta(INTERRUPTED_KEY, if interrupted { "yes" } else { "no" })?;
         if filled_any {
             self.publish(true)?;
         }
@@ -1083,6 +1097,11 @@ impl Index {
         })
     }
 
+    /// Which files define each name, over this index's own table.
+    pub fn symbols(&self) -> Result<std::sync::Arc<store::Symbols>> {
+        self.store.symbols(None)
+    }
+
     /// Whether the last update ran to its end (see [`Status::complete`]).
     pub fn is_complete(&self) -> Result<bool> {
         Ok(self.state.meta(COMPLETE_KEY)?.as_deref() != Some("no"))
@@ -1093,7 +1112,11 @@ impl Index {
     pub fn notes(&self) -> Result<Vec<String>> {
         let mut notes = Vec::new();
         if !self.is_complete()? {
-            notes.push(PARTIAL_NOTE.to_string());
+            notes.push(if self._lock.is_none() && writer_active(&self.dir) {
+                UPDATING_NOTE.to_string()
+            } else {
+                PARTIAL_NOTE.to_string()
+            });
         }
         let (embedded, chunks) = (self.store.embedded_rows()?, self.store.count_rows()?);
         notes.extend(coverage_note(embedded, chunks));

@@ -38,6 +38,7 @@ impl crate::Index {
             vector: vector_hits,
             text: text_hits,
             definitions,
+            defining,
         } = legs?;
         if vector_hits.is_empty()
             && text_hits.is_empty()
@@ -49,6 +50,7 @@ impl crate::Index {
         }
         let ranked = fuse_legs(query, &plan, vector_hits, text_hits);
         let ranked = code_first(ranked, &query.text, |h| h.row.path.as_str());
+        let ranked = definitions_first(ranked, defining, &query.text);
         let mut signals = FileSignals::default();
         if let Some(l) = plan.long {
             // The file list is read only when the query names paths.
@@ -123,7 +125,18 @@ impl crate::Index {
             let words = s.spawn(|| -> Result<_> {
                 let started = Instant::now();
                 let (mut text, mut definitions) = (Vec::new(), HashMap::new());
+                let mut defining = Vec::new();
+                let names = match (&plan.long, query.mode) {
+                    (None, SearchMode::Hybrid | SearchMode::Bm25) => {
+                        query::named_identifiers(&query.text)
+                    }
+                    _ => Vec::new(),
+                };
                 for (store, changes) in &tables {
+                    let hits = store
+                        .definitions(&names, MAX_DEFINITIONS, filter)
+                        .context(UNREADABLE)?;
+                    defining.extend(mine(*changes, hits));
                     if query.mode != SearchMode::Vector {
                         let hits = text_leg(store, query, plan).context(UNREADABLE)?;
                         text.extend(mine(*changes, hits));
@@ -142,7 +155,7 @@ impl crate::Index {
                     }
                 }
                 tracing::debug!("search: BM25 leg and symbols in {:?}", started.elapsed());
-                Ok((text, definitions))
+                Ok((text, definitions, defining))
             });
             let vector = || -> Result<Vec<store::Hit>> {
                 let Some(embedder) = embedder else {
@@ -165,7 +178,7 @@ impl crate::Index {
             let vector = vector();
             (vector, words.join())
         });
-        let (mut text, definitions) = match words {
+        let (mut text, definitions, defining) = match words {
             Ok(words) => words?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
@@ -180,6 +193,7 @@ impl crate::Index {
             vector,
             text,
             definitions,
+            defining,
         })
     }
 }
@@ -190,6 +204,8 @@ struct Legs {
     vector: Vec<store::Hit>,
     text: Vec<store::Hit>,
     definitions: HashMap<String, HashSet<String>>,
+    /// For a one-line query that names identifiers, the chunks defining them.
+    defining: Vec<store::Hit>,
 }
 
 /// What a query asks of each table it is run on.
@@ -924,6 +940,45 @@ pub fn wants_tests(query: &str) -> bool {
     )
 }
 
+/// Most chunks a one-line query's definition lookup returns per table.
+const MAX_DEFINITIONS: usize = 50;
+
+/// Puts the chunks that define what a one-line query names above every
+/// other result: asked for `getfixturevalue`, the user wants its `def`, not
+/// the hundred places that call it (which BM25 and vectors rank as well or
+/// better). Among the definitions the fused score orders them, and a test's
+/// or a doc's weighs less, as in [`code_first`].
+pub fn definitions_first(
+    mut ranked: Vec<(Hit, f32)>,
+    defining: Vec<Hit>,
+    query: &str,
+) -> Vec<(Hit, f32)> {
+    if defining.is_empty() {
+        return ranked;
+    }
+    let top = ranked
+        .iter()
+        .map(|(_, s)| s.abs())
+        .fold(f32::EPSILON, f32::max);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut boosted: Vec<(Hit, f32)> = Vec::new();
+    for hit in defining {
+        if !seen.insert(hit.row.id.clone()) {
+            continue;
+        }
+        let fused = ranked
+            .iter()
+            .position(|(h, _)| h.row.id == hit.row.id)
+            .map(|i| ranked.remove(i).1);
+        let share = fused.map_or(0.0, |s| (s / top).clamp(0.0, 1.0));
+        boosted.push((hit, top * (2.0 + share)));
+    }
+    let mut boosted = code_first(boosted, query, |h| h.row.path.as_str());
+    boosted.append(&mut ranked);
+    boosted.sort_by(|a, b| b.1.total_cmp(&a.1));
+    boosted
+}
+
 /// Re-ranks so code comes before documentation and tests of similar score:
 /// a doc chunk's score is scaled by [`DOC_WEIGHT`] unless the query asks for
 /// docs, a test's by [`TEST_WEIGHT`] unless it mentions tests. The sort is
@@ -1186,6 +1241,46 @@ mod tests {
         assert_eq!(fold_word("Classes"), "classe");
         assert_eq!(fold_word("axis"), "axi");
         assert_eq!(fold_word("class"), "class");
+    }
+
+    /// Found on pytest: `agent search getfixturevalue` ranked example
+    /// fixtures and callers first, the definition out of the top 10.
+    #[test]
+    fn a_definition_of_the_named_identifier_ranks_first() {
+        let ranked = vec![
+            (hit("doc/en/example/fixtures.py", 1, "fixture_a"), 0.9),
+            (hit("src/_pytest/python.py", 10, "call_it"), 0.8),
+            (
+                hit("testing/test_fixtures.py", 5, "test_getfixturevalue"),
+                0.7,
+            ),
+            (
+                hit(
+                    "src/_pytest/fixtures.py",
+                    568,
+                    "FixtureRequest.getfixturevalue",
+                ),
+                0.1,
+            ),
+        ];
+        let defining = vec![
+            hit(
+                "src/_pytest/fixtures.py",
+                568,
+                "FixtureRequest.getfixturevalue",
+            ),
+            hit("testing/helpers.py", 3, "Helper.getfixturevalue"),
+        ];
+        let out = order(&definitions_first(ranked, defining, "getfixturevalue"));
+        assert_eq!(out[0], "src/_pytest/fixtures.py:568", "{out:?}");
+        assert_eq!(out[1], "testing/helpers.py:3", "{out:?}");
+        assert_eq!(out.len(), 5);
+        // Nothing defines the names: the ranking is left alone.
+        let ranked = vec![(hit("a.py", 1, "f"), 0.5), (hit("b.py", 1, "g"), 0.4)];
+        assert_eq!(
+            order(&definitions_first(ranked, Vec::new(), "x")),
+            ["a.py:1", "b.py:1"]
+        );
     }
 
     #[test]

@@ -202,6 +202,13 @@ impl Symbols {
             .map(|i| self.paths[i as usize].as_str())
             .collect()
     }
+
+    /// Every name with the files that define it (for benchmarks).
+    pub fn names(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
+        self.files_by_name
+            .keys()
+            .map(|name| (name.as_str(), self.files_defining(name)))
+    }
 }
 
 /// A search result before fusion: the row and the raw score of its leg.
@@ -1075,6 +1082,52 @@ impl Store {
                 .limit(limit);
             collect_hits(q, filter, "_score").await
         })
+    }
+}
+
+impl Store {
+    /// The chunks that define one of `names`: a symbol that is the name or
+    /// ends with it (`FixtureRequest.getfixturevalue`, `Engine::load`). At
+    /// most `limit`; score 0 (the caller ranks them).
+    pub fn definitions(
+        &self,
+        names: &[String],
+        limit: usize,
+        filter: Option<&str>,
+    ) -> Result<Vec<Hit>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        // SQL's `_` is a wildcard in LIKE; the exact match is checked below.
+        let clauses: Vec<String> = names
+            .iter()
+            .flat_map(|n| {
+                [
+                    format!("symbol = {}", sql_string(n)),
+                    format!("symbol LIKE {}", sql_string(&format!("%.{n}"))),
+                    format!("symbol LIKE {}", sql_string(&format!("%:{n}"))),
+                ]
+            })
+            .collect();
+        let mut condition = format!("({})", clauses.join(" OR "));
+        if let Some(f) = filter {
+            condition = format!("{condition} AND ({f})");
+        }
+        let hits = self.rt.block_on(async {
+            let q = self
+                .table
+                .query()
+                .select(Select::columns(RESULT_COLUMNS))
+                .limit(limit);
+            collect_hits(q, Some(&condition), "").await
+        })?;
+        Ok(hits
+            .into_iter()
+            .filter(|h| {
+                let last = h.row.symbol.rsplit(['.', ':']).next().unwrap_or("");
+                names.iter().any(|n| n == last)
+            })
+            .collect())
     }
 }
 

@@ -168,7 +168,11 @@ impl Background {
         let thread = std::thread::spawn(move || {
             // Before the index starts its threads, so they inherit it.
             lower_priority(Scope::Thread);
-            let mut index = match Index::open_writer(&root, Default::default()) {
+            let options = super::IndexOptions {
+                background: true,
+                ..Default::default()
+            };
+            let mut index = match Index::open_writer(&root, options) {
                 Ok(index) => index,
                 Err(e) => {
                     // Usually another writer: it keeps the index live already.

@@ -282,6 +282,43 @@ fn is_module_path(token: &str) -> bool {
         })
 }
 
+/// The names a one-line query asks for by name, whose definitions search
+/// puts first: the whole query when it is one identifier (`getfixturevalue`,
+/// `FixtureRequest.getfixturevalue`, `Engine::load`, `reuse_prefix()`), else
+/// its words in code form (`how is parse_args used`). The last part of a
+/// qualified name is the one defined.
+pub fn named_identifiers(text: &str) -> Vec<String> {
+    let is_ident = |w: &str| {
+        w.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    let last_part = |w: &str| -> Option<String> {
+        let w = w.trim_end_matches("()");
+        let last = w.rsplit(['.', ':']).next()?;
+        (last.len() > 2 && is_ident(last)).then(|| last.to_string())
+    };
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '?' | ',' | ';' | '!')))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut names: Vec<String> = match words.as_slice() {
+        [one] => last_part(one).into_iter().collect(),
+        _ => words
+            .iter()
+            .filter(|w| {
+                let bare = w.trim_end_matches("()");
+                is_code_form(bare.rsplit(['.', ':']).next().unwrap_or(bare)) || w.ends_with("()")
+            })
+            .filter_map(|w| last_part(w))
+            .collect(),
+    };
+    names.dedup();
+    names
+}
+
 /// Names only code writes: `snake_case`, `camelCase`, `CamelCase` with a
 /// second capital, `__dunder__`.
 pub fn is_code_form(word: &str) -> bool {
@@ -427,6 +464,23 @@ fn is_filler(w: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_one_line_query_names_identifiers() {
+        assert_eq!(named_identifiers("getfixturevalue"), ["getfixturevalue"]);
+        assert_eq!(
+            named_identifiers("`FixtureRequest.getfixturevalue`"),
+            ["getfixturevalue"]
+        );
+        assert_eq!(named_identifiers("Engine::load"), ["load"]);
+        assert_eq!(named_identifiers("reuse_prefix()"), ["reuse_prefix"]);
+        assert_eq!(named_identifiers("how is parse_args used?"), ["parse_args"]);
+        assert_eq!(named_identifiers("where is getConfig read"), ["getConfig"]);
+        // Prose names nothing; a single short or non-identifier word neither.
+        assert!(named_identifiers("how does the cache provider decide").is_empty());
+        assert!(named_identifiers("io").is_empty());
+        assert!(named_identifiers("src/app.py").is_empty());
+    }
     use super::*;
 
     const ISSUE: &str = "latex printer does not support full inverse trig function names for acsc and asec

@@ -411,9 +411,10 @@ fn format_results(query: &SearchQuery, results: &[SearchResult]) -> String {
         let lang = Lang::from_path(Path::new(&r.path)).as_str();
         out.push_str(&format!("{fence}{lang}\n{code}\n{fence}\n"));
         if shown < lines.len() {
+            let more = lines.len() - shown;
             out.push_str(&format!(
-                "({} more lines, to line {}: read the file for the rest)\n",
-                lines.len() - shown,
+                "({more} more {}, to line {}: read the file for the rest)\n",
+                if more == 1 { "line" } else { "lines" },
                 r.end_line
             ));
         }

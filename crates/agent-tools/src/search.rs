@@ -99,9 +99,10 @@ pub fn format_hits(hits: &[Hit]) -> String {
             out.push('\n');
         }
         if lines.len() > SNIPPET_LINES {
+            let more = lines.len() - SNIPPET_LINES;
             out.push_str(&format!(
-                "    … ({} more lines; read_file to see them)\n",
-                lines.len() - SNIPPET_LINES
+                "    … ({more} more {}; read_file to see them)\n",
+                if more == 1 { "line" } else { "lines" }
             ));
         }
     }

@@ -364,6 +364,42 @@ fn a_summary_the_judge_rejects_falls_back_to_pruning_and_says_so() {
         .any(|m| m.content.contains("Summary of the conversation")));
 }
 
+/// Found on pytest: `/compact` accepted a summary that was one sentence
+/// repeated plus a claim of work never done, and printed "5115 → 5187
+/// tokens". Such a summary is refused; the conversation stays as it was and
+/// the user is told why.
+#[test]
+fn compact_refuses_a_summary_that_repeats_itself_or_claims_work_not_done() {
+    let dir = big_repo();
+    let root = dir.path();
+    let answer = finish("src/alpha.py defines alpha_001.");
+    let repeated = serde_json::json!({"goal": "Find which file defines alpha_001. Find which file defines alpha_001.",
+        "decisions": [], "files": [], "open_questions": [], "next_step": ""})
+    .to_string();
+    let claimed = serde_json::json!({"goal": "Find which file defines alpha_001",
+        "decisions": ["I fixed alpha_001 in src/alpha.py"], "files": [],
+        "open_questions": [], "next_step": ""})
+    .to_string();
+    let turns = [&read("src/alpha.py")[..], &answer, &repeated, &claimed];
+    let (mut agent, _model) = agent_with_window(root, &turns);
+    ask(&mut agent, "Which file in src defines alpha_001?").unwrap();
+    let before = agent.turns().len();
+    for expected in ["repeats itself", "claims work was done"] {
+        let c = agent
+            .compact(
+                None,
+                &mut agent_core::ui::QuietUi,
+                &agent_base::cancel::CancelToken::new(),
+            )
+            .unwrap();
+        assert!(!c.compacted, "{c:?}");
+        let why = c.fallback.as_deref().unwrap();
+        assert!(why.contains(expected) && why.contains("unchanged"), "{why}");
+        assert_eq!(c.tokens_after, c.tokens_before);
+        assert_eq!(agent.turns().len(), before);
+    }
+}
+
 #[test]
 fn compact_on_request_summarizes_with_the_focus() {
     let dir = big_repo();

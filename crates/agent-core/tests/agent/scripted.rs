@@ -593,6 +593,32 @@ fn chat_and_capability_questions_skip_the_tool_loop() {
     assert!(!g.contains("read_file"), "{g}");
 }
 
+/// Found on pytest: "hi there!" with the answer echoed back ended with
+/// "`agent index` gives it search results", though the index existed and a
+/// greeting needs no search.
+#[test]
+fn a_greeting_without_an_answer_does_not_send_the_user_to_index() {
+    let dir = repo();
+    let r = run(
+        dir.path(),
+        Mode::Confirm,
+        &[&finish("hi there!")],
+        "hi there!",
+    );
+    assert_eq!(r.outcome.intent.label, Label::GeneralChat);
+    assert_eq!(r.outcome.finish, Finish::NoAnswer);
+    assert!(
+        !r.outcome.answer.contains("agent index"),
+        "{}",
+        r.outcome.answer
+    );
+    assert!(
+        r.outcome.answer.contains("larger --model"),
+        "{}",
+        r.outcome.answer
+    );
+}
+
 #[test]
 fn a_session_resumes_with_its_history() {
     let dir = repo();

@@ -1,0 +1,47 @@
+//! `agent --version --json`: what this binary is, for scripts, an offline
+//! install's checks and bug reports.
+
+use serde_json::json;
+
+/// Whether the arguments ask for the JSON version (`--version --json`, in
+/// either order, and nothing else).
+pub fn wants_json(args: &[String]) -> bool {
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.sort_unstable();
+    matches!(args.as_slice(), ["--json", "--version" | "-V"])
+}
+
+/// The build's facts. The git commit is known only when the build was given
+/// it (`AGENT_GIT_COMMIT`, as `scripts/bundle` records it in its
+/// BUILD-INFO.json instead): reading git from a build script would rebuild
+/// the binary and every test binary at each commit.
+pub fn report() -> serde_json::Value {
+    let features: Vec<&str> = [
+        ("cuda", cfg!(feature = "cuda")),
+        ("vulkan", cfg!(feature = "vulkan")),
+        ("metal", cfg!(feature = "metal")),
+        ("rocm", cfg!(feature = "rocm")),
+        ("embed-cuda", cfg!(feature = "embed-cuda")),
+        ("s3", cfg!(feature = "s3")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    json!({
+        "name": "agent",
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": option_env!("AGENT_GIT_COMMIT"),
+        "target": format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "features": features,
+        // Languages whose grammar this build links (the `lang-*` features).
+        "languages": agent_lang::walk::Lang::names()
+            .into_iter()
+            .filter(|n| agent_lang::walk::Lang::from_name(n).and_then(|l| l.grammar()).is_some())
+            .collect::<Vec<_>>(),
+        "llama_cpp": {
+            "crate": format!("llama-cpp-2 {}", agent_engine::engine::LLAMA_CPP_CRATE_VERSION),
+            "system_info": agent_engine::engine::system_info(),
+        },
+    })
+}

@@ -1,0 +1,151 @@
+//! The offline bundle (`scripts/bundle`): built from this binary, installed
+//! with an empty HOME, then `agent index` and `agent ask` run inside
+//! bubblewrap with no network and every folder but that HOME read-only, so
+//! the install needs nothing from outside and writes nothing outside.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn sh(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// What only scripts/test installs: bubblewrap, and cargo-cyclonedx for the SBOM.
+fn tools() -> Option<PathBuf> {
+    let bwrap = std::env::var_os("AGENT_TEST_BWRAP")?;
+    std::env::var_os("AGENT_TEST_CYCLONEDX")?;
+    Some(PathBuf::from(bwrap))
+}
+
+/// A bubblewrap jail: `/` read-only, `home` writable, no network.
+fn offline(bwrap: &Path, home: &Path, cwd: &Path) -> Command {
+    let mut cmd = Command::new(bwrap);
+    cmd.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+        .args(["--unshare-net", "--unshare-pid", "--die-with-parent"])
+        .arg("--bind")
+        .args([home, home])
+        .arg("--chdir")
+        .arg(cwd)
+        .args(["env", "-i"])
+        .arg(format!("HOME={}", home.display()))
+        .arg(format!("TMPDIR={}", home.join("tmp").display()))
+        .arg(format!(
+            "PATH={}:/usr/bin:/bin",
+            home.join(".local/bin").display()
+        ));
+    cmd
+}
+
+#[test]
+fn the_bundle_installs_and_runs_offline_writing_only_its_home() {
+    let Some(bwrap) = tools() else {
+        eprintln!("skipped: AGENT_TEST_BWRAP and AGENT_TEST_CYCLONEDX are set by scripts/test");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    sh(Command::new(root.join("scripts/bundle"))
+        .arg("--out")
+        .arg(&out)
+        .env("AGENT_BIN", env!("CARGO_BIN_EXE_agent")));
+    let archive = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .expect("an archive");
+    let unpacked = dir.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    sh(Command::new("tar")
+        .arg("--zstd")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&unpacked));
+    let bundle = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    for file in [
+        "bin/agent",
+        "install.sh",
+        "SHA256SUMS",
+        "sbom.cdx.json",
+        "BUILD-INFO.json",
+        "models/manifest.json",
+        "licenses/README.md",
+    ] {
+        assert!(
+            bundle.join(file).is_file(),
+            "{file} missing from the bundle"
+        );
+    }
+    let sbom: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("sbom.cdx.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = sbom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    for name in [
+        "llama-cpp-2",
+        "lancedb",
+        "llama.cpp",
+        "SQLite",
+        "ONNX Runtime",
+    ] {
+        assert!(names.contains(&name), "{name} not in the SBOM");
+    }
+
+    // Installed with an empty HOME, offline: the checksums, `agent models`
+    // and `agent doctor` all pass.
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("tmp")).unwrap();
+    sh(offline(&bwrap, &home, &bundle).arg("./install.sh"));
+    assert!(home.join(".local/bin/agent").is_file());
+    assert!(home
+        .join(".local/share/agent/models/manifest.json")
+        .is_file());
+
+    // A repository in HOME, indexed and asked about, offline.
+    let repo = home.join("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(
+        repo.join("src/calc.py"),
+        "def add(a, b):\n    \"\"\"Sum of two numbers.\"\"\"\n    return a + b\n",
+    )
+    .unwrap();
+    sh(Command::new("git").args(["init", "-q"]).current_dir(&repo));
+    sh(offline(&bwrap, &home, &repo).args(["agent", "index", "."]));
+    let asked = offline(&bwrap, &home, &repo)
+        .args([
+            "agent",
+            "ask",
+            "--max-steps",
+            "2",
+            "--json",
+            "Where is add defined?",
+        ])
+        .output()
+        .unwrap();
+    // 0 answered, 3 no answer of the 135M's own (the search's evidence instead).
+    assert!(
+        matches!(asked.status.code(), Some(0 | 3)),
+        "{}",
+        String::from_utf8_lossy(&asked.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&asked.stdout).expect("JSON on stdout");
+    assert!(v["answer"].as_str().unwrap().contains("calc.py"), "{v}");
+}

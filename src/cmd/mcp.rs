@@ -55,9 +55,10 @@ fn list(root: &Path, json: bool) -> Result<i32> {
         Vec::new()
     } else {
         let workspace = super::trust::workspace_trusted(root)?;
-        let policy = Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
+        let policy =
+            Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
         let store = TrustStore::open_default()?;
-        let (trusted, pending) = match admin_allowlist(servers) {
+        let (trusted, pending) = match admin_allowlist(servers, root) {
             Ok(split) => split,
             Err(servers) => servers
                 .into_iter()
@@ -176,7 +177,7 @@ pub fn start_for_session(
     }
     let mut all = extra.clone();
     all.extend(servers.iter().cloned());
-    if let Ok((trusted, refused)) = admin_allowlist(all) {
+    if let Ok((trusted, refused)) = admin_allowlist(all, root) {
         return Ok(Some(start_hub(trusted, refused, root, policy)));
     }
     let store = TrustStore::open_default()?;
@@ -221,6 +222,7 @@ fn start_hub(
 #[allow(clippy::type_complexity)]
 fn admin_allowlist(
     servers: Vec<ServerConfig>,
+    root: &Path,
 ) -> Result<(Vec<ServerConfig>, Vec<ServerConfig>), Vec<ServerConfig>> {
     let managed = super::admin::managed();
     if !managed.has_mcp_allowlist() {
@@ -228,7 +230,7 @@ fn admin_allowlist(
     }
     let (on, off): (Vec<_>, Vec<_>) = servers
         .into_iter()
-        .partition(|s| managed.allows_mcp(&s.name, &agent_mcp::trust::fingerprint(s)));
+        .partition(|s| managed.allows_mcp(&s.name, &agent_mcp::trust::fingerprint(s, root)));
     for s in &off {
         eprintln!(
             "{} {}",
@@ -237,7 +239,7 @@ fn admin_allowlist(
                 "the MCP server {} (not on its allowlist as {}:{})",
                 s.name,
                 s.name,
-                agent_mcp::trust::fingerprint(s)
+                agent_mcp::trust::fingerprint(s, root)
             ))
         );
     }

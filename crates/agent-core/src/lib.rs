@@ -327,11 +327,7 @@ impl Agent {
     ) -> Result<Self> {
         let workspace = Workspace::new(&config.workspace)?;
         let state = workspace.state_dir();
-        let mut policy = Policy::load_for(
-            &workspace.team_dir(),
-            config.mode,
-            config.trusted,
-        )?;
+        let mut policy = Policy::load_for(&workspace.team_dir(), config.mode, config.trusted)?;
         policy.sandbox = config.sandbox;
         policy.protected_paths = config.protected_paths.clone();
         config.managed.restrict(&mut policy);

@@ -216,9 +216,7 @@ impl PromptCache {
         head.extend_from_slice(&self.key);
         head.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
         head.extend_from_slice(&(state.len() as u64).to_le_bytes());
-        let tag = self
-            .tag(&head, &[token_bytes.as_slice(), state])
-            .finalize();
+        let tag = self.tag(&head, &[token_bytes.as_slice(), state]).finalize();
         let mut name = Sha256::new();
         name.update(self.key);
         name.update(&token_bytes);
@@ -400,7 +398,10 @@ mod tests {
         );
         // A key longer than the block is hashed first (test case 6).
         assert_eq!(
-            mac(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First"),
+            mac(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            ),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
         );
         let mut m = HmacSha256::new(b"k");

@@ -116,7 +116,10 @@ pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
     }
     if declined_on_a_terminal(outcome) {
         // Saying no is an answer, not a failure: exit 3, as `ask` does.
-        eprintln!("{} was not written: you declined", outcome.path.display());
+        eprintln!(
+            "{} was not written: you declined",
+            agent_base::term::untrusted(&outcome.path)
+        );
         return super::chat::NO_ANSWER;
     }
     eprintln!(

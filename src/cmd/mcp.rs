@@ -237,8 +237,8 @@ fn admin_allowlist(
             style("!").yellow(),
             managed.refusal(&format!(
                 "the MCP server {} (not on its allowlist as {}:{})",
-                s.name,
-                s.name,
+                untrusted(&s.name),
+                untrusted(&s.name),
                 agent_mcp::trust::fingerprint(s, root)
             ))
         );

@@ -22,6 +22,15 @@ struct Machine {
 }
 
 impl Machine {
+    /// The agent's own audit log for `workspace` on this machine.
+    fn audit_log(&self, workspace: &Path) -> PathBuf {
+        self.home
+            .path()
+            .join("state/agent/workspaces")
+            .join(agent_base::paths::workspace_key(workspace))
+            .join("logs/audit.jsonl")
+    }
+
     fn new(managed: &str) -> Self {
         let admin = tempfile::tempdir().unwrap();
         let path = admin.path().join("managed.toml");
@@ -282,7 +291,7 @@ fn the_managed_network_rule_overrides_policy_toml() {
             .output()
             .unwrap();
         assert!(out.status.code() != Some(2), "{}", stderr(&out));
-        let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+        let audit = std::fs::read_to_string(machine.audit_log(dir.path())).unwrap();
         let last = audit
             .lines()
             .rfind(|l| l.contains("\"tool_result\"") && l.contains("run_cmd"))
@@ -358,7 +367,7 @@ fn audit_verify_passes_on_a_session_and_names_an_edit_a_deletion_and_a_cut_tail(
         .output()
         .unwrap();
     common::assert_success(&out);
-    let own = dir.path().join(".agent/logs/audit.jsonl");
+    let own = machine.audit_log(dir.path());
     let sinks: Vec<PathBuf> = std::fs::read_dir(machine.sink())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -467,7 +476,7 @@ fn a_required_sandbox_cannot_be_turned_off_and_protected_paths_are_not_written()
     let out = ask(&[]);
     assert!(out.status.code() != Some(2), "{}", stderr(&out));
     assert!(!dir.path().join("deploy/prod.env").exists());
-    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(machine.audit_log(dir.path())).unwrap();
     assert!(
         audit.contains("lies in the protected path deploy"),
         "{audit}"

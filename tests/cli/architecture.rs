@@ -392,6 +392,24 @@ fn is_runtime_path(span: &str) -> bool {
         ".venv",
         "s3:",
         "session/",
+        // The state folder's layout, and the team's and the user's files.
+        "$",
+        "*.",
+        ".claude",
+        "CLAUDE.md",
+        "audit_dir/",
+        "cache/",
+        "checkpoints/",
+        "commands/",
+        "config.toml",
+        "config.local.toml",
+        "hooks/",
+        "index/",
+        "logs/",
+        "policy.toml",
+        "policy.local.toml",
+        "shared/",
+        "skills/",
     ]
     .iter()
     .any(|p| span.starts_with(p))

@@ -163,14 +163,15 @@ fn a_remote_mcp_server_over_http_is_trusted_listed_and_called_with_headers_from_
     );
     let out = agent_in(dir.path())
         .env("AGENT_TEST_TEAM_TOKEN", TOKEN)
-        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .args(["ask", "--trust", "--json", "--mode", "yolo", "--script"])
         .arg(&script)
         .arg("What holds up ticket 3?")
         .output()
         .unwrap();
     common::assert_success(&out);
     assert_eq!(json_of(&out)["finish"], "answered");
-    let audit = std::fs::read_to_string(dir.path().join(".agent/logs/audit.jsonl")).unwrap();
+    let audit =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
     let results: Vec<String> = audit
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())

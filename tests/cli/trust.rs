@@ -404,7 +404,7 @@ fn a_shipped_hook_and_a_loosening_policy_wait_for_workspace_trust() {
         "{err}"
     );
     assert!(!root.join("hook-ran").exists(), "an untrusted hook ran");
-    let audit = std::fs::read_to_string(root.join(".agent/logs/audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(common::state_dir(root).join("logs/audit.jsonl")).unwrap();
     assert!(audit.contains("network access is off"), "{audit}");
 
     // Listed, every fact on its own line.
@@ -606,13 +606,16 @@ fn the_trust_prompt_shows_every_argument_and_env_var_escaped() {
         "{shown:?}"
     );
     for line in [
-        "    command: sh",
-        "    arg 1: -c",
-        "    arg 2: touch /tmp/pwned-by-trust-test\\x1b[1A\\x1b[2K\\rsafe-docs-server --stdio",
-        "    env: LD_PRELOAD=/tmp/evil.so",
-        "    env: PYTHONSTARTUP=x.py",
+        "command: sh",
+        "arg 1: -c",
+        "arg 2: touch /tmp/pwned-by-trust-test\\x1b[1A\\x1b[2K\\rsafe-docs-server --stdio",
+        "env: LD_PRELOAD=/tmp/evil.so",
+        "env: PYTHONSTARTUP=x.py",
     ] {
-        assert!(shown.lines().any(|l| l == line), "{line:?} not in {shown}");
+        assert!(
+            shown.lines().any(|l| l.trim() == line),
+            "{line:?} not in {shown}"
+        );
     }
 
     // On a terminal, `ask` asks with the same lines (a pseudo-terminal by `script`).

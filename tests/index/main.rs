@@ -55,7 +55,22 @@ impl ConfigLoader {
 }
 "#;
 
+/// The binary, with this process's state home: the index the test opened
+/// in-process is the one it finds.
+fn agent_bin() -> std::process::Command {
+    agent_base::paths::isolate_for_tests();
+    let mut cmd = common::agent_bin();
+    for var in ["XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"] {
+        if let Some(value) = std::env::var_os(var) {
+            cmd.env(var, value);
+        }
+    }
+    cmd
+}
+
 fn write(root: &Path, rel: &str, content: &[u8]) {
+    // The index in-process and the binary share one state home.
+    agent_base::paths::isolate_for_tests();
     let p = root.join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, content).unwrap();
@@ -103,6 +118,7 @@ fn indexed_repo() -> (tempfile::TempDir, Index, CancelToken) {
 }
 
 fn options() -> IndexOptions {
+    agent_base::paths::isolate_for_tests();
     IndexOptions {
         threads: 1,
         ..IndexOptions::default()
@@ -425,13 +441,13 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
     assert!(!status.complete);
 
     // A partial index says so, in --status and in search.
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["index", "--status"])
         .arg(dir.path())
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("partial"));
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["search", "--json", "--root"])
         .arg(dir.path())
         .arg("function")
@@ -544,8 +560,10 @@ fn a_session_ending_leaves_the_index_neither_partial_nor_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     common::tiny_model();
     sensor_files(dir.path(), "*");
+    // Small fill groups: the end of the session is seen between two.
     let background = || IndexOptions {
         background: true,
+        fill_commit: 4,
         ..options()
     };
     let mut index = Index::open_writer(dir.path(), background()).unwrap();
@@ -655,7 +673,7 @@ fn kill_9_while_embedding_loses_at_most_one_step() {
     let dir = common::tempdir();
     common::tiny_model();
     sensor_files(dir.path(), "*");
-    let mut child = common::agent_bin()
+    let mut child = agent_bin()
         .args(["index", "--json"])
         .arg(dir.path())
         .stdout(std::process::Stdio::null())
@@ -756,7 +774,7 @@ fn code_ranks_before_docs_unless_the_query_asks_for_docs() {
 #[test]
 fn indexing_keeps_state_out_of_git_and_names_its_root_outside_a_repository() {
     let dir = repo();
-    let out = common::agent_bin()
+    let out = agent_bin()
         .current_dir(dir.path())
         .arg("index")
         .output()
@@ -848,7 +866,7 @@ fn the_watcher_stays_idle_when_files_are_only_read() {
 #[test]
 fn cli_index_status_and_search_json() {
     let dir = repo();
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["index", "--json"])
         .arg(dir.path())
         .output()
@@ -857,7 +875,7 @@ fn cli_index_status_and_search_json() {
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["files_indexed"], 3);
 
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["search", "--json", "-k", "2", "--root"])
         .arg(dir.path())
         .arg("edit distance")
@@ -871,7 +889,7 @@ fn cli_index_status_and_search_json() {
     }
     assert_eq!(first["symbol"], "levenshtein");
 
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["index", "--status", "--json"])
         .arg(dir.path())
         .output()
@@ -881,7 +899,7 @@ fn cli_index_status_and_search_json() {
 
     // Searching where there is no index names the fix.
     let empty = common::tempdir();
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["search", "--root"])
         .arg(empty.path())
         .arg("x")
@@ -905,7 +923,7 @@ impl Drop for Watcher {
 fn spawn_watcher(dir: &Path) -> (Watcher, std::sync::mpsc::Receiver<serde_json::Value>) {
     use std::io::BufRead;
     let mut child = Watcher(
-        common::agent_bin()
+        agent_bin()
             .args(["index", "--watch", "--json"])
             .arg(dir)
             .stdout(std::process::Stdio::piped())
@@ -1077,7 +1095,11 @@ impl SmallDisk {
     /// `None` where root's `mount` fails; a user who is not root cannot
     /// mount at all, which [`skip_unless_root`] says first.
     fn mount(kib: usize) -> Option<Self> {
-        let dir = common::tempdir().keep();
+        Self::mount_at(common::tempdir().keep(), kib)
+    }
+
+    /// A tmpfs over `dir` (which exists).
+    fn mount_at(dir: std::path::PathBuf, kib: usize) -> Option<Self> {
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
             .arg(&dir)
@@ -1109,10 +1131,15 @@ impl Drop for SmallDisk {
 fn a_full_disk_never_deletes_rows() {
     common::tiny_model();
     skip_unless_root!();
-    let Some(disk) = SmallDisk::mount(16 * 1024) else {
+    // The index lives in the state folder: that is the disk that fills.
+    agent_base::paths::isolate_for_tests();
+    let root = common::tempdir().keep().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    let state = agent_base::paths::state_dir(&root);
+    std::fs::create_dir_all(&state).unwrap();
+    let Some(disk) = SmallDisk::mount_at(state.clone(), 16 * 1024) else {
         agent_base::skip!("root cannot mount a tmpfs here");
     };
-    let root = disk.0.join("repo");
     let version = |op: &str| sensor_files(&root, op);
     // Both versions indexed once, so going back embeds nothing: the only
     // big write left is the chunk table's.
@@ -1126,7 +1153,7 @@ fn a_full_disk_never_deletes_rows() {
     version("*");
 
     // Fill the disk, leaving a few pages for SQLite's bookkeeping.
-    let filler = root.join("filler.bin");
+    let filler = disk.0.join("filler.bin");
     let mut f = std::fs::File::create(&filler).unwrap();
     let block = vec![0u8; 64 * 1024];
     while std::io::Write::write_all(&mut f, &block).is_ok() {}
@@ -1163,10 +1190,14 @@ fn a_full_disk_never_deletes_rows() {
 fn a_failed_update_on_a_full_disk_leaves_the_last_index_searchable() {
     common::tiny_model();
     skip_unless_root!();
-    let Some(disk) = SmallDisk::mount(4 * 1024) else {
+    agent_base::paths::isolate_for_tests();
+    let root = common::tempdir().keep().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    let state = agent_base::paths::state_dir(&root);
+    std::fs::create_dir_all(&state).unwrap();
+    let Some(disk) = SmallDisk::mount_at(state.clone(), 4 * 1024) else {
         agent_base::skip!("root cannot mount a tmpfs here");
     };
-    let root = disk.0.join("repo");
     for i in 0..20 {
         write(
             &root,
@@ -1174,13 +1205,7 @@ fn a_failed_update_on_a_full_disk_leaves_the_last_index_searchable() {
             format!("def handler_{i}(request):\n    \"\"\"Answer request {i} with the cached page.\"\"\"\n    return {i}\n").as_bytes(),
         );
     }
-    let agent = |args: &[&str]| {
-        common::agent_bin()
-            .current_dir(&root)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let agent = |args: &[&str]| agent_bin().current_dir(&root).args(args).output().unwrap();
     common::assert_success(&agent(&["index"]));
     let files_found = || {
         let out = agent(&[
@@ -1206,7 +1231,7 @@ fn a_failed_update_on_a_full_disk_leaves_the_last_index_searchable() {
     let (before, _) = files_found();
     assert!(before >= 10, "{before} files found");
 
-    let filler = root.join("filler.bin");
+    let filler = disk.0.join("filler.bin");
     let mut f = std::fs::File::create(&filler).unwrap();
     let block = vec![0u8; 16 * 1024];
     while std::io::Write::write_all(&mut f, &block).is_ok() {}
@@ -1247,7 +1272,7 @@ fn a_failed_update_on_a_full_disk_leaves_the_last_index_searchable() {
 
 /// `agent index --status --json` in `dir`: (exit code, damage).
 fn status_damage(dir: &Path) -> (Option<i32>, serde_json::Value) {
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["index", "--status", "--json"])
         .arg(dir)
         .output()
@@ -1318,7 +1343,7 @@ fn damage_is_detected_and_repaired_without_re_embedding() {
 
     // The whole table deleted: not "no results".
     std::fs::remove_dir_all(&lance).unwrap();
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["search", "--root"])
         .arg(dir.path())
         .arg("levenshtein")
@@ -1456,7 +1481,7 @@ fn a_server_embeds_an_index_its_searches_and_no_second_embedder() {
     let hits = top(&mut reader, "levenshtein edit distance", SearchMode::Hybrid);
     assert_eq!(hits[0].0, "pkg/strings.py", "{hits:?}");
     drop(reader);
-    let out = common::agent_bin()
+    let out = agent_bin()
         .args(["index", "--status"])
         .arg(dir.path())
         .output()

@@ -357,10 +357,11 @@ pub fn commands(root: &Path) -> Vec<Found> {
         add(Task::Test, &format!("{gradle} test"), "build.gradle");
     }
     for (source, line) in ci_lines(root) {
-        match task_of(&line) {
-            Some(Task::Install) if installs_ci_tooling(&line) => {}
-            Some(task) => add(task, &line, &source),
-            None => {}
+        if installs_ci_tooling(&line) {
+            continue;
+        }
+        if let Some(task) = task_of(&line) {
+            add(task, &line, &source);
         }
     }
     out.sort_by_key(|f| f.task);

@@ -118,6 +118,81 @@ impl EngineConfig {
     }
 }
 
+/// llama.cpp multiplies on Intel AMX tiles wherever the CPU lists them
+/// (`amx_tile` in /proc/cpuinfo), once the kernel grants the tile state
+/// (`arch_prctl(ARCH_REQ_XCOMP_PERM)`). Some virtual machines (Firecracker,
+/// found on this project's CI) grant it and still fault on the first tile
+/// instruction: the process dies of SIGILL in its first prefill. Where the
+/// CPU lists AMX, that one request is refused for this process by a seccomp
+/// filter (all threads), so llama.cpp's own check ("AMX is not ready to be
+/// used!") sends it to its AVX-512 kernels. The filter needs
+/// `no_new_privs` without CAP_SYS_ADMIN: the agent's own children then
+/// cannot gain privileges through setuid programs either (its commands never
+/// could, inside the sandbox). Done before llama.cpp starts; a failure to
+/// install it is logged and changes nothing.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn refuse_amx_tiles() {
+    const ARCH_REQ_XCOMP_PERM: u32 = 0x1023;
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if !cpuinfo.split_whitespace().any(|flag| flag == "amx_tile") {
+        return;
+    }
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    // seccomp_data: nr at 0, args[0] (low half on x86_64) at 16.
+    let filter = [
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            3,
+            libc::SYS_arch_prctl as u32,
+        ),
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 16),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            1,
+            ARCH_REQ_XCOMP_PERM,
+        ),
+        op(
+            libc::BPF_RET | libc::BPF_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        ),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ];
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: prctl takes integers; seccomp reads `program`, which outlives
+    // the call, and copies the filter into the kernel.
+    let installed = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_TSYNC,
+                &program as *const libc::sock_fprog,
+            ) == 0
+    };
+    if !installed {
+        tracing::warn!(
+            "could not keep llama.cpp off AMX tiles ({}); on a VM that lists them without supporting them it dies of SIGILL",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn refuse_amx_tiles() {}
+
 /// The llama.cpp backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, LlmError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
@@ -126,6 +201,7 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
             // llama.cpp prints a lot to stderr; route it into `tracing`, where
             // the CLI's filter keeps it quiet unless `-vv` is given.
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            refuse_amx_tiles();
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()

@@ -306,6 +306,7 @@ mod tests {
             .into(),
             ca_bundle: None,
             startup_timeout_s: None,
+            source: Default::default(),
         }
     }
 

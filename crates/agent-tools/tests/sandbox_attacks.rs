@@ -50,7 +50,7 @@ impl Harness {
         git(&root, &["init", "-q"]);
         git(&root, &["add", "main.py", "AGENTS.md"]);
         git(&root, &["commit", "-qm", "init"]);
-        let policy = Policy::load(&ws.state_dir(), Mode::Yolo).unwrap();
+        let policy = Policy::load(&ws.team_dir(), Mode::Yolo).unwrap();
         Self {
             _dir: dir,
             root,
@@ -217,7 +217,7 @@ fn protected_paths_of_policy_toml_are_read_only_too() {
     )
     .unwrap();
     let ws = Workspace::new(&root).unwrap();
-    let policy = Policy::load(&ws.state_dir(), Mode::Yolo).unwrap();
+    let policy = Policy::load(&ws.team_dir(), Mode::Yolo).unwrap();
     let h = Harness {
         root: ws.root().to_path_buf(),
         _dir: dir,

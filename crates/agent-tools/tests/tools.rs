@@ -1415,7 +1415,7 @@ fn denied_commands_never_run() {
     // policy.toml deny rules apply too.
     let mut h = Harness::new();
     h.write(".agent/policy.toml", "deny = [\"^touch \"]\n");
-    h.policy = Policy::load(&h.ws.state_dir(), Mode::Yolo).unwrap();
+    h.policy = Policy::load(&h.ws.team_dir(), Mode::Yolo).unwrap();
     err(
         &h.call("run_cmd", json!({"command": "echo a;  touch created.txt"})),
         ErrorClass::PolicyDenied,
@@ -1493,7 +1493,7 @@ fn commands_cannot_change_the_agents_own_folder() {
     assert!(!h.exists(".agent/config.toml"));
     // The next session's policy is the user's.
     assert!(
-        !Policy::load(&h.ws.state_dir(), Mode::Yolo)
+        !Policy::load(&h.ws.team_dir(), Mode::Yolo)
             .unwrap()
             .allow_network
     );
@@ -1646,7 +1646,7 @@ fn run_cmd_scrubs_secrets_from_the_environment() {
     // HOME is surely set; scrub it by policy to see the scrubbing end to end.
     assert!(std::env::var_os("HOME").is_some());
     h.write(".agent/policy.toml", "scrub_env = [\"HOME\"]\n");
-    h.policy = Policy::load(&h.ws.state_dir(), Mode::Yolo).unwrap();
+    h.policy = Policy::load(&h.ws.team_dir(), Mode::Yolo).unwrap();
     let out = h.call(
         "run_cmd",
         json!({"command": "echo \"home=${HOME:-unset} path=${PATH:+set}\""}),

@@ -369,7 +369,6 @@ fn as_root_commands_make_no_device_node_and_change_nothing_of_the_host() {
 }
 
 #[test]
-#[ignore = "2000 processes started: the per-command pids cgroup is not enforced on this machine as root (stop 44, issue 39); see the closing note"]
 fn limits_stop_a_process_flood_and_an_oversized_allocation() {
     if !fenced() {
         return;

@@ -266,8 +266,9 @@ fn a_malformed_managed_file_fails_closed_with_line_and_column() {
     assert!(stderr(&out).contains("managed.toml:"), "{}", stderr(&out));
 }
 
+/// The workspace is trusted (`--trust`), so its policy.toml may loosen the
+/// network rule; the managed file still wins.
 #[test]
-#[ignore = "fails on the merged main of stop 44, not yet diagnosed (issue 41); see the closing note"]
 fn the_managed_network_rule_overrides_policy_toml() {
     let dir = repo();
     std::fs::create_dir_all(dir.path().join(".agent")).unwrap();
@@ -286,7 +287,7 @@ fn the_managed_network_rule_overrides_policy_toml() {
     let curl_denied = |machine: &Machine| {
         let out = machine
             .agent(dir.path())
-            .args(["ask", "--json", "--mode", "yolo", "--script"])
+            .args(["ask", "--trust", "--json", "--mode", "yolo", "--script"])
             .arg(&script)
             .arg("Fix calc.py")
             .output()

@@ -110,7 +110,6 @@ fn an_old_layout_is_moved_and_a_teams_files_stay_committable() {
 }
 
 #[test]
-#[ignore = "the scripted run ends with no turn left on the merged main of stop 44, not yet diagnosed (issue 39); see the closing note"]
 fn a_sandboxed_command_cannot_write_the_state_folder() {
     let dir = repo();
     let state = common::state_dir(dir.path());
@@ -124,7 +123,8 @@ fn a_sandboxed_command_cannot_write_the_state_folder() {
         dir.path(),
         json!([
             json!({"thought": "t", "tool": "run_cmd", "args": {"command": command}}).to_string(),
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "ran the command"}}"#
+            // An answer about the code: the judge asks again on one that is not.
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "ran the command; calc.py builds"}}"#
         ]),
     );
     let out = agent_in(dir.path())

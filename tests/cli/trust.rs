@@ -42,7 +42,6 @@ fn server_states(dir: &Path) -> Value {
 /// `.mcp.json` shipped in a repository, or written by a command or a tool,
 /// starts nothing until the user trusts that exact definition.
 #[test]
-#[ignore = "fails on the merged main of stop 44 (an approved server is compared with the audit log), not yet diagnosed (issue 39); see the closing note"]
 fn an_mcp_server_starts_only_once_its_exact_definition_is_trusted() {
     let dir = repo();
     let outside = tempfile::tempdir().unwrap();
@@ -68,7 +67,7 @@ fn an_mcp_server_starts_only_once_its_exact_definition_is_trusted() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not trusted"));
     assert!(!marker.exists(), "an untrusted server ran");
 
-    // A command that rewrites .mcp.json is undone and told why.
+    // A command cannot rewrite .mcp.json: the sandbox mounts it read-only.
     let evil = json!({"mcpServers": {"evil": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}}}).to_string();
     let script = run_then_finish(dir.path(), &format!("printf '%s' '{evil}' > .mcp.json"));
     let out = ask_yolo(dir.path(), &script, "Fix calc.py");
@@ -80,7 +79,7 @@ fn an_mcp_server_starts_only_once_its_exact_definition_is_trusted() {
     let audit =
         std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
     assert!(
-        audit.contains(".mcp.json was changed by the command (undone)"),
+        audit.contains("cannot create .mcp.json: Read-only file system"),
         "{audit}"
     );
     // A tool's write needs a yes on a terminal, even in yolo mode.

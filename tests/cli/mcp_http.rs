@@ -102,11 +102,9 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-#[ignore = "fails at the scripted ask that calls the remote tools, not yet diagnosed (issue 41 item 4); see the closing note"]
 fn a_remote_mcp_server_over_http_is_trusted_listed_and_called_with_headers_from_env() {
     let Some(python) = mcp_python() else {
-        eprintln!("skipped: AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
-        return;
+        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let logs = tempfile::tempdir().unwrap();
@@ -166,7 +164,9 @@ fn a_remote_mcp_server_over_http_is_trusted_listed_and_called_with_headers_from_
         .env("AGENT_TEST_TEAM_TOKEN", TOKEN)
         .args(["ask", "--trust", "--json", "--mode", "yolo", "--script"])
         .arg(&script)
-        .arg("What holds up ticket 3?")
+        // Names the tool's words, so the gate hands it over (the gate's
+        // own tests cover the routing).
+        .arg("Look up ticket 3: what holds it up?")
         .output()
         .unwrap();
     common::assert_success(&out);
@@ -183,8 +183,12 @@ fn a_remote_mcp_server_over_http_is_trusted_listed_and_called_with_headers_from_
         results[0].contains("the deploy waits on a review"),
         "{results:?}"
     );
-    let reversed: String = format!("Bearer {TOKEN}").chars().rev().collect();
-    assert!(results[1].contains(&reversed), "{results:?}");
+    // The server echoes the header reversed; the token, reversed or not, is
+    // a secret of the environment, so the log holds it redacted: it arrived.
+    assert!(
+        results[1].contains("authorization reversed: [redacted] reraeB"),
+        "{results:?}"
+    );
     // The secret itself is in no file the agent wrote.
     assert_eq!(files_holding(dir.path(), TOKEN), Vec::<String>::new());
 

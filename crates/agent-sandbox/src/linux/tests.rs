@@ -49,11 +49,19 @@ fn run(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
 /// Skips (saying why) where the kernel cannot do what a test checks.
 fn fenced() -> bool {
     if landlock_abi().is_none() {
-        eprintln!("skipped: this kernel has no Landlock");
+        agent_base::testing::skipped(
+            module_path!(),
+            "this kernel has no Landlock",
+            agent_base::testing::Need::Required,
+        );
         return false;
     }
     if !support().mounts() {
-        eprintln!("skipped: no user namespace here, so no read-only or hidden sets");
+        agent_base::testing::skipped(
+            module_path!(),
+            "no user namespace here, so no read-only or hidden sets",
+            agent_base::testing::Need::Required,
+        );
         return false;
     }
     true
@@ -180,7 +188,11 @@ fn limits_stop_a_fork_flood_and_a_large_allocation() {
         cpu_s: Some(30),
     };
     if s.root && child::pids_cgroup_base().is_none() {
-        eprintln!("skipped the process limit: root, and no pids cgroup is writable here");
+        agent_base::testing::skipped(
+            module_path!(),
+            "the process limit: root, and no pids cgroup is writable here",
+            agent_base::testing::Need::Optional,
+        );
     } else {
         // `echo` is a builtin: the file counts the processes that started.
         let (_, out) = run(

@@ -61,9 +61,13 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
             super::chat::open_agent_with(printer, &args.agent, args.max_tokens, sampling, None)?;
         // Shown, not asked: no session is saved and nothing is logged.
         session.agent.stop_recording();
-        session
-            .agent
-            .handle(&request, &mut QuietUi, session.approver.as_mut(), cancel)?;
+        let outcome =
+            session
+                .agent
+                .handle(&request, &mut QuietUi, session.approver.as_mut(), cancel)?;
+        if let Some(sizes) = outcome.first_prompt {
+            eprintln!("{}", agent_core::first_prompt::describe(&sizes));
+        }
         return Ok(exit::OK);
     }
     let mut session =

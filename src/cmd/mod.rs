@@ -126,6 +126,16 @@ pub fn prompt_printer(
             move || cancel.cancel()
         }),
     );
+    // Sized as the engine would size it: its window and its prefill rate
+    // (measured on this machine, else estimated), without loading weights.
+    match agent_engine::engine::sizing(&config) {
+        Ok(sizing) => {
+            replay = replay
+                .with_context_size(sizing.n_ctx)
+                .with_prefill_rate(sizing.prefill_rate);
+        }
+        Err(e) => tracing::warn!("the prompt is sized by defaults: {e}"),
+    }
     if let Some(tokens) = args.ctx_size {
         replay = replay.with_context_size(tokens as usize);
     }

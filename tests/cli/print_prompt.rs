@@ -337,3 +337,41 @@ fn every_call_of_a_turn_runs_in_order_with_its_own_result() {
         "{v}"
     );
 }
+
+/// Found on pytest: `--print-prompt` showed a 2,621-token map and 4 results
+/// (rate "default") where the real ask sent 256 and 2. It sizes the prompt
+/// by the engine's own window and prefill rate, and says which.
+#[test]
+fn print_prompt_sizes_the_first_prompt_as_the_real_run_does_and_says_by_what() {
+    let dir = repo();
+    let question = "Where is add defined in calc.py?";
+    let real = || {
+        let out = agent_in(dir.path())
+            .args(["ask", "--json", "--max-steps", "1", "--model"])
+            .arg(common::tiny_model())
+            .arg(question)
+            .output()
+            .unwrap();
+        json_of(&out)["first_prompt"].clone()
+    };
+    // The first run measures this machine's prefill rate; the print and
+    // the next run size by it.
+    real();
+    let out = agent_in(dir.path())
+        .args(["ask", "--print-prompt", "--model"])
+        .arg(common::tiny_model())
+        .arg(question)
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let sized = real();
+    assert_eq!(sized["rate_source"], "measured", "{sized}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "first prompt: {} map tokens, {} search results (prefill {} tokens/s, measured;",
+        sized["map_tokens"],
+        sized["prefetch_results"],
+        sized["prefill_tokens_per_s"].as_f64().unwrap()
+    );
+    assert!(said.contains(&expected), "{expected}\n{said}");
+}

@@ -50,6 +50,19 @@ pub struct FirstPrompt {
     pub fixed_tokens: usize,
 }
 
+/// One line on the sizes and what they follow, for a log or `--print-prompt`.
+pub fn describe(p: &FirstPrompt) -> String {
+    format!(
+        "first prompt: {} map tokens, {} search results (prefill {} tokens/s, {}; {} fixed tokens)",
+        p.map_tokens,
+        p.prefetch_results,
+        p.prefill_tokens_per_s
+            .map_or_else(|| "?".to_string(), |r| r.to_string()),
+        p.rate_source,
+        p.fixed_tokens
+    )
+}
+
 /// The sizes for a model prefilling at `rate`, whose first prompt holds
 /// `fixed_tokens` besides map and results: what the target time leaves
 /// after the fixed part goes to the map and the results in proportion to

@@ -587,16 +587,7 @@ impl Agent {
             results: self.config.prefetch,
         };
         let sizes = first_prompt::size(self.provider.prefill_rate(), fixed_tokens, caps);
-        tracing::info!(
-            "first prompt: {} map tokens, {} search results (prefill {} tokens/s, {}; {} fixed tokens)",
-            sizes.map_tokens,
-            sizes.prefetch_results,
-            sizes
-                .prefill_tokens_per_s
-                .map_or_else(|| "?".to_string(), |r| r.to_string()),
-            sizes.rate_source,
-            sizes.fixed_tokens
-        );
+        tracing::info!("{}", first_prompt::describe(&sizes));
         self.prefetch_results = sizes.prefetch_results;
         self.first_prompt = Some(sizes);
         sizes

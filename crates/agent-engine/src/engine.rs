@@ -285,6 +285,83 @@ fn inspect(path: &Path) -> Result<gguf::GgufInfo, LlmError> {
     })
 }
 
+/// The book of measured prefill rates for this model, placement, thread
+/// count and batch size (None without `config.prefill_rates`).
+fn rate_book(
+    config: &EngineConfig,
+    plan: &Plan,
+    model_file: &prompt_cache::ModelFile,
+    threads: i32,
+    n_batch: u32,
+) -> Option<RateBook> {
+    let rates_file = config.prefill_rates.as_ref()?;
+    let on_gpu = plan.gpu_layers > 0;
+    let device = plan.device.as_ref().filter(|_| on_gpu).map(|d| &d.name);
+    let placement = match device {
+        Some(name) => format!(
+            "{}/{} layers on {name}, {threads} threads",
+            plan.gpu_layers, plan.model_layers
+        ),
+        None => format!("CPU, {threads} threads"),
+    };
+    let context = format!(
+        "prefill gpu_layers={} device={device:?} threads={threads} batch={n_batch}",
+        plan.gpu_layers
+    );
+    let key = model_file.key(&context);
+    let model = config
+        .model_path
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    Some(RateBook::new(
+        rates_file,
+        prompt_cache::hex(&key),
+        model,
+        placement,
+    ))
+}
+
+/// What a loaded engine would size its first prompt by, without loading
+/// the weights: its context window and its prefill rate (measured on this
+/// machine, else estimated). `--print-prompt` sizes by it, as a real run does.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizing {
+    pub n_ctx: usize,
+    pub prefill_rate: PrefillRate,
+}
+
+pub fn sizing(config: &EngineConfig) -> Result<Sizing, LlmError> {
+    let (plan, _) = plan(config, &devices()?)?;
+    let n_ctx = plan.n_ctx.max(64);
+    let threads = config.threads.unwrap_or_else(default_threads).max(1);
+    let n_batch = config.batch_size.clamp(8, n_ctx);
+    let measured = prompt_cache::ModelFile::read(&config.model_path)
+        .ok()
+        .and_then(|file| rate_book(config, &plan, &file, threads, n_batch))
+        .as_ref()
+        .and_then(RateBook::read);
+    let prefill_rate = match measured {
+        Some(tokens_per_s) => PrefillRate {
+            tokens_per_s,
+            source: RateSource::Measured,
+        },
+        None => PrefillRate {
+            tokens_per_s: prefill_rate::estimate(
+                inspect(&config.model_path)?.parameters,
+                threads,
+                plan.gpu_layers,
+                plan.model_layers,
+            ),
+            source: RateSource::Estimated,
+        },
+    };
+    Ok(Sizing {
+        n_ctx: n_ctx as usize,
+        prefill_rate,
+    })
+}
+
 pub fn default_threads() -> i32 {
     std::thread::available_parallelism().map_or(4, |n| n.get() as i32)
 }
@@ -456,32 +533,9 @@ impl LlamaEngine {
                 let context = format!("n_ctx={n_ctx} offload_kqv={on_gpu} seq=0");
                 PromptCache::new(cache, file.key(&context))
             });
-        let rates = config
-            .prefill_rates
+        let rates = model_file
             .as_ref()
-            .zip(model_file.as_ref())
-            .and_then(|(rates_file, model_file)| {
-                let device = plan.device.as_ref().filter(|_| on_gpu).map(|d| &d.name);
-                let placement = match device {
-                    Some(name) => format!(
-                        "{}/{} layers on {name}, {threads} threads",
-                        plan.gpu_layers, plan.model_layers
-                    ),
-                    None => format!("CPU, {threads} threads"),
-                };
-                let context = format!(
-                    "prefill gpu_layers={} device={device:?} threads={threads} batch={n_batch}",
-                    plan.gpu_layers
-                );
-                let key = model_file.key(&context);
-                let model = path.file_name()?.to_string_lossy().into_owned();
-                Some(RateBook::new(
-                    rates_file,
-                    prompt_cache::hex(&key),
-                    model,
-                    placement,
-                ))
-            });
+            .and_then(|file| rate_book(config, &plan, file, threads, n_batch));
         let measured_rate = rates.as_ref().and_then(RateBook::read);
         Ok(Self {
             ctx: ManuallyDrop::new(ctx),

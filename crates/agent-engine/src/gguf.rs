@@ -28,6 +28,9 @@ pub struct GgufInfo {
     /// K and V bytes per token over all layers at f16, from the attention
     /// shape; what the context window costs in memory.
     pub kv_bytes_per_token: Option<u64>,
+    /// Weights over all tensors (what `llama_model_n_params` counts once
+    /// loaded), read from the tensor table without loading the model.
+    pub parameters: u64,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -204,6 +207,7 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
         file_size,
         layers: None,
         kv_bytes_per_token: None,
+        parameters: 0,
     };
     let mut alignment = 32u64;
     // Architecture-prefixed integers (`llama.block_count`, ...): the prefix
@@ -260,6 +264,8 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
         let bytes = tensor_bytes(ggml_type, &dims).ok_or_else(|| {
             GgufError::Corrupt(format!("tensor {name} has unknown type {ggml_type}"))
         })?;
+        let elements = dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d));
+        info.parameters = info.parameters.saturating_add(elements);
         ends.push((name, offset.saturating_add(bytes)));
     }
     let header_end = r.pos()?;
@@ -318,6 +324,7 @@ mod tests {
         let info = inspect(f.path()).unwrap();
         assert_eq!(info.architecture.as_deref(), Some("llama"));
         assert_eq!(info.tensor_count, 1);
+        assert_eq!(info.parameters, 8);
     }
 
     #[test]

@@ -17,8 +17,8 @@ use serde_json::json;
 use crate::chat::{ChatFormat, Constraint, Rendered};
 use crate::stream::{Deltas, TurnKind, TurnStreamer};
 use crate::{
-    Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message, Provider,
-    TemplateInfo, ToolCall, ToolSpec,
+    Completion, CompletionRequest, Event, FinishReason, Flow, LlmError, Message, PrefillRate,
+    Provider, TemplateInfo, ToolCall, ToolSpec,
 };
 
 /// One recorded turn.
@@ -130,6 +130,8 @@ pub struct ScriptedProvider {
     counter: Option<TokenCounter>,
     /// The window it claims (`--ctx-size`), so replays can test a small one.
     context: usize,
+    /// The prefill rate it claims (`--print-prompt`: the real engine's).
+    rate: Option<PrefillRate>,
     /// Every request received, in order, for tests to inspect.
     pub requests: Vec<CompletionRequest>,
     /// Every request's prompt and grammar, as the engine would get them.
@@ -146,6 +148,7 @@ impl ScriptedProvider {
         Self {
             turns,
             next: 0,
+            rate: None,
             format: ChatFormat::chatml(),
             printer: None,
             counter: None,
@@ -175,6 +178,13 @@ impl ScriptedProvider {
     /// Claims a context window of `tokens` (default 32,768).
     pub fn with_context_size(mut self, tokens: usize) -> Self {
         self.context = tokens;
+        self
+    }
+
+    /// Claims the prefill rate `rate`, so the first prompt is sized as the
+    /// engine would size it.
+    pub fn with_prefill_rate(mut self, rate: PrefillRate) -> Self {
+        self.rate = Some(rate);
         self
     }
 
@@ -229,6 +239,10 @@ impl Provider for ScriptedProvider {
 
     fn answers_side_requests(&self) -> bool {
         false
+    }
+
+    fn prefill_rate(&self) -> Option<PrefillRate> {
+        self.rate
     }
 
     fn context_size(&self) -> usize {

@@ -534,6 +534,9 @@ impl<'s> Builder<'s> {
         if self.lang == Lang::Python && kind == DefKind::Constant && name.starts_with("__") {
             return None; // __all__, __version__: bookkeeping, not API
         }
+        if self.lang == Lang::Python && self.is_overload(node) {
+            return None; // a typing stub: the implementation below is the entry
+        }
         self.tags.defs.push(Def {
             name: name.to_string(),
             kind,
@@ -616,10 +619,28 @@ impl<'s> Builder<'s> {
         squash(&self.src[start..end], self.lang)
     }
 
+    /// A Python `def` under `@overload` (or `@typing.overload`).
+    fn is_overload(&self, node: Node) -> bool {
+        let Some(parent) = node.parent().filter(|p| p.kind() == "decorated_definition") else {
+            return false;
+        };
+        let mut cursor = parent.walk();
+        let found = parent.children(&mut cursor).any(|child| {
+            child.kind() == "decorator"
+                && matches!(
+                    self.text(child).trim_start_matches('@').trim(),
+                    "overload" | "typing.overload" | "t.overload"
+                )
+        });
+        found
+    }
+
     fn finish(mut self) -> FileTags {
+        let python = self.lang == Lang::Python;
         let mut refs: Vec<(String, u32)> = self
             .refs
             .into_iter()
+            .filter(|(k, _)| !(python && is_python_builtin(k)))
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         refs.sort_unstable();
@@ -635,6 +656,85 @@ impl<'s> Builder<'s> {
         }
         self.tags
     }
+}
+
+/// Names Python code uses from the language itself (builtins, `typing`):
+/// `str(x)` calls the builtin, not a project's `LineMatcher.str`, and
+/// `from typing import TYPE_CHECKING` is no use of a module's own
+/// `TYPE_CHECKING = False`; counted, they put such definitions atop the map.
+fn is_python_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        "str"
+            | "int"
+            | "float"
+            | "bool"
+            | "bytes"
+            | "list"
+            | "dict"
+            | "set"
+            | "frozenset"
+            | "tuple"
+            | "type"
+            | "object"
+            | "len"
+            | "range"
+            | "print"
+            | "isinstance"
+            | "issubclass"
+            | "getattr"
+            | "setattr"
+            | "hasattr"
+            | "delattr"
+            | "super"
+            | "repr"
+            | "hash"
+            | "iter"
+            | "next"
+            | "open"
+            | "min"
+            | "max"
+            | "sum"
+            | "any"
+            | "all"
+            | "sorted"
+            | "reversed"
+            | "enumerate"
+            | "zip"
+            | "map"
+            | "filter"
+            | "format"
+            | "vars"
+            | "callable"
+            | "property"
+            | "staticmethod"
+            | "classmethod"
+            | "Exception"
+            | "ValueError"
+            | "TypeError"
+            | "KeyError"
+            | "IndexError"
+            | "AttributeError"
+            | "RuntimeError"
+            | "NotImplementedError"
+            | "TYPE_CHECKING"
+            | "Optional"
+            | "Union"
+            | "Any"
+            | "List"
+            | "Dict"
+            | "Tuple"
+            | "Set"
+            | "Callable"
+            | "Iterable"
+            | "Iterator"
+            | "Sequence"
+            | "Mapping"
+            | "overload"
+            | "cast"
+            | "TypeVar"
+            | "Generic"
+    )
 }
 
 /// Identifiers of `src` (`[A-Za-z_][A-Za-z0-9_]*`, at least
@@ -960,13 +1060,10 @@ def request(method, url, **kwargs):
             "HTTPAdapter", // import + call
             "BaseAdapter", // aliased import
             "adapters",    // module imported from
-            "Optional",    // type annotation
-            "Request",
+            "Request",     // type annotation
             "PreparedRequest",
             "Base",         // superclass
-            "Exception",    // superclass
             "prepare",      // attribute call
-            "property",     // decorator
             "SessionError", // except clause
             "Session",
             "utils",
@@ -974,6 +1071,11 @@ def request(method, url, **kwargs):
             assert!(t.ref_count(name) > 0, "missing ref {name}: {:?}", t.refs);
         }
         assert_eq!(t.ref_count("HTTPAdapter"), 2);
+        // The language's own names (annotation, superclass, decorator) are
+        // no uses of the project's definitions.
+        for builtin in ["Optional", "Exception", "property"] {
+            assert_eq!(t.ref_count(builtin), 0, "{builtin}");
+        }
     }
 
     #[test]
@@ -1153,5 +1255,37 @@ def request(method, url, **kwargs):
             }
         }
         assert_eq!(tag(Lang::Python, ""), FileTags::default());
+    }
+
+    /// Found on pytest: `LineMatcher.str`, `ExceptionInfo.type` and
+    /// `TYPE_CHECKING = False` led the map on the builtins' uses, and each
+    /// `@overload` stub of `fixture` was an entry of its own.
+    #[test]
+    fn python_builtins_are_no_references_and_overload_stubs_no_definitions() {
+        let src = "from typing import TYPE_CHECKING, overload\n\
+TYPE_CHECKING = False\n\
+\n\
+class LineMatcher:\n    def str(self):\n        return str(self.lines) + type(self).__name__\n\
+\n\
+@overload\ndef fixture(f: int) -> int: ...\n\
+@typing.overload\ndef fixture(f: str) -> str: ...\n\
+def fixture(f):\n    return make_fixture(str(f), len(f))\n";
+        for t in [
+            tag(Lang::Python, src),
+            Tagger::new().tag_whole(Lang::Python, src),
+        ] {
+            for builtin in ["str", "type", "len", "TYPE_CHECKING", "overload"] {
+                assert_eq!(t.ref_count(builtin), 0, "{builtin}: {:?}", t.refs);
+            }
+            assert_eq!(t.ref_count("make_fixture"), 1, "{:?}", t.refs);
+            let fixtures: Vec<u32> = t
+                .defs
+                .iter()
+                .filter(|d| d.name == "fixture")
+                .map(|d| d.line)
+                .collect();
+            assert_eq!(fixtures, [12], "{:?}", t.defs);
+            assert!(t.defs.iter().any(|d| d.name == "str"), "{:?}", t.defs);
+        }
     }
 }

@@ -21,7 +21,8 @@ python3 "$ROOT/scripts/bench_corpus.py" code "$data/code" >/dev/null
 repo="$data/code/flask"
 (cd "$repo" && git init -q . 2>/dev/null || true)
 "$AGENT_BIN" index "$repo" >/dev/null 2>&1
-size() { du -sm "$repo/.agent/index" | cut -f1; }
+index_dir="$(state_dir "$repo")/index"
+size() { du -sm "$index_dir" | cut -f1; }
 "$AGENT_BIN" index "$repo" --watch --json >"$data/updates.jsonl" 2>/dev/null &
 watcher=$!
 sleep 5

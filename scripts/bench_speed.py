@@ -111,12 +111,19 @@ def dir_size(path):
 
 def prompt_cache(reps, model):
     work = Path(tempfile.mkdtemp(prefix="bench-speed-"))
+    saved = {}
     try:
         repo = work / "repo"
         shutil.copytree(SOURCES, repo / "src")
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        # The agent's state (index, prompt cache) in this run's own homes,
+        # outside the repository: the cache's folder is found, not assumed.
+        for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")):
+            saved[var] = os.environ.get(var)
+            os.environ[var] = str(work / sub)
         subprocess.run([AGENT, "index", str(repo)], cwd=repo, check=True, capture_output=True)
-        kv = repo / ".agent/cache/kv"
+        (workspace,) = (work / "state/agent/workspaces").iterdir()
+        kv = workspace / "cache/kv"
         questions = [
             "Where does the engine decide how many layers go on the GPU?",
             "How does the prompt cache check that a file on disk is not damaged?",
@@ -169,6 +176,11 @@ def prompt_cache(reps, model):
         )
         return summary
     finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
         shutil.rmtree(work, ignore_errors=True)
 
 

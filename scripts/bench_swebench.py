@@ -34,12 +34,26 @@ import run  # noqa: E402
 MODES = ["bm25", "vector", "hybrid"]
 MAP_TOKENS = 1024
 WORK = os.path.join(prepare.CACHE, "bench-work")
-CACHE_FILE = os.path.join(".agent", "index", "embeddings.sqlite")
+
+
+def index_dir(work):
+    """The index of the workspace WORK: in the agent's state folder, outside the tree
+    (agent_base::paths::state_dir: the folder's name, then 16 hex digits of the sha256 of its path)."""
+    import hashlib, re
+    canonical = os.path.realpath(work)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(canonical) or "root")[:40]
+    key = f"{name}-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(base, "agent", "workspaces", key, "index")
+
+
+def cache_file(work):
+    return os.path.join(index_dir(work), "embeddings.sqlite")
 
 
 def seed_cache(near_work, work):
     """Copy NEAR_WORK's embedding cache into WORK so unchanged chunks are not embedded again."""
-    src, dst = os.path.join(near_work, CACHE_FILE), os.path.join(work, CACHE_FILE)
+    src, dst = cache_file(near_work), cache_file(work)
     if not os.path.exists(src) or os.path.exists(dst):
         return
     os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -57,7 +71,7 @@ def nearest_work_dir(spec):
     for d in os.listdir(WORK) if os.path.isdir(WORK) else []:
         m = d.rsplit("-", 1)
         if len(m) == 2 and prepare.norm(m[0]) == prepare.norm(name) and os.path.exists(
-                os.path.join(WORK, d, CACHE_FILE)):
+                cache_file(os.path.join(WORK, d))):
             v = run.vkey(f"x=={m[1]}")
             if v != want and (best is None or dist(v) < dist(best[0])):
                 best = (v, os.path.join(WORK, d))
@@ -67,7 +81,7 @@ def nearest_work_dir(spec):
 def is_indexed(spec):
     """Whether SPEC's work dir holds a complete index (its last `index` run finished)."""
     work = os.path.join(WORK, os.path.basename(prepare.src_dir(spec)))
-    state = os.path.join(work, ".agent", "index", "state.sqlite")
+    state = os.path.join(index_dir(work), "state.sqlite")
     if not os.path.exists(state):
         return False
     with sqlite3.connect(state) as db:
@@ -78,7 +92,7 @@ def is_indexed(spec):
 def ensure_index(binp, spec):
     src = prepare.unpack(spec)
     work = os.path.join(WORK, os.path.basename(src))
-    fresh = not os.path.isdir(os.path.join(work, ".agent"))
+    fresh = not os.path.isdir(index_dir(work))
     if fresh:
         run.sync_tree(src, work)
         near = nearest_work_dir(spec)

@@ -222,3 +222,15 @@ prune_stale_binaries() {
             xargs -r rm -f
     fi
 }
+
+# The agent's state folder of the workspace DIR (its index, sessions, prompt
+# cache), as agent_base::paths::state_dir names it: outside the tree.
+state_dir() {
+    python3 - "$1" <<'PY'
+import hashlib, os, re, sys
+canonical = os.path.realpath(sys.argv[1])
+name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(canonical) or "root")[:40]
+base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+print(os.path.join(base, "agent", "workspaces", f"{name}-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"))
+PY
+}

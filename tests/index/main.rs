@@ -1105,13 +1105,9 @@ fn a_crash_before_the_bm25_index_is_built_is_finished_by_the_next_run() {
 /// privilege to mount).
 struct SmallDisk(std::path::PathBuf);
 impl SmallDisk {
-    /// `None` where root's `mount` fails; a user who is not root cannot
-    /// mount at all, which [`skip_unless_root`] says first.
-    fn mount(kib: usize) -> Option<Self> {
-        Self::mount_at(common::tempdir().keep(), kib)
-    }
-
-    /// A tmpfs over `dir` (which exists).
+    /// A tmpfs over `dir` (which exists); `None` where root's `mount` fails
+    /// (a user who is not root cannot mount at all, which
+    /// [`skip_unless_root`] says first).
     fn mount_at(dir: std::path::PathBuf, kib: usize) -> Option<Self> {
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])

@@ -38,8 +38,30 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub trust: bool,
 
+    /// None: `agent` alone, which is `agent chat` on a terminal ([`default_command`]).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// `agent` alone: the chat in its terminal UI on a terminal; elsewhere
+/// (a pipe, `TERM=dumb`) a subcommand is needed, as before.
+pub fn default_command() -> Command {
+    use clap::CommandFactory;
+    if agent_tui::available() {
+        if let Ok(Cli {
+            command: Some(chat),
+            ..
+        }) = Cli::try_parse_from(["agent", "chat"])
+        {
+            return chat;
+        }
+    }
+    Cli::command()
+        .error(
+            clap::error::ErrorKind::MissingSubcommand,
+            "a subcommand is needed when not on a terminal (on one, `agent` alone opens the chat)",
+        )
+        .exit()
 }
 
 impl Command {
@@ -392,6 +414,12 @@ not an answer: what the search found is printed instead) or not done (a coding t
 changes were all declined or refused), 130 interrupted (Ctrl-C).";
 
 const CHAT_HELP: &str = "\
+On a terminal the chat is a terminal UI (`agent` alone opens it too): Enter sends, Ctrl-J,
+Shift+Enter or a trailing \\ starts a new line, a paste is one message, Up/Down recall earlier
+requests (kept per workspace), / lists the commands and Tab completes one, Esc stops the current
+step, Ctrl-C twice quits; edits and commands are approved in place (y, n, a for always).
+A pipe, TERM=dumb or --no-tui get the line mode:
+
 Type a request and press Enter; /exit or Ctrl-D ends the chat (empty lines are ignored). Ctrl-C
 stops the current step and returns to the prompt (twice quits). Every message is saved as it
 happens; --resume shows the last exchanges first.
@@ -634,6 +662,9 @@ pub struct AskArgs {
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
+    /// Keep the line mode on a terminal too (it is what a pipe or `TERM=dumb` gets).
+    #[arg(long)]
+    pub no_tui: bool,
     /// Continue a saved session: the latest, or the one with this id.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,

@@ -16,10 +16,11 @@ fn main() {
         println!("{:#}", cmd::version::report());
         return;
     }
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    let command = cli.command.take().unwrap_or_else(cli::default_command);
     init_logging(cli.verbose);
     agent_base::paths::allow_root_workspace(cli.allow_root_workspace);
-    if let Some(store) = cli.command.index_store() {
+    if let Some(store) = command.index_store() {
         // Every index reader in the process (search, the agent's tools, its
         // prefetch, doctor) opens the shared index; set before any thread.
         std::env::set_var(agent_index::shared::STORE_ENV, store);
@@ -28,13 +29,13 @@ fn main() {
     // The administrator's rules, read once; a file that cannot be read
     // stops everything but `agent doctor`, which shows why.
     if let Err(e) = cmd::admin::init() {
-        if !matches!(cli.command, Command::Doctor(_)) {
+        if !matches!(command, Command::Doctor(_)) {
             eprintln!("error: {e}");
             std::process::exit(exit::USAGE);
         }
     }
     let cancel = agent_base::cancel::install_ctrl_c();
-    let result = match &cli.command {
+    let result = match &command {
         Command::Ask(args) => cmd::ask::run(args, &cancel, cli.verbose > 0),
         Command::Chat(args) => cmd::chat::run(args, &cancel, cli.verbose > 0),
         Command::Sessions(args) => cmd::sessions::run(args),

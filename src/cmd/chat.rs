@@ -116,18 +116,31 @@ pub fn agent_in(
 /// Prints what the terminal UI did not already stream: the fallback answer,
 /// what changed, and one dim line of tokens and time.
 pub fn print_outcome(outcome: &Outcome) {
+    print_outcome_on(outcome, true)
+}
+
+/// [`print_outcome`]; the fallback answer on stdout or, under the terminal
+/// UI (whose stderr becomes cells), on stderr.
+fn print_outcome_on(outcome: &Outcome, stdout: bool) {
+    let found = |text: &str| {
+        if stdout {
+            println!("\n{}", escape_controls(text))
+        } else {
+            eprintln!("\n{}", escape_controls(text))
+        }
+    };
     match outcome.finish {
         Finish::Answered if outcome.answer.is_empty() => eprintln!("(empty answer)"),
         Finish::Answered => {}
         // The streamed text was no answer; this is what the search found.
-        Finish::Evidence => println!("\n{}", escape_controls(&outcome.answer)),
+        Finish::Evidence => found(&outcome.answer),
         Finish::NoAnswer | Finish::StepBudget | Finish::NotDone => {
             eprintln!("{}", escape_controls(&outcome.answer))
         }
         Finish::Cancelled => {
             // What the tools found before Ctrl-C, if anything.
             if !outcome.answer.is_empty() {
-                println!("\n{}", escape_controls(&outcome.answer));
+                found(&outcome.answer);
             }
             eprintln!("(stopped)")
         }
@@ -211,38 +224,16 @@ pub fn exit_code(outcome: &Outcome) -> i32 {
 
 pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     // Check the session before loading a model for it.
-    let resume = match args.resume.as_deref() {
-        None => None,
-        Some(wanted) => {
-            let root = agent_base::paths::repo_root(None)?;
-            let store =
-                agent_core::session::SessionStore::open(&agent_base::paths::state_dir(&root))?;
-            let found = if wanted.is_empty() {
-                store.latest()?
-            } else {
-                store.get(wanted)?.map(|s| s.id)
-            };
-            match found {
-                Some(id) => Some(id),
-                None if wanted.is_empty() => bail!(
-                    "there is no saved session to resume in {}\n  fix: start one with `agent chat`",
-                    root.display()
-                ),
-                None => bail!(
-                    "no session {wanted} in {}\n  fix: `agent sessions list` shows the sessions",
-                    root.display()
-                ),
-            }
-        }
-    };
+    let resume = resume_id(args)?;
     let sampling = Sampling {
         temperature: args.temperature,
         ..Sampling::greedy()
     };
-    let mut session = open_agent(&args.agent, &args.model, args.max_tokens, sampling, resume)?;
+    let session = open_agent(&args.agent, &args.model, args.max_tokens, sampling, resume)?;
+    let tui = !args.no_tui && agent_tui::available();
     let resumed = session.agent.turns().len();
     eprintln!(
-        "agent chat: {} in {}{}\n/help lists the commands; /exit or Ctrl-D quits; Ctrl-C stops the current step.",
+        "agent chat: {} in {}{}\n{}",
         session.agent.provider_name(),
         session.agent.workspace().display(),
         if resumed > 0 {
@@ -252,6 +243,11 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
             )
         } else {
             String::new()
+        },
+        if tui {
+            "/help lists the commands; /exit, Ctrl-D or Ctrl-C twice quits; Esc stops the current step."
+        } else {
+            "/help lists the commands; /exit or Ctrl-D quits; Ctrl-C stops the current step."
         }
     );
     if resumed > 0 {
@@ -259,55 +255,206 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
     }
     // The index stays live, the agent's own edits included.
     let watcher = agent_index::watch::Background::start(session.agent.workspace(), false);
-    let mut ui = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
-    let mut totals = Totals::default();
-    let stdin = std::io::stdin();
-    loop {
-        eprint!("› ");
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 {
-            break;
+    let mut chat = Chat {
+        session,
+        totals: Totals::default(),
+        mode: args.agent.mode,
+        verbose,
+    };
+    if tui {
+        chat.in_tui(cancel)?;
+    } else {
+        chat.in_lines(cancel)?;
+    }
+    drop(watcher);
+    let agent = &mut chat.session.agent;
+    if !agent.session_id().is_empty() {
+        // After a turn the engine saves only a cache grown by half (an entry
+        // is rewritten whole); the rest is saved here, for `--resume`.
+        agent.save_prompt_cache();
+        eprintln!(
+            "session {} saved; continue with `agent chat --resume {}`",
+            agent.session_id(),
+            agent.session_id()
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// The session `--resume` names (the latest for a bare `--resume`).
+fn resume_id(args: &ChatArgs) -> Result<Option<String>> {
+    let Some(wanted) = args.resume.as_deref() else {
+        return Ok(None);
+    };
+    let root = agent_base::paths::repo_root(None)?;
+    let store = agent_core::session::SessionStore::open(&agent_base::paths::state_dir(&root))?;
+    let found = if wanted.is_empty() {
+        store.latest()?
+    } else {
+        store.get(wanted)?.map(|s| s.id)
+    };
+    match found {
+        Some(id) => Ok(Some(id)),
+        None if wanted.is_empty() => bail!(
+            "there is no saved session to resume in {}\n  fix: start one with `agent chat`",
+            root.display()
+        ),
+        None => bail!(
+            "no session {wanted} in {}\n  fix: `agent sessions list` shows the sessions",
+            root.display()
+        ),
+    }
+}
+
+/// A chat in progress: the same turns and commands in the line mode and the UI.
+struct Chat {
+    session: Session,
+    totals: Totals,
+    mode: Mode,
+    verbose: bool,
+}
+
+/// After a line: go on, or quit.
+#[derive(PartialEq)]
+enum Flow {
+    Next,
+    Quit,
+}
+
+impl Chat {
+    /// The line mode: a `›` prompt on stderr, a request a line of stdin.
+    fn in_lines(&mut self, cancel: &CancelToken) -> Result<()> {
+        let mut ui = TerminalUi::new(self.verbose, self.mode == Mode::Yolo);
+        let show_diffs = ui.show_diffs;
+        let stdin = std::io::stdin();
+        loop {
+            eprint!("› ");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            if stdin.lock().read_line(&mut line)? == 0 {
+                break;
+            }
+            if self.line(&line, &mut ui, show_diffs, true, cancel) == Flow::Quit {
+                break;
+            }
         }
+        Ok(())
+    }
+
+    /// The terminal UI (`agent_tui`): the same lines, typed in its editor;
+    /// what is printed on stderr meanwhile becomes its cells.
+    fn in_tui(&mut self, cancel: &CancelToken) -> Result<()> {
+        let root = self.session.agent.workspace().to_path_buf();
+        let yolo = self.mode == Mode::Yolo;
+        let mut tui = agent_tui::Tui::start(agent_tui::Options {
+            state_dir: Some(agent_base::paths::state_dir(&root)),
+            commands: command_list(&root),
+            status: self.status(),
+            cancel: cancel.clone(),
+            show_diffs: yolo,
+            verbose: self.verbose,
+        })?;
+        self.session.approver = Box::new(tui.approver(yolo));
+        let mut ui = tui.ui();
+        while let Some(text) = tui.read_request() {
+            tui.busy(true);
+            let flow = self.line(&text, &mut ui, yolo, false, cancel);
+            tui.busy(false);
+            tui.status(self.status());
+            if flow == Flow::Quit {
+                break;
+            }
+        }
+        tui.finish();
+        Ok(())
+    }
+
+    /// The status line's figures now.
+    fn status(&self) -> agent_tui::Status {
+        let (used, window) = self.session.agent.context_usage();
+        agent_tui::Status {
+            model: self.session.agent.provider_name(),
+            context_used: used,
+            context_window: window,
+            generated: self.totals.generated,
+            mode: agent_policy::managed::mode_name(&self.mode),
+        }
+    }
+
+    /// One line typed: a chat command, or a request for the agent.
+    fn line(
+        &mut self,
+        line: &str,
+        ui: &mut dyn Ui,
+        show_diffs: bool,
+        stdout: bool,
+        cancel: &CancelToken,
+    ) -> Flow {
         let line = line.trim();
         if line.is_empty() {
-            continue;
+            return Flow::Next;
         }
         cancel.reset();
         let mut request = line.to_string();
         if let Some(command) = line.strip_prefix('/') {
-            match slash_command(command, &mut session, &mut ui, &totals, cancel) {
-                Command::Quit => break,
-                Command::Done => continue,
+            let session = &mut self.session;
+            match slash_command(command, session, ui, show_diffs, &self.totals, cancel) {
+                Command::Quit => return Flow::Quit,
+                Command::Done => return Flow::Next,
                 Command::Send(expanded) => request = expanded,
             }
         }
-        match session.agent.handle(
-            &request,
-            &mut ui as &mut dyn Ui,
-            session.approver.as_mut(),
-            cancel,
-        ) {
+        let session = &mut self.session;
+        match session
+            .agent
+            .handle(&request, ui, session.approver.as_mut(), cancel)
+        {
             Ok(outcome) => {
-                totals.add(&outcome);
-                print_outcome(&outcome)
+                self.totals.add(&outcome);
+                print_outcome_on(&outcome, stdout)
             }
             Err(e) => eprintln!("error: {e:#}"),
         }
         cancel.reset();
+        Flow::Next
     }
-    drop(watcher);
-    if !session.agent.session_id().is_empty() {
-        // After a turn the engine saves only a cache grown by half (an entry
-        // is rewritten whole); the rest is saved here, for `--resume`.
-        session.agent.save_prompt_cache();
-        eprintln!(
-            "session {} saved; continue with `agent chat --resume {}`",
-            session.agent.session_id(),
-            session.agent.session_id()
-        );
+}
+
+/// What `/` lists in the UI: the built-in commands (from [`CHAT_HELP`]),
+/// then the workspace's own with their descriptions.
+fn command_list(root: &std::path::Path) -> Vec<agent_tui::CommandInfo> {
+    let mut out: Vec<agent_tui::CommandInfo> = CHAT_HELP
+        .lines()
+        .filter_map(|l| l.strip_prefix("  /"))
+        .filter_map(|l| {
+            let (head, description) = l.split_once("  ")?;
+            let name = head.split_whitespace().next()?;
+            let args = head[name.len()..].trim();
+            let description = description.trim();
+            Some(agent_tui::CommandInfo {
+                name: name.to_string(),
+                description: if args.is_empty() {
+                    description.to_string()
+                } else {
+                    format!("{args} {description}")
+                },
+            })
+        })
+        .collect();
+    let personal = agent_core::commands::personal_dir();
+    for c in agent_core::commands::list(root, personal.as_deref()) {
+        if BUILT_IN.contains(&c.name.as_str()) {
+            continue;
+        }
+        let description = c
+            .description
+            .unwrap_or_else(|| c.path.display().to_string());
+        out.push(agent_tui::CommandInfo {
+            name: escape_controls(&c.name).into_owned(),
+            description: escape_controls(&description).into_owned(),
+        });
     }
-    Ok(exit::OK)
+    out
 }
 
 /// Exchanges shown when a session is resumed.
@@ -449,7 +596,8 @@ fn print_help(root: &std::path::Path) {
 fn slash_command(
     command: &str,
     session: &mut Session,
-    ui: &mut TerminalUi,
+    ui: &mut dyn Ui,
+    show_diffs: bool,
     totals: &Totals,
     cancel: &CancelToken,
 ) -> Command {
@@ -465,7 +613,7 @@ fn slash_command(
         },
         "init" => match agent.init(true, true, session.approver.as_mut(), cancel) {
             Ok(outcome) => {
-                super::init::report(&outcome, ui.show_diffs);
+                super::init::report(&outcome, show_diffs);
             }
             Err(e) => eprintln!("error: {e:#}"),
         },

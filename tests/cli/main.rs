@@ -23,3 +23,4 @@ mod server;
 mod shared_index;
 mod state;
 mod trust;
+mod tui;

@@ -297,7 +297,7 @@ to change code, say what to change (\"Make X do Y in path\")",
 }
 
 /// `{"path": "src/a.rs", "start_line": 3}` → `src/a.rs start_line=3`.
-fn summarize_args(args: &serde_json::Value) -> String {
+pub fn summarize_args(args: &serde_json::Value) -> String {
     let Some(map) = args.as_object() else {
         return args.to_string();
     };

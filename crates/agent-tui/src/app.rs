@@ -1,0 +1,540 @@
+//! The UI thread: its state, the events it gets from the chat's thread
+//! and the keys it reads, and the live area it draws.
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_base::cancel::CancelToken;
+use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use crate::approval::{answered_line, question_line, Ask};
+use crate::capture::Capture;
+use crate::cells::{self, dim, from_ansi};
+use crate::complete::Completion;
+use crate::editor::Editor;
+use crate::history::History;
+use crate::status::{self, Status};
+use crate::term::Screen;
+
+/// What the chat's thread tells the UI.
+pub enum Event {
+    /// What was printed on stderr (SGR colours kept).
+    Output(String),
+    /// Finished lines for the scrollback.
+    Cell(Vec<Line<'static>>),
+    StepStart(usize),
+    Answer(String),
+    Reasoning(String),
+    Generating(usize),
+    StepEnd,
+    ToolStart {
+        tool: String,
+        summary: String,
+    },
+    ToolDone(ToolDone),
+    Approval(Ask, Sender<char>),
+    Status(Status),
+    /// A turn began (true) or ended.
+    Busy(bool),
+    /// The chat waits for the next request.
+    Ready,
+    /// The chat is over: restore the terminal and end the thread.
+    Close,
+}
+
+pub struct ToolDone {
+    pub ok: bool,
+    pub content: String,
+    pub diff: Option<String>,
+}
+
+/// What the UI tells the chat's thread.
+pub enum Input {
+    Submit(String),
+    Quit,
+}
+
+/// The chat's end of the UI: events go through here, after whatever was
+/// printed on stderr before them, so the scrollback keeps their order.
+#[derive(Clone)]
+pub struct Link {
+    pub tx: Sender<Event>,
+    pub capture: Arc<Mutex<Capture>>,
+}
+
+impl Link {
+    pub fn send(&self, event: Event) {
+        let mut capture = self.capture.lock().unwrap_or_else(|e| e.into_inner());
+        let printed = capture.drain();
+        if !printed.is_empty() {
+            let _ = self.tx.send(Event::Output(printed));
+        }
+        let _ = self.tx.send(event);
+    }
+
+    /// Forwards what was printed (from any thread) since the last time.
+    pub fn flush(&self) {
+        let mut capture = self.capture.lock().unwrap_or_else(|e| e.into_inner());
+        let printed = capture.drain();
+        if !printed.is_empty() {
+            let _ = self.tx.send(Event::Output(printed));
+        }
+    }
+}
+
+/// How often the UI wakes without a key (spinner, elapsed time, stderr).
+const TICK: Duration = Duration::from_millis(40);
+
+/// A second Ctrl-C within this quits.
+const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
+
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
+pub struct App {
+    pub screen: Screen,
+    pub link: Link,
+    pub events: Receiver<Event>,
+    pub input: Sender<Input>,
+    pub cancel: CancelToken,
+    pub editor: Editor,
+    pub history: History,
+    pub completion: Completion,
+    pub status: Status,
+    /// A turn is running.
+    busy: Option<Instant>,
+    /// The chat waits for a request.
+    ready: bool,
+    step: usize,
+    live_tokens: usize,
+    /// The answer's and the reasoning's unfinished last line.
+    answer: String,
+    reasoning: String,
+    tool: Option<(String, String, Instant)>,
+    approval: Option<(Ask, Sender<char>)>,
+    ctrl_c: Option<Instant>,
+    note: Option<String>,
+    pub show_diffs: bool,
+    closed: bool,
+    started: Instant,
+}
+
+impl App {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        screen: Screen,
+        link: Link,
+        events: Receiver<Event>,
+        input: Sender<Input>,
+        cancel: CancelToken,
+        history: History,
+        completion: Completion,
+        status: Status,
+        show_diffs: bool,
+    ) -> Self {
+        Self {
+            screen,
+            link,
+            events,
+            input,
+            cancel,
+            editor: Editor::default(),
+            history,
+            completion,
+            status,
+            busy: None,
+            ready: false,
+            step: 0,
+            live_tokens: 0,
+            answer: String::new(),
+            reasoning: String::new(),
+            tool: None,
+            approval: None,
+            ctrl_c: None,
+            note: None,
+            show_diffs,
+            closed: false,
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs until the chat closes the UI (or the user quits at once).
+    pub fn run(mut self) -> std::io::Result<()> {
+        while !self.closed {
+            self.link.flush();
+            while let Ok(event) = self.events.try_recv() {
+                self.on_event(event)?;
+                if self.closed {
+                    break;
+                }
+            }
+            if self.closed {
+                break;
+            }
+            self.draw()?;
+            if event::poll(TICK)? {
+                match event::read()? {
+                    TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
+                    TermEvent::Paste(text) => {
+                        self.editor.insert_str(&text);
+                        self.completion.update(self.editor.text());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.screen.close();
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: Event) -> std::io::Result<()> {
+        match event {
+            Event::Output(text) => self.screen.insert(&from_ansi(&text))?,
+            Event::Cell(lines) => self.screen.insert(&lines)?,
+            Event::StepStart(step) => {
+                self.step = step;
+                self.live_tokens = 0;
+            }
+            Event::Answer(text) => self.stream(&text, false)?,
+            Event::Reasoning(text) => self.stream(&text, true)?,
+            Event::Generating(tokens) => self.live_tokens = tokens,
+            Event::StepEnd => self.end_step()?,
+            Event::ToolStart { tool, summary } => {
+                self.end_step()?;
+                self.tool = Some((tool, summary, Instant::now()));
+            }
+            Event::ToolDone(done) => self.tool_done(done)?,
+            Event::Approval(ask, reply) => {
+                self.end_step()?;
+                self.screen.insert(&ask.shown)?;
+                self.approval = Some((ask, reply));
+            }
+            Event::Status(status) => self.status = status,
+            Event::Busy(on) => {
+                self.busy = on.then(Instant::now);
+                self.live_tokens = 0;
+                self.note = None;
+            }
+            Event::Ready => self.ready = true,
+            Event::Close => self.closed = true,
+        }
+        Ok(())
+    }
+
+    /// Streamed text: whole lines go to the scrollback, the last stays live.
+    fn stream(&mut self, text: &str, reasoning: bool) -> std::io::Result<()> {
+        if !reasoning && !self.reasoning.is_empty() {
+            let rest = std::mem::take(&mut self.reasoning);
+            self.screen.insert(&[cells::styled(&rest, dim())])?;
+        }
+        let buffer = if reasoning {
+            &mut self.reasoning
+        } else {
+            &mut self.answer
+        };
+        buffer.push_str(text);
+        let Some(cut) = buffer.rfind('\n') else {
+            return Ok(());
+        };
+        let done: String = buffer.drain(..=cut).collect();
+        let style = if reasoning { dim() } else { Style::default() };
+        let lines: Vec<Line<'static>> = done
+            .trim_end_matches('\n')
+            .split('\n')
+            .map(|l| cells::styled(l, style))
+            .collect();
+        self.screen.insert(&lines)
+    }
+
+    /// A step ended: what is left of its streamed lines goes to the scrollback.
+    fn end_step(&mut self) -> std::io::Result<()> {
+        let reasoning = std::mem::take(&mut self.reasoning);
+        if !reasoning.is_empty() {
+            self.screen.insert(&[cells::styled(&reasoning, dim())])?;
+        }
+        let answer = std::mem::take(&mut self.answer);
+        if !answer.is_empty() {
+            self.screen
+                .insert(&[cells::styled(&answer, Style::default())])?;
+        }
+        Ok(())
+    }
+
+    fn tool_done(&mut self, done: ToolDone) -> std::io::Result<()> {
+        let (tool, summary, started) = self
+            .tool
+            .take()
+            .unwrap_or_else(|| (String::new(), String::new(), Instant::now()));
+        let diff = done.diff.as_deref().filter(|_| self.show_diffs);
+        let lines = cells::tool_done(
+            &tool,
+            &summary,
+            done.ok,
+            started.elapsed(),
+            &done.content,
+            diff,
+        );
+        self.screen.insert(&lines)
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.ctrl_c();
+        }
+        if self.approval.is_some() {
+            return self.answer_approval(key);
+        }
+        match key.code {
+            KeyCode::Esc if self.busy.is_some() => {
+                self.cancel.cancel();
+                self.note = Some("stopping…".into());
+            }
+            KeyCode::Esc => self.completion.hide(),
+            KeyCode::Char('d') if ctrl && self.editor.is_empty() => self.quit(),
+            KeyCode::Enter | KeyCode::Char('j') if is_newline(&key) => self.editor.insert('\n'),
+            KeyCode::Enter => self.enter(),
+            KeyCode::Tab => {
+                if let Some(text) = self.completion.complete() {
+                    self.editor.set(&text);
+                }
+            }
+            KeyCode::BackTab => {
+                self.note = Some(format!(
+                    "the mode is set at start: restart with `agent chat --mode human|confirm|yolo` (now {})",
+                    self.status.mode
+                ));
+            }
+            KeyCode::Up if self.completion.visible() => self.completion.move_selection(-1),
+            KeyCode::Down if self.completion.visible() => self.completion.move_selection(1),
+            KeyCode::Up if self.editor.on_first_line() => {
+                if let Some(entry) = self.history.previous(self.editor.text()) {
+                    let entry = entry.to_string();
+                    self.editor.set(&entry);
+                }
+            }
+            KeyCode::Down if self.editor.on_last_line() => {
+                if let Some(entry) = self.history.next() {
+                    let entry = entry.to_string();
+                    self.editor.set(&entry);
+                }
+            }
+            _ => self.edit(key),
+        }
+        if !matches!(key.code, KeyCode::Up | KeyCode::Down) {
+            self.completion.update(self.editor.text());
+        }
+    }
+
+    /// Keys that change the text.
+    fn edit(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let e = &mut self.editor;
+        match key.code {
+            KeyCode::Up => e.vertical(-1),
+            KeyCode::Down => e.vertical(1),
+            KeyCode::Char('a') if ctrl => e.home(),
+            KeyCode::Char('e') if ctrl => e.end(),
+            KeyCode::Char('u') if ctrl => e.kill_to_start(),
+            KeyCode::Char('k') if ctrl => e.kill_to_end(),
+            KeyCode::Char('w') if ctrl => e.delete_word(),
+            KeyCode::Char(_) if ctrl => {}
+            KeyCode::Char(c) => e.insert(c),
+            KeyCode::Backspace => e.backspace(),
+            KeyCode::Delete => e.delete(),
+            KeyCode::Left => e.left(),
+            KeyCode::Right => e.right(),
+            KeyCode::Home => e.home(),
+            KeyCode::End => e.end(),
+            _ => {}
+        }
+    }
+
+    fn enter(&mut self) {
+        if self.editor.continue_line() {
+            return;
+        }
+        if self.busy.is_some() || !self.ready {
+            self.note = Some("the agent is working: Esc stops it".into());
+            return;
+        }
+        let text = self.editor.take();
+        self.completion.hide();
+        if text.trim().is_empty() {
+            return;
+        }
+        self.history.push(&text);
+        let _ = self.screen.insert(&cells::request(&text));
+        self.ready = false;
+        let _ = self.input.send(Input::Submit(text));
+    }
+
+    /// Ctrl-C: stops the turn, or clears the input; twice within two seconds quits.
+    fn ctrl_c(&mut self) {
+        let again = self.ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_CTRL_C);
+        if again {
+            if self.busy.is_some() {
+                // As in line mode: the second Ctrl-C does not wait for the turn.
+                self.screen.close();
+                crate::exit_now();
+            }
+            return self.quit();
+        }
+        self.ctrl_c = Some(Instant::now());
+        if let Some((ask, reply)) = self.approval.take() {
+            let _ = self.screen.insert(&[answered_line(&ask.question, 'n')]);
+            let _ = reply.send('n');
+        }
+        if self.busy.is_some() {
+            self.cancel.cancel();
+        } else {
+            self.editor.take();
+            self.completion.hide();
+        }
+        self.note = Some("Ctrl-C again to quit".into());
+    }
+
+    fn quit(&mut self) {
+        let _ = self.input.send(Input::Quit);
+        self.ready = false;
+        self.note = Some("quitting…".into());
+    }
+
+    fn answer_approval(&mut self, key: KeyEvent) {
+        let answer = match key.code {
+            KeyCode::Char(c) if "yna".contains(c.to_ascii_lowercase()) => c.to_ascii_lowercase(),
+            KeyCode::Enter | KeyCode::Esc => 'n',
+            _ => return,
+        };
+        if let Some((ask, reply)) = self.approval.take() {
+            let _ = self.screen.insert(&[answered_line(&ask.question, answer)]);
+            let _ = reply.send(answer);
+        }
+    }
+
+    /// What Esc, Enter and Ctrl-C do now, for the status line.
+    fn hint(&self) -> String {
+        if let Some(note) = &self.note {
+            return note.clone();
+        }
+        if self.approval.is_some() {
+            "y yes · n no · a always".into()
+        } else if self.busy.is_some() {
+            "Esc stops · Ctrl-C twice quits".into()
+        } else {
+            "/ commands · Ctrl-J newline · Ctrl-C twice quits".into()
+        }
+    }
+
+    /// The live area's lines above the input: what streams, the running tool.
+    fn live_lines(&self) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        if !self.reasoning.is_empty() {
+            out.push(cells::styled(&self.reasoning, dim()));
+        }
+        if !self.answer.is_empty() {
+            out.push(cells::styled(&self.answer, Style::default()));
+        }
+        let spin = SPINNER[(self.started.elapsed().as_millis() / 100) as usize % SPINNER.len()];
+        if let Some((tool, summary, started)) = &self.tool {
+            let mut line = cells::tool_header(tool, summary, None);
+            line.spans[0] = Span::styled(format!("{spin} "), Style::default().fg(Color::Cyan));
+            line.spans.push(Span::styled(
+                format!("  {:.1}s", started.elapsed().as_secs_f64()),
+                dim(),
+            ));
+            out.push(line);
+        } else if let Some(since) = self.busy.filter(|_| out.is_empty()) {
+            out.push(Line::from(vec![
+                Span::styled(format!("{spin} "), Style::default().fg(Color::Cyan)),
+                Span::styled(
+                    format!(
+                        "working (step {}) {:.1}s",
+                        self.step.max(1),
+                        since.elapsed().as_secs_f64()
+                    ),
+                    dim(),
+                ),
+            ]));
+        }
+        if let Some((ask, _)) = &self.approval {
+            out.push(question_line(&ask.question));
+        }
+        out
+    }
+
+    fn draw(&mut self) -> std::io::Result<()> {
+        let (width, screen_height) = self.screen.size();
+        let live: Vec<Line<'static>> = self
+            .live_lines()
+            .iter()
+            .flat_map(|l| cells::wrap(l, width))
+            .collect();
+        let (rows, cursor) = self.editor.layout(width);
+        let rows: Vec<String> = rows.into_iter().take(12).collect();
+        let menu = self.completion_lines();
+        let status = status::line(&self.status, self.live_tokens, &self.hint());
+        let wanted = live.len() + menu.len() + rows.len() + 1;
+        let height = (wanted as u16).min(screen_height.saturating_sub(1).max(1));
+        self.screen.set_height(height)?;
+        let input_style = if self.approval.is_some() {
+            dim()
+        } else {
+            Style::default()
+        };
+        self.screen.draw(|frame| {
+            let area = frame.area();
+            let mut lines = live;
+            lines.extend(menu);
+            let input_top = lines.len() as u16;
+            lines.extend(rows.into_iter().map(|r| Line::styled(r, input_style)));
+            lines.push(status);
+            // Bottom-aligned: the status line stays on the last row.
+            let skip = lines.len().saturating_sub(usize::from(area.height));
+            let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
+            Paragraph::new(lines).render(area, frame.buffer_mut());
+            let y = (input_top + cursor.0).saturating_sub(skip as u16);
+            if y < area.height {
+                frame.set_cursor_position((area.x + cursor.1, area.y + y));
+            }
+        })
+    }
+
+    fn completion_lines(&self) -> Vec<Line<'static>> {
+        if !self.completion.visible() {
+            return Vec::new();
+        }
+        self.completion
+            .rows()
+            .into_iter()
+            .map(|(info, selected)| {
+                let name = format!("  /{:<16}", info.name);
+                let style = if selected {
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default()
+                };
+                Line::from(vec![
+                    Span::styled(name, style),
+                    Span::styled(info.description.clone(), dim()),
+                ])
+            })
+            .collect()
+    }
+}
+
+/// Shift+Enter, Alt+Enter or Ctrl+J: a line break, not a send.
+fn is_newline(key: &KeyEvent) -> bool {
+    match key.code {
+        KeyCode::Enter => key
+            .modifiers
+            .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT),
+        KeyCode::Char('j') => key.modifiers.contains(KeyModifiers::CONTROL),
+        _ => false,
+    }
+}

@@ -1,0 +1,285 @@
+//! The terminal UI of `agent chat` (and of `agent` alone on a terminal).
+//!
+//! The design is codex-rs's: an inline viewport at the bottom of the
+//! terminal (ratatui's `Viewport::Inline`) holds the live area (what is
+//! streaming, the running tool, a question, the `/` list, the input and the
+//! status line); every finished cell is inserted above it, into the
+//! terminal's own scrollback, so the user scrolls, searches and copies with
+//! their terminal. No alternate screen.
+//!
+//! Two threads: the chat's (the caller's: it owns the [`agent_core::Agent`]
+//! and runs the same loop and chat commands as the line mode) and the UI's
+//! (it owns the terminal and reads the keys). The chat's side is [`Tui`]:
+//! [`Tui::read_request`] waits for the next request, [`Tui::ui`] is the
+//! loop's [`agent_core::ui::Ui`], [`Tui::approver`] its
+//! [`agent_tools::Approver`]. While the UI is up, stderr is a pipe whose text
+//! becomes cells (`capture`), so a chat command's report or a warning
+//! printed by any code lands in the scrollback, in order.
+
+mod app;
+mod approval;
+mod capture;
+mod cells;
+mod complete;
+mod editor;
+mod history;
+mod status;
+mod term;
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use agent_base::cancel::CancelToken;
+use agent_base::term::escape_controls;
+use agent_core::compact::Compaction;
+use agent_core::intent::Intent;
+use agent_core::protocol::{ToolCall, FINISH};
+use agent_core::ui::{compaction_line, read_only_note, summarize_args, Ui};
+use agent_core::ToolAccess;
+use agent_tools::ToolOutput;
+use ratatui::style::{Color, Style};
+
+use app::{App, Event, Input, Link, ToolDone};
+pub use approval::TuiApprover;
+pub use complete::CommandInfo;
+pub use history::FILE as HISTORY_FILE;
+pub use status::Status;
+
+/// Whether this process can show the UI: stdin, stdout and stderr are
+/// terminals and `TERM` is not `dumb`.
+pub fn available() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::io::stderr().is_terminal()
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+/// How the UI starts.
+pub struct Options {
+    /// The workspace's state folder, for the input history (None: none kept).
+    pub state_dir: Option<PathBuf>,
+    /// What `/` lists.
+    pub commands: Vec<CommandInfo>,
+    pub status: Status,
+    /// The token Esc and Ctrl-C trip (the chat's own).
+    pub cancel: CancelToken,
+    /// Show each write's diff under its tool call (yolo: nothing asked first).
+    pub show_diffs: bool,
+    /// Thoughts and full tool output too (`-v`).
+    pub verbose: bool,
+}
+
+/// The chat's side of the running UI.
+pub struct Tui {
+    link: Link,
+    input: mpsc::Receiver<Input>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    verbose: bool,
+}
+
+impl Tui {
+    /// Opens the live area under the cursor and starts the UI thread.
+    pub fn start(options: Options) -> std::io::Result<Self> {
+        // The viewport asks the terminal where the cursor is: before stderr
+        // becomes a pipe, so nothing is in the way.
+        let screen = term::Screen::open(2)?;
+        let capture = match capture::Capture::start() {
+            Ok(c) => Arc::new(Mutex::new(c)),
+            Err(e) => {
+                term::restore();
+                return Err(e);
+            }
+        };
+        let (tx, events) = mpsc::channel();
+        let (input_tx, input) = mpsc::channel();
+        let link = Link { tx, capture };
+        let app = App::new(
+            screen,
+            link.clone(),
+            events,
+            input_tx,
+            options.cancel,
+            history::History::open(options.state_dir.as_deref()),
+            complete::Completion::new(options.commands),
+            options.status,
+            options.show_diffs,
+        );
+        let thread = std::thread::Builder::new()
+            .name("tui".into())
+            .spawn(move || app.run())?;
+        Ok(Self {
+            link,
+            input,
+            thread: Some(thread),
+            verbose: options.verbose,
+        })
+    }
+
+    /// The next request typed (a chat command included); None to quit.
+    pub fn read_request(&mut self) -> Option<String> {
+        self.link.send(Event::Ready);
+        match self.input.recv() {
+            Ok(Input::Submit(text)) => Some(text),
+            Ok(Input::Quit) | Err(_) => None,
+        }
+    }
+
+    /// New figures for the status line.
+    pub fn status(&self, status: Status) {
+        self.link.send(Event::Status(status));
+    }
+
+    /// A turn begins (true) or ends.
+    pub fn busy(&self, on: bool) {
+        self.link.send(Event::Busy(on));
+    }
+
+    /// The loop's [`Ui`] for a turn.
+    pub fn ui(&self) -> TuiUi {
+        TuiUi {
+            link: self.link.clone(),
+            verbose: self.verbose,
+        }
+    }
+
+    /// The approver for the session; `yolo` asks only what the policy cannot read.
+    pub fn approver(&self, yolo: bool) -> TuiApprover {
+        TuiApprover::new(self.link.clone(), yolo)
+    }
+
+    /// Closes the live area, puts the terminal and stderr back; what was
+    /// still to be shown is printed as plain text.
+    pub fn finish(mut self) {
+        self.close();
+    }
+
+    fn close(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        self.link.send(Event::Close);
+        let _ = thread.join();
+        term::restore();
+        let rest = self
+            .link
+            .capture
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .restore();
+        if !rest.is_empty() {
+            eprint!("{rest}");
+        }
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The second Ctrl-C during a turn: the terminal back, then exit 130 at
+/// once, as the line mode does.
+fn exit_now() -> ! {
+    term::restore();
+    // stderr is still the pipe: the word goes to the terminal itself.
+    if let Ok(mut tty) = std::fs::OpenOptions::new().write(true).open("/dev/tty") {
+        use std::io::Write;
+        let _ = writeln!(tty, "interrupted");
+    }
+    std::process::exit(130)
+}
+
+/// The agent loop's [`Ui`], sending what happens to the UI thread.
+pub struct TuiUi {
+    link: Link,
+    verbose: bool,
+}
+
+impl Ui for TuiUi {
+    fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
+        if tools == ToolAccess::ReadOnly {
+            let note = read_only_note(intent);
+            self.link
+                .send(Event::Cell(vec![cells::styled(&note, cells::dim())]));
+        }
+        if self.verbose {
+            let line = format!(
+                "intent: {} ({:.2}; {})",
+                intent.label.as_str(),
+                intent.confidence,
+                intent.reason
+            );
+            self.link
+                .send(Event::Cell(vec![cells::styled(&line, cells::dim())]));
+        }
+    }
+
+    fn step_start(&mut self, step: usize) {
+        self.link.send(Event::StepStart(step));
+    }
+
+    fn answer_text(&mut self, text: &str) {
+        self.link
+            .send(Event::Answer(escape_controls(text).into_owned()));
+    }
+
+    fn reasoning_text(&mut self, text: &str) {
+        self.link
+            .send(Event::Reasoning(escape_controls(text).into_owned()));
+    }
+
+    fn generating(&mut self, _step: usize, tokens: usize) {
+        self.link.send(Event::Generating(tokens));
+    }
+
+    fn step_end(&mut self) {
+        self.link.send(Event::StepEnd);
+    }
+
+    fn tool_call(&mut self, call: &ToolCall) {
+        if call.tool == FINISH {
+            return;
+        }
+        if self.verbose && !call.thought.is_empty() {
+            self.link.send(Event::Cell(vec![cells::styled(
+                &format!("  {}", call.thought),
+                cells::dim(),
+            )]));
+        }
+        self.link.send(Event::ToolStart {
+            tool: call.tool.clone(),
+            summary: summarize_args(&call.args),
+        });
+    }
+
+    fn tool_result(&mut self, _call: &ToolCall, output: &ToolOutput) {
+        self.link.send(Event::ToolDone(ToolDone {
+            ok: output.ok,
+            content: output.content.clone(),
+            diff: output.diff.clone(),
+        }));
+    }
+
+    fn notice(&mut self, text: &str) {
+        self.link.send(Event::Cell(vec![cells::styled(
+            text,
+            Style::default().fg(Color::Yellow),
+        )]));
+    }
+
+    fn compacted(&mut self, compaction: &Compaction) {
+        let mut lines = vec![cells::styled(&compaction_line(compaction), cells::dim())];
+        if let Some(summary) = &compaction.summary {
+            lines.extend(
+                summary
+                    .trim_end()
+                    .lines()
+                    .map(|l| cells::styled(l, cells::dim())),
+            );
+        }
+        self.link.send(Event::Cell(lines));
+    }
+}

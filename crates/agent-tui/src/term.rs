@@ -1,0 +1,132 @@
+//! The terminal: raw mode, bracketed paste and the keyboard protocol on,
+//! an inline viewport at the bottom (no alternate screen: what is finished
+//! goes into the terminal's own scrollback), and everything put back on
+//! exit, panic included.
+
+use std::io::{Stdout, Write};
+
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{disable_raw_mode, enable_raw_mode, Clear, ClearType};
+use crossterm::{cursor, execute, queue};
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use ratatui_crossterm::CrosstermBackend;
+
+use crate::cells::wrap;
+
+type Backend = CrosstermBackend<Stdout>;
+
+/// Whether the keyboard protocol was pushed (popped again on restore).
+static ENHANCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub struct Screen {
+    terminal: Terminal<Backend>,
+    height: u16,
+}
+
+/// Puts the terminal back as it was: cooked mode, no paste brackets, the
+/// keyboard protocol popped, the cursor shown. Safe to call twice.
+pub fn restore() {
+    let mut out = std::io::stdout();
+    if ENHANCED.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        let _ = queue!(out, PopKeyboardEnhancementFlags);
+    }
+    let _ = execute!(out, DisableBracketedPaste, cursor::Show);
+    let _ = disable_raw_mode();
+}
+
+impl Screen {
+    /// Raw mode on, and an inline viewport of `height` rows under the cursor.
+    pub fn open(height: u16) -> std::io::Result<Self> {
+        enable_raw_mode()?;
+        let mut out = std::io::stdout();
+        execute!(out, EnableBracketedPaste)?;
+        // Shift+Enter is only told apart from Enter under the keyboard protocol.
+        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+            execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+            ENHANCED.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        let terminal = Self::inline(height)?;
+        Ok(Self { terminal, height })
+    }
+
+    fn inline(height: u16) -> std::io::Result<Terminal<Backend>> {
+        Terminal::with_options(
+            CrosstermBackend::new(std::io::stdout()),
+            TerminalOptions {
+                viewport: Viewport::Inline(height),
+            },
+        )
+    }
+
+    /// The terminal's width and height.
+    pub fn size(&self) -> (u16, u16) {
+        let size = self.terminal.size().unwrap_or_default();
+        (size.width, size.height)
+    }
+
+    /// Makes the live area `height` rows: the old one is cleared and a new
+    /// viewport starts where it began (scrolling up if it must).
+    pub fn set_height(&mut self, height: u16) -> std::io::Result<()> {
+        let height = height.clamp(1, self.size().1.max(1));
+        if height == self.height {
+            return Ok(());
+        }
+        let top = self.terminal.get_frame().area().y;
+        execute!(
+            std::io::stdout(),
+            cursor::MoveTo(0, top),
+            Clear(ClearType::FromCursorDown)
+        )?;
+        self.terminal = Self::inline(height)?;
+        self.height = height;
+        Ok(())
+    }
+
+    /// Puts `lines` into the scrollback above the live area, wrapped to the width.
+    pub fn insert(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
+        let (width, screen) = self.size();
+        let rows: Vec<Line<'static>> = lines.iter().flat_map(|l| wrap(l, width)).collect();
+        // In pieces of a screen at most: each is one buffer of cells.
+        for chunk in rows.chunks(usize::from(screen.max(2) - 1)) {
+            self.terminal.insert_before(chunk.len() as u16, |buf| {
+                for (i, line) in chunk.iter().enumerate() {
+                    let area = Rect::new(0, i as u16, buf.area.width, 1);
+                    line.clone().render(area, buf);
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    pub fn draw(&mut self, render: impl FnOnce(&mut ratatui::Frame)) -> std::io::Result<()> {
+        self.terminal.draw(render)?;
+        Ok(())
+    }
+
+    /// Clears the live area and leaves the cursor at its start, for what
+    /// is printed after the UI.
+    pub fn close(&mut self) {
+        let top = self.terminal.get_frame().area().y;
+        let _ = execute!(
+            std::io::stdout(),
+            cursor::MoveTo(0, top),
+            Clear(ClearType::FromCursorDown)
+        );
+        let _ = std::io::stdout().flush();
+        restore();
+    }
+}

@@ -1,0 +1,548 @@
+//! The terminal UI through the real binary on a pseudo-terminal of a fixed
+//! size, its screen parsed by `vt100` as a terminal would show it, with
+//! `--script` playing the model: what the user sees, and what is on disk.
+
+use crate::agent::{repo, write_script};
+use crate::common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize};
+
+const ROWS: u16 = 40;
+const COLS: u16 = 110;
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A program on a pseudo-terminal, and the screen it draws.
+struct Term {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    parser: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+/// The replies a terminal gives to the queries the UI sends: the cursor's
+/// position (`CSI 6n`) and the primary device attributes (`CSI c`, which
+/// also answers "no keyboard protocol").
+fn answer_queries(
+    bytes: &[u8],
+    parser: &Mutex<vt100::Parser>,
+    writer: &Mutex<Box<dyn Write + Send>>,
+) {
+    let mut rest = bytes;
+    while let Some(at) = find(rest, b"\x1b[") {
+        let (before, after) = rest.split_at(at);
+        parser.lock().unwrap().process(before);
+        let (reply, used) = if after.starts_with(b"\x1b[6n") {
+            let (row, col) = parser.lock().unwrap().screen().cursor_position();
+            (Some(format!("\x1b[{};{}R", row + 1, col + 1)), 4)
+        } else if after.starts_with(b"\x1b[c") {
+            (Some("\x1b[?62;22c".to_string()), 3)
+        } else {
+            (None, 2)
+        };
+        parser.lock().unwrap().process(&after[..used]);
+        if let Some(reply) = reply {
+            let mut w = writer.lock().unwrap();
+            let _ = w.write_all(reply.as_bytes());
+            let _ = w.flush();
+        }
+        rest = &after[used..];
+    }
+    parser.lock().unwrap().process(rest);
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+impl Term {
+    /// `sh -c LINE` in `dir`, with the test's own homes.
+    fn shell(dir: &Path, line: &str) -> Option<Term> {
+        let pty = portable_pty::native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .ok()?;
+        let mut cmd = CommandBuilder::new("sh");
+        cmd.args(["-c", line]);
+        cmd.cwd(dir);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("XDG_CONFIG_HOME", dir.join(".git/test-config"));
+        for (key, value) in common::state_env() {
+            cmd.env(key, value);
+        }
+        let child = pty.slave.spawn_command(cmd).ok()?;
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().ok()?;
+        let writer = Arc::new(Mutex::new(pty.master.take_writer().ok()?));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZeroU16::new(ROWS).unwrap(),
+            std::num::NonZeroU16::new(COLS).unwrap(),
+            5000,
+        )));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        {
+            let (parser, writer, raw) = (parser.clone(), writer.clone(), raw.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = reader.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    raw.lock().unwrap().extend_from_slice(&buf[..n]);
+                    answer_queries(&buf[..n], &parser, &writer);
+                }
+            });
+        }
+        Some(Term {
+            child,
+            writer,
+            parser,
+            raw,
+            _master: pty.master,
+        })
+    }
+
+    /// `agent ARGS` in `dir`.
+    fn agent(dir: &Path, args: &str) -> Option<Term> {
+        Term::shell(dir, &format!("{} {args}", env!("CARGO_BIN_EXE_agent")))
+    }
+
+    fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    /// The screen's rows, trailing spaces cut.
+    fn rows(&self) -> Vec<String> {
+        self.screen()
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    }
+
+    /// Waits until the screen shows `needle`; fails with the screen if it never does.
+    fn wait_for(&self, needle: &str) -> String {
+        self.wait_for_within(needle, WAIT)
+    }
+
+    fn wait_for_within(&self, needle: &str, limit: Duration) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) {
+                return screen;
+            }
+            if started.elapsed() > limit {
+                panic!("the screen never showed {needle:?}:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn send(&self, keys: &str) {
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(keys.as_bytes()).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        // Keys one read apart, as a person types (a paste is bracketed).
+        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    /// Types `text`, then Enter.
+    fn submit(&self, text: &str) {
+        self.send(text);
+        self.send("\r");
+    }
+
+    fn exit_code(&mut self) -> u32 {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // What the program wrote last is still on its way to the parser.
+                std::thread::sleep(Duration::from_millis(300));
+                return status.exit_code();
+            }
+            if started.elapsed() > WAIT {
+                let _ = self.child.kill();
+                panic!("the program did not exit:\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// The live area's last row: the status line.
+fn status_line(term: &Term) -> String {
+    term.rows()
+        .into_iter()
+        .rev()
+        .find(|r| r.contains(" · mode "))
+        .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()))
+}
+
+/// The status line's count of generated tokens.
+fn tokens_of(status: &str) -> usize {
+    let end = status.find(" tokens · mode").expect("a token count");
+    let start = status[..end].rfind(' ').map_or(0, |i| i + 1);
+    status[start..end].replace(',', "").parse().unwrap()
+}
+
+/// The numbers in `text` after `before` and up to the next space or `/`.
+fn figure(text: &str, before: &str) -> usize {
+    let at = text
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} not in {text:?}"))
+        + before.len();
+    text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no figure after {before:?} in {text:?}"))
+}
+
+/// `agent chat` on a pty; skipped where no pseudo-terminal can be opened.
+macro_rules! open {
+    ($dir:expr, $args:expr) => {
+        match Term::agent($dir, $args) {
+            Some(t) => t,
+            None => agent_base::skip!("no pseudo-terminal can be opened here"),
+        }
+    };
+}
+
+#[test]
+fn the_status_line_and_a_tool_cell_show_the_turns_figures() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py, line 1"}}"#
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!("chat --ctx-size 4096 --script {}", script.display())
+    );
+    term.wait_for("mode confirm");
+    let status = status_line(&term);
+    assert!(status.starts_with("scripted · ctx "), "{status}");
+    assert!(status.contains("/4,096 ("), "{status}");
+    assert!(status.contains(" 0 tokens · mode confirm"), "{status}");
+
+    term.submit("Where is add defined?");
+    let screen = term.wait_for("add is in calc.py, line 1");
+    // The request, then the tool as a cell: its name, argument, status, duration, result.
+    assert!(screen.contains("› Where is add defined?"), "{screen}");
+    let cell = term
+        .rows()
+        .into_iter()
+        .find(|r| r.starts_with("● grep def add"))
+        .unwrap_or_else(|| panic!("no tool cell:\n{screen}"));
+    assert!(cell.contains("✓") && cell.ends_with('s'), "{cell}");
+    assert!(screen.contains("│ calc.py:1"), "{screen}");
+
+    // The status line's figures are the turn's: the tokens the stats line
+    // counted, and the context `/tokens` reports.
+    let stats = term.wait_for(" generated · ");
+    let generated = figure(&stats, " + ");
+    term.wait_for(&format!(" {generated} tokens · mode"));
+    term.submit("/tokens");
+    let report = term.wait_for("context now:");
+    let used = figure(&report, "context now: ");
+    assert!(used > 0, "{report}");
+    let status = status_line(&term);
+    assert_eq!(figure(&status, "ctx "), used, "{status}\n{report}");
+    // The README's screen capture comes from here.
+    if let Some(path) = std::env::var_os("AGENT_TUI_SCREEN_DUMP") {
+        std::fs::write(path, term.rows().join("\n")).unwrap();
+    }
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn an_edit_is_approved_in_place_yes_writes_and_no_leaves_the_file_alone() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "other.py", "content": "y = 2\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "other.py was not written"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Create new.py with x = 1");
+    let screen = term.wait_for("[y]es / [n]o / [a]lways");
+    assert!(screen.contains("apply this change to new.py?"), "{screen}");
+    assert!(screen.contains("+x = 1"), "{screen}");
+    assert!(
+        !dir.path().join("new.py").exists(),
+        "written before the yes"
+    );
+    term.send("y");
+    term.wait_for("wrote new.py");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 1\n"
+    );
+    assert!(term.screen().contains("apply this change to new.py? yes"));
+
+    term.submit("Create other.py with y = 2");
+    term.wait_for("apply this change to other.py?");
+    term.send("n");
+    // All declined: nothing changed, said so; the file is not there.
+    term.wait_for("0 files changed (1 change(s) or command(s) declined)");
+    assert!(term.screen().contains("apply this change to other.py? no"));
+    assert!(!dir.path().join("other.py").exists());
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn slash_lists_the_commands_with_descriptions_and_tab_completes() {
+    let dir = repo();
+    let commands = dir.path().join(".agent/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("review.md"),
+        "---\ndescription: Review a file for bugs\n---\nReview $ARGUMENTS\n",
+    )
+    .unwrap();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send("/");
+    let screen = term.wait_for("/review");
+    for (name, about) in [
+        ("/help", "this list"),
+        ("/undo", "undo the agent's last change"),
+        ("/compact", "[focus] replace the conversation"),
+        ("/review", "Review a file for bugs"),
+    ] {
+        let row = screen
+            .lines()
+            .find(|r| r.starts_with(&format!("  {name} ")))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{screen}"));
+        assert!(row.contains(about), "{row}");
+    }
+    // Narrowed by what is typed; Tab completes; the command runs.
+    term.send("mo");
+    let screen = term.wait_for("› /mo");
+    assert!(!screen.contains("/review"), "{screen}");
+    term.send("\t");
+    let screen = term.wait_for("› /model");
+    assert!(
+        !screen.contains("  /model   "),
+        "the list stays open:\n{screen}"
+    );
+    term.send("\r");
+    term.wait_for("context window:");
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn history_is_recalled_after_a_restart_and_the_terminal_is_restored() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "two lines read"}}"#
+        ]),
+    );
+    let args = format!("chat --script {}", script.display());
+    let mut term = open!(dir.path(), &args);
+    term.wait_for("mode confirm");
+    // Ctrl-J, then a trailing backslash: three lines, one request.
+    term.send("first line\n");
+    term.send("second line\\");
+    term.send("\r");
+    term.send("third line");
+    let screen = term.wait_for("  third line");
+    assert!(
+        !screen.contains("two lines read"),
+        "sent too early:\n{screen}"
+    );
+    term.send("\r");
+    term.wait_for("two lines read");
+    term.submit("/model");
+    term.wait_for("context window:");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+    let history = common::state_dir(dir.path()).join("tui-history.jsonl");
+    assert!(history.is_file(), "no {}", history.display());
+
+    // A new run, then `stty -a` on the same terminal: the agent left it in
+    // cooked mode with echo, and the live area is gone.
+    let mut term = match Term::shell(
+        dir.path(),
+        &format!("{} {args}; stty -a", env!("CARGO_BIN_EXE_agent")),
+    ) {
+        Some(t) => t,
+        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+    };
+    term.wait_for("mode confirm");
+    term.send("\x1b[A");
+    term.wait_for("› /model");
+    term.send("\x1b[A");
+    let screen = term.wait_for("› first line");
+    assert!(
+        screen.contains("  second line\n") && screen.contains("  third line"),
+        "{screen}"
+    );
+    term.send("\x1b[B");
+    term.wait_for("› /model");
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+    let screen = term.wait_for("speed");
+    let flags: Vec<&str> = screen.split_whitespace().collect();
+    for on in ["icanon", "echo", "isig", "icrnl", "opost"] {
+        assert!(
+            flags.contains(&on),
+            "{on} is off after the agent:\n{screen}"
+        );
+    }
+    assert!(!screen.contains(" · mode confirm"), "{screen}");
+    let raw = term.raw();
+    assert!(raw.contains("\x1b[?2004l"), "bracketed paste left on");
+    assert!(!raw.contains("\x1b[?1049h"), "an alternate screen was used");
+}
+
+#[test]
+fn esc_stops_a_slow_turn_and_the_prompt_comes_back() {
+    let dir = repo();
+    let thought = "the grep found it but I will read the whole file first ".repeat(6);
+    let call =
+        serde_json::json!({"thought": thought, "tool": "read_file", "args": {"path": "calc.py"}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            {"content": call.to_string(), "pace_ms": 250},
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "never reached"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    let asked = Instant::now();
+    term.submit("Where is add defined in calc.py?");
+    term.wait_for("● grep def add");
+    term.wait_for("Esc stops");
+    term.send("\x1b");
+    let screen = term.wait_for("(stopped)");
+    assert!(asked.elapsed() < Duration::from_secs(20), "{screen}");
+    assert!(!screen.contains("never reached"), "{screen}");
+    // The chat goes on: a command after the stop is answered.
+    term.submit("/model");
+    term.wait_for("context window:");
+    term.send("\x03");
+    term.send("\x03");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn a_pipe_dumb_terminal_or_no_tui_keep_the_line_mode() {
+    let dir = repo();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    // `--no-tui` on a terminal: the line prompt, no status line.
+    let mut term = open!(
+        dir.path(),
+        &format!("chat --no-tui --script {}", script.display())
+    );
+    term.wait_for("/exit or Ctrl-D quits");
+    term.submit("/model");
+    term.wait_for("context window:");
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0);
+    assert!(!term.screen().contains(" · mode "), "{}", term.screen());
+    // TERM=dumb: the same.
+    let mut term = match Term::shell(
+        dir.path(),
+        &format!(
+            "TERM=dumb {} chat --script {}",
+            env!("CARGO_BIN_EXE_agent"),
+            script.display()
+        ),
+    ) {
+        Some(t) => t,
+        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+    };
+    term.wait_for("/exit or Ctrl-D quits");
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0);
+    assert!(!term.screen().contains(" · mode "), "{}", term.screen());
+    // `agent` alone on a pipe: a subcommand is needed, as before.
+    let out = common::agent_bin()
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("subcommand"));
+}
+
+/// `agent` alone on a terminal, with the real tiny model: the UI opens, the
+/// answer streams, the status line counts what was generated.
+#[test]
+fn agent_alone_on_a_terminal_opens_the_ui_on_the_real_model() {
+    let dir = repo();
+    let model = common::tiny_model();
+    let mut term = match Term::shell(
+        dir.path(),
+        &format!(
+            "AGENT_MODEL={} {}",
+            model.display(),
+            env!("CARGO_BIN_EXE_agent")
+        ),
+    ) {
+        Some(t) => t,
+        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+    };
+    term.wait_for(" · mode confirm");
+    let status = status_line(&term);
+    let name = model.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(status.starts_with(&name), "{status}");
+    term.submit("Where is the function add defined?");
+    // Tokens are counted on the status line while the model writes...
+    let started = Instant::now();
+    while tokens_of(&status_line(&term)) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // ...Esc stops it, and the figure is the turn's.
+    term.send("\x1b");
+    let stats = term.wait_for_within(" generated · ", Duration::from_secs(120));
+    let generated = figure(&stats, " + ");
+    assert!(generated > 0, "{stats}");
+    term.wait_for(&format!(" {generated} tokens · mode"));
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

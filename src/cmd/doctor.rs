@@ -361,7 +361,12 @@ fn chat_model_check(config: &EngineConfig, explicit: bool) -> Check {
 fn sandbox_sets_check() -> Check {
     use agent_policy::{Mode, Policy};
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
-    let policy = Policy::load(&root.join(".agent"), Mode::default()).unwrap_or_default();
+    // As a session here would load it: what an untrusted workspace's
+    // policy.toml loosens is held back.
+    let trusted = super::trust::workspace_trusted(&root).unwrap_or(false);
+    let mut policy =
+        Policy::load_for(&paths::team_dir(&root), Mode::default(), trusted).unwrap_or_default();
+    super::admin::managed().restrict(&mut policy);
     let sandbox = agent_tools::fence::sandbox(&root, &policy);
     let support = agent_sandbox::support();
     let shown = |paths: &[std::path::PathBuf]| -> String {

@@ -715,3 +715,29 @@ fn doctor_prints_skill_folders_and_hook_commands_escaped() {
     );
     assert!(text.contains("[warn] trust"), "{text}");
 }
+
+/// `agent doctor` shows the sandbox a session here would get: a limit an
+/// untrusted workspace's policy.toml raises is held back, as in the session.
+#[test]
+fn doctor_shows_the_limits_a_session_would_get_trusted_or_not() {
+    let dir = repo();
+    let root = dir.path();
+    let home = tempfile::tempdir().unwrap();
+    write(root, ".agent/policy.toml", "[limits]\nprocesses = 7777\n");
+    let sets = |trust: bool| {
+        let mut cmd = agent_at(root, home.path());
+        if trust {
+            cmd.arg("--trust");
+        }
+        let out = cmd.arg("doctor").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find(|l| l.contains("sandbox sets"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let untrusted = sets(false);
+    assert!(!untrusted.contains("processes 7777"), "{untrusted}");
+    let trusted = sets(true);
+    assert!(trusted.contains("processes 7777"), "{trusted}");
+}

@@ -207,6 +207,16 @@ impl Vocabulary {
                 .is_none_or(|&n| n <= 2)
     }
 
+    /// `word` names a definition here, in a request framed as a question
+    /// about a function ([`asks_about_a_function`]): there even a plain
+    /// English name (`abort`, `copy`, `update`) is the definition's.
+    fn defines_framed(&self, word: &str) -> bool {
+        word.len() >= 3
+            && self.names.contains(word)
+            && is_content_word(&word.to_lowercase())
+            && !FUNCTION_FRAME.contains(&word.to_lowercase().as_str())
+    }
+
     /// A path the workspace holds: a file (by its path or the end of it)
     /// or a folder.
     fn holds_path(&self, path: &str) -> bool {
@@ -239,8 +249,10 @@ impl Vocabulary {
                 });
             }
         }
+        let framed = asks_about_a_function(request);
         for word in plain_words(request) {
-            if self.defines_as_word(word) && !out.iter().any(|a| a.text == word) {
+            let named = self.defines_as_word(word) || (framed && self.defines_framed(word));
+            if named && !out.iter().any(|a| a.text == word) {
                 out.push(Anchor {
                     kind: AnchorKind::Code,
                     text: word.to_string(),
@@ -280,6 +292,36 @@ impl Vocabulary {
         }
         out
     }
+}
+
+/// Words that frame a request as one about a function's behaviour: "what
+/// does abort return", "which errors does copy raise", "where is update
+/// defined". Found on flask and pytest: one name in thirteen is a plain
+/// word (`abort`, `group`, `resolve`), and without the frame the gate took
+/// those questions for general knowledge.
+const FUNCTION_FRAME: &[&str] = &[
+    "return",
+    "returns",
+    "raise",
+    "raises",
+    "throw",
+    "throws",
+    "yield",
+    "yields",
+    "defined",
+    "implemented",
+    "signature",
+    "parameters",
+    "arguments",
+    "overrides",
+    "calls",
+];
+
+/// Whether `request` is framed as a question about a function ([`FUNCTION_FRAME`]).
+fn asks_about_a_function(request: &str) -> bool {
+    words(request)
+        .iter()
+        .any(|w| FUNCTION_FRAME.contains(&w.as_str()))
 }
 
 /// The request's words as written (case kept): runs of letters, digits
@@ -546,6 +588,13 @@ def safeformat(obj):\n    pass\n\ndef request():\n    pass\n\ndef get_request():
         }
         // `request` is defined, but it is a word four identifiers share.
         assert_eq!(kinds(&v, "how do I send a request with curl"), []);
+        // Asked about as a function, a plain word that is a definition here
+        // is that definition (flask's `abort`, pytest's `update`).
+        assert_eq!(
+            kinds(&v, "What does request return?"),
+            [(AnchorKind::Code, "request".into())]
+        );
+        assert_eq!(kinds(&v, "what is a good request timeout"), []);
     }
 
     #[test]

@@ -97,6 +97,34 @@ pub(super) fn flags_len(words: &[String], with_arg: &[&str]) -> usize {
     n.min(words.len())
 }
 
+/// Non-flag arguments (everything after `--` counts as an argument).
+pub(super) fn operands(args: &[String]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut after_dashes = false;
+    for a in args {
+        if !after_dashes && a == "--" {
+            after_dashes = true;
+        } else if after_dashes || !a.starts_with('-') || a == "-" {
+            out.push(a.as_str());
+        }
+    }
+    out
+}
+
+/// Whether a `-r`/`-R` (alone or in a cluster) or `--recursive` comes before `--`.
+pub(super) fn has_recursive_flag(args: &[String]) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|a| {
+        a == "--recursive"
+            || (a.starts_with('-') && !a.starts_with("--") && (a.contains('r') || a.contains('R')))
+    })
+}
+
+/// The subcommand of a tool like `git`, skipping global flags (and their arguments).
+pub(super) fn subcommand<'a>(args: &'a [String], with_arg: &[&str]) -> Option<&'a str> {
+    let n = flags_len(args, with_arg);
+    args.get(n).map(String::as_str)
+}
+
 fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {

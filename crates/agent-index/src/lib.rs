@@ -330,7 +330,9 @@ pub struct Index {
     /// The model the index's vectors come from (and its queries go to).
     identity: Identity,
     options: IndexOptions,
-    _lock: Option<WriterLock>,
+    /// The one-writer lock, held while this index is open for writing
+    /// (None: opened read-only).
+    writer_lock: Option<WriterLock>,
     recovered: Vec<String>,
     /// Set when the index lives in a shared store.
     shared: Option<SharedStore>,
@@ -459,7 +461,7 @@ impl Index {
             embedder,
             identity,
             options,
-            _lock: Some(lock),
+            writer_lock: Some(lock),
             recovered,
             shared,
             overlay: None,
@@ -511,7 +513,7 @@ impl Index {
             embedder: None,
             identity,
             options: IndexOptions::default(),
-            _lock: None,
+            writer_lock: None,
             recovered: Vec::new(),
             shared,
             overlay: None,
@@ -622,7 +624,7 @@ impl Index {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<UpdateStats> {
         let started = Instant::now();
-        if self._lock.is_none() {
+        if self.writer_lock.is_none() {
             bail!("this index was opened read-only");
         }
         let mut stats = UpdateStats {
@@ -730,7 +732,7 @@ impl Index {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let started = Instant::now();
-        if self._lock.is_none() {
+        if self.writer_lock.is_none() {
             bail!("this index was opened read-only");
         }
         let mut pending = self.store.unembedded_paths()?;
@@ -1089,7 +1091,7 @@ impl Index {
             text_index: self.store.has_text_index()?,
             vector_index: self.store.vector_index()?,
             last_update: self.state.meta("last_update")?,
-            writer_active: self._lock.is_none() && writer_active(&self.dir),
+            writer_active: self.writer_lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),
             complete: self.is_complete()?,
             interrupted: self.state.meta(INTERRUPTED_KEY)?.as_deref() == Some("yes"),
@@ -1112,7 +1114,7 @@ impl Index {
     pub fn notes(&self) -> Result<Vec<String>> {
         let mut notes = Vec::new();
         if !self.is_complete()? {
-            notes.push(if self._lock.is_none() && writer_active(&self.dir) {
+            notes.push(if self.writer_lock.is_none() && writer_active(&self.dir) {
                 UPDATING_NOTE.to_string()
             } else {
                 PARTIAL_NOTE.to_string()
@@ -1120,7 +1122,7 @@ impl Index {
         }
         let (embedded, chunks) = (self.store.embedded_rows()?, self.store.count_rows()?);
         notes.extend(coverage_note(embedded, chunks));
-        if let (Some(shared), None) = (&self.shared, &self._lock) {
+        if let (Some(shared), None) = (&self.shared, &self.writer_lock) {
             let updated = self.state.meta("last_update")?;
             let local = self.overlay.as_ref().map_or(0, |o| o.changes.len());
             notes.push(format!(

@@ -229,6 +229,7 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Mode;
 
     const SECRET: &str = "sk-live-4f9a8b7c6d5e";
 

@@ -33,6 +33,9 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
             root.display()
         );
     }
+    if let (Some(why), false) = (index.rechunking(), args.json) {
+        eprintln!("{why}");
+    }
     let started = Instant::now();
     // First every file's rows (BM25 finds them at once), then the map, then
     // the vectors, the map's most important files first.

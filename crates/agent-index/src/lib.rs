@@ -119,7 +119,8 @@ pub struct Progress {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct UpdateStats {
     pub files_seen: usize,
-    /// Files whose content changed (or new files) and were re-chunked.
+    /// Files whose content changed (or new files, or files an older
+    /// chunker chunked) and were re-chunked.
     pub files_indexed: usize,
     pub files_removed: usize,
     pub chunks_written: usize,
@@ -142,6 +143,10 @@ pub struct UpdateStats {
     /// Files whose rows this update rewrote: the fill embeds them first.
     #[serde(skip)]
     pub changed_paths: Vec<String>,
+    /// Why this update re-chunked files whose content did not change:
+    /// another chunker version chunked them ([`Index::rechunking`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rechunking: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -340,6 +345,9 @@ pub struct Index {
     overlay: Option<Overlay>,
     /// Why the overlay could not be brought up to date, said with results.
     overlay_note: Option<String>,
+    /// Why the next update re-chunks files (another chunker version made
+    /// their chunks), until an update has re-chunked them all.
+    rechunking: Option<String>,
 }
 
 /// The local side of a shared index (see [`shared`]): an ordinary index of
@@ -453,6 +461,9 @@ impl Index {
                 new_table(&state)?
             }
         };
+        let rechunking = state
+            .chunker_behind(chunk::VERSION)?
+            .map(|(old, files)| rechunking_note(old, files));
         Ok(Self {
             root,
             dir,
@@ -466,6 +477,7 @@ impl Index {
             shared,
             overlay: None,
             overlay_note: None,
+            rechunking,
         })
     }
 
@@ -518,6 +530,7 @@ impl Index {
             shared,
             overlay: None,
             overlay_note: None,
+            rechunking: None,
         }
     }
 
@@ -575,6 +588,16 @@ impl Index {
         &self.root
     }
 
+    /// One line saying why the next update re-chunks files whose content
+    /// did not change, when it will: another chunker version made their
+    /// chunks (`re-chunking: the index was built by chunker v1, this is
+    /// v2`). They are re-chunked like changed files, batch by batch, so the
+    /// index stays searchable; their vectors come from the embedding cache
+    /// wherever a chunk's text is the same.
+    pub fn rechunking(&self) -> Option<&str> {
+        self.rechunking.as_deref()
+    }
+
     fn embedder(&mut self) -> Result<&mut Embedder> {
         // A shared index's reader embeds queries with its overlay's model
         // (the same one): loaded once.
@@ -629,8 +652,12 @@ impl Index {
         }
         let mut stats = UpdateStats {
             recovered: std::mem::take(&mut self.recovered),
+            rechunking: self.rechunking.clone(),
             ..UpdateStats::default()
         };
+        if let Some(why) = &stats.rechunking {
+            tracing::info!("{why}");
+        }
         // An update that was cut short (even after its last batch) may not
         // have built the BM25 index: this one finishes that work too.
         let was_complete = self.is_complete()?;
@@ -656,9 +683,9 @@ impl Index {
         let candidates: Vec<&SourceFile> = files
             .iter()
             .filter(|f| {
-                known
-                    .get(&f.rel)
-                    .is_none_or(|k| k.mtime_ns != f.mtime_ns || k.size != f.size)
+                known.get(&f.rel).is_none_or(|k| {
+                    k.mtime_ns != f.mtime_ns || k.size != f.size || k.chunker != chunk::VERSION
+                })
             })
             .collect();
         let mut progress = Progress {
@@ -707,6 +734,8 @@ impl Index {
             self.state.set_meta(INTERRUPTED_KEY, "yes")?;
         } else {
             self.state.set_meta(COMPLETE_KEY, "yes")?;
+            // Every file is the current chunker's now.
+            self.rechunking = None;
         }
         self.publish(false)?;
         progress.building_indices = false;
@@ -864,8 +893,12 @@ impl Index {
                 mtime_ns: file.mtime_ns,
                 size: file.size,
                 chunks: 0,
+                chunker: chunk::VERSION,
             };
-            if let Some(k) = known.get(&file.rel).filter(|k| k.hash == file_state.hash) {
+            if let Some(k) = known
+                .get(&file.rel)
+                .filter(|k| k.hash == file_state.hash && k.chunker == chunk::VERSION)
+            {
                 // Touched but not changed: only the mtime moves.
                 file_state.chunks = k.chunks;
                 upserts.push((file.rel.clone(), file_state));
@@ -1247,6 +1280,19 @@ pub fn chunk_file(
         ..ChunkLimits::default()
     };
     chunk_source(lang, text, limits, &count)
+}
+
+/// Why files are re-chunked: `old` (the oldest version among them, 0 for
+/// before versions were recorded) is not this chunker's version.
+fn rechunking_note(old: u32, files: usize) -> String {
+    let built_by = match old {
+        0 => "a chunker from before versions were recorded".to_string(),
+        v => format!("chunker v{v}"),
+    };
+    format!(
+        "re-chunking {files} file(s): the index was built by {built_by}, this is v{} (searchable meanwhile; unchanged chunks keep their vectors)",
+        chunk::VERSION
+    )
 }
 
 /// Row ids are `path:start-end`; two chunks of one range (windows of a

@@ -1,5 +1,6 @@
 //! `agent index`: build, update, watch or describe the code index.
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -18,22 +19,73 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     let _frugal = agent_base::alloc::Frugal::new();
     let root = paths::repo_root(args.path.as_deref())?;
     if args.status {
-        let status = Index::open_reader(&root)?.status()?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&status)?);
-        } else {
-            print!("{}", status.describe());
-        }
-        // A damaged index is not "all is well": scripts see it in the code.
-        return Ok(if status.damage.is_some() {
-            exit::FAILURE
-        } else {
-            exit::OK
-        });
+        return status(&root, args.json);
     }
+    let options = options(args);
+    let mut index = if args.rebuild {
+        Index::rebuild(&root, options)?
+    } else {
+        Index::open_writer(&root, options)?
+    };
+    if !args.json && args.path.is_none() && !root.join(".git").exists() {
+        eprintln!(
+            "note: not inside a git repository; indexing {} (pass a path to index another folder)",
+            root.display()
+        );
+    }
+    if let (Some(why), false) = (index.rechunking(), args.json) {
+        eprintln!("{why}");
+    }
+    let started = Instant::now();
+    // First every file's rows (BM25 finds them at once), then the map, then
+    // the vectors, the map's most important files first.
+    let mut stats = update_rows(&mut index, started, cancel)?;
+    let priority = map_priority(&index, &stats.changed_paths);
+    if !stats.interrupted {
+        let searchable = started.elapsed().as_secs_f64();
+        fill_vectors(&mut index, &priority, &mut stats, searchable, args.json, cancel)?;
+    }
+    report(&stats, args.json);
+    if let (Some(store), false, false) = (&args.store, args.json, stats.interrupted) {
+        eprintln!("published to the shared index in {store}; search it with `--store {store}`");
+    }
+    if stats.interrupted {
+        if stats.chunks_unembedded > 0 {
+            eprintln!(
+                "interrupted: every file is searchable by keyword; {} chunks still lack vectors. Run `agent index` again to finish",
+                stats.chunks_unembedded
+            );
+        } else {
+            eprintln!("interrupted: the index is consistent; run `agent index` again to finish");
+        }
+        return Ok(exit::INTERRUPTED);
+    }
+    if args.watch {
+        watch_changes(&mut index, args.json, cancel)?;
+    }
+    Ok(exit::OK)
+}
 
+/// `agent index --status`: what the index holds; exit 1 when it is damaged.
+fn status(root: &Path, json: bool) -> Result<i32> {
+    let status = Index::open_reader(root)?.status()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", status.describe());
+    }
+    // A damaged index is not "all is well": scripts see it in the code.
+    Ok(if status.damage.is_some() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
+
+/// The index options the command line asks for.
+fn options(args: &IndexArgs) -> IndexOptions {
     let defaults = IndexOptions::default();
-    let options = IndexOptions {
+    IndexOptions {
         walk: WalkOptions {
             max_file_bytes: args.max_file_kb * 1024,
             max_files: args.max_files,
@@ -51,25 +103,21 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         },
         store: args.store.clone(),
         ..defaults
-    };
-    let mut index = if args.rebuild {
-        Index::rebuild(&root, options)?
-    } else {
-        Index::open_writer(&root, options)?
-    };
-    if !args.json && args.path.is_none() && !root.join(".git").exists() {
-        eprintln!(
-            "note: not inside a git repository; indexing {} (pass a path to index another folder)",
-            root.display()
-        );
     }
-    let style = |unit: &str| {
-        indicatif::ProgressStyle::with_template(&format!(
-            "{{spinner}} {{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}  {{msg}}"
-        ))
-        .expect("static template")
-        .progress_chars("=> ")
-    };
+}
+
+/// A progress bar's style counting `unit`.
+fn bar_style(unit: &str) -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(&format!(
+        "{{spinner}} {{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}  {{msg}}"
+    ))
+    .expect("static template")
+    .progress_chars("=> ")
+}
+
+/// The first half of an update (every changed file's rows), under a
+/// progress bar counting files.
+fn update_rows(index: &mut Index, started: Instant, cancel: &CancelToken) -> Result<UpdateStats> {
     // A spinner while the tree is walked: a bar has no length before that
     // ("0/0 files").
     let bar = indicatif::ProgressBar::new_spinner();
@@ -80,74 +128,72 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     bar.set_prefix("indexing");
     bar.set_message("looking for files…");
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    let started = Instant::now();
     let mut counting = false;
-    // First every file's rows (BM25 finds them at once), then the map, then
-    // the vectors, the map's most important files first.
-    let mut stats = index.update_rows(cancel, &mut |p| {
+    let stats = index.update_rows(cancel, &mut |p| {
         if !counting {
             counting = true;
-            bar.set_style(style("files"));
+            bar.set_style(bar_style("files"));
         }
         bar.set_length(p.files_total as u64);
         bar.set_position(p.files_done as u64);
         bar.set_message(progress_message(p, started.elapsed().as_secs_f64()));
     })?;
     bar.finish_and_clear();
-    // The repo map's tag cache follows the same updates (cheap: it re-tags
-    // only files whose size or mtime moved). Not held during the fill: on a
-    // large tree its tags are memory the vector index build needs.
-    let priority = {
-        let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
-        if let Err(e) = map.refresh() {
-            eprintln!("warning: repo map not updated: {e:#}");
-        }
-        map.ranked_files(&stats.changed_paths)
-    };
-    if !stats.interrupted {
-        let searchable = started.elapsed().as_secs_f64();
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(style("chunks"));
-        bar.set_prefix("embedding");
-        let mut announced = false;
-        let fill_started = Instant::now();
-        index.fill_vectors(&priority, &mut stats, cancel, &mut |p| {
-            if !announced && p.chunks_unembedded > 0 {
-                announced = true;
-                if !args.json {
-                    bar.suspend(|| {
-                        eprintln!(
-                            "searchable after {searchable:.1}s (keyword search and the repo map); embedding {} chunks, the most important files first",
-                            p.chunks_unembedded
-                        )
-                    });
-                }
-                bar.set_length(p.chunks_unembedded as u64);
+    Ok(stats)
+}
+
+/// The files in the order their vectors should come: the repo map's
+/// ranking, personalized by the files that just changed. The map's tag
+/// cache follows the same updates (cheap: it re-tags only files whose size
+/// or mtime moved). Not held during the fill: on a large tree its tags are
+/// memory the vector index build needs.
+fn map_priority(index: &Index, changed: &[String]) -> Vec<String> {
+    let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
+    if let Err(e) = map.refresh() {
+        eprintln!("warning: repo map not updated: {e:#}");
+    }
+    map.ranked_files(changed)
+}
+
+/// The second half of an update (the vectors), under a progress bar
+/// counting chunks; says once how long the index took to become searchable.
+fn fill_vectors(
+    index: &mut Index,
+    priority: &[String],
+    stats: &mut UpdateStats,
+    searchable: f64,
+    json: bool,
+    cancel: &CancelToken,
+) -> Result<()> {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(bar_style("chunks"));
+    bar.set_prefix("embedding");
+    let mut announced = false;
+    let fill_started = Instant::now();
+    index.fill_vectors(priority, stats, cancel, &mut |p| {
+        if !announced && p.chunks_unembedded > 0 {
+            announced = true;
+            if !json {
+                bar.suspend(|| {
+                    eprintln!(
+                        "searchable after {searchable:.1}s (keyword search and the repo map); embedding {} chunks, the most important files first",
+                        p.chunks_unembedded
+                    )
+                });
             }
-            bar.set_position(p.chunks_embedded as u64);
-            bar.set_message(progress_message(p, fill_started.elapsed().as_secs_f64()));
-        })?;
-        bar.finish_and_clear();
-    }
-    report(&stats, args.json);
-    if let (Some(store), false, false) = (&args.store, args.json, stats.interrupted) {
-        eprintln!("published to the shared index in {store}; search it with `--store {store}`");
-    }
-    if stats.interrupted {
-        if stats.chunks_unembedded > 0 {
-            eprintln!(
-                "interrupted: every file is searchable by keyword; {} chunks still lack vectors. Run `agent index` again to finish",
-                stats.chunks_unembedded
-            );
-        } else {
-            eprintln!("interrupted: the index is consistent; run `agent index` again to finish");
+            bar.set_length(p.chunks_unembedded as u64);
         }
-        return Ok(exit::INTERRUPTED);
-    }
-    if !args.watch {
-        return Ok(exit::OK);
-    }
-    if !args.json {
+        bar.set_position(p.chunks_embedded as u64);
+        bar.set_message(progress_message(p, fill_started.elapsed().as_secs_f64()));
+    })?;
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// `agent index --watch` after the first pass: an update per burst of file
+/// events, at low priority, until Ctrl-C.
+fn watch_changes(index: &mut Index, json: bool, cancel: &CancelToken) -> Result<()> {
+    if !json {
         eprintln!(
             "watching {} for changes at low CPU priority (Ctrl-C to stop)",
             index.root().display()
@@ -156,7 +202,7 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     watch::lower_priority(watch::Scope::Process);
     let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
     watch::watch(
-        &mut index,
+        index,
         watch::DEFAULT_DEBOUNCE,
         cancel,
         &mut |result| match result {
@@ -167,14 +213,14 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
                         eprintln!("warning: repo map not updated: {e:#}");
                     }
                 }
-                if stats.files_indexed + stats.files_removed > 0 || args.json {
-                    report(&stats, args.json)
+                if stats.files_indexed + stats.files_removed > 0 || json {
+                    report(&stats, json)
                 }
             }
             Err(e) => eprintln!("update failed (still watching): {e:#}"),
         },
     )?;
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// `312 chunks written, 1,024 embedded (40/s), 96 to embed in this batch`

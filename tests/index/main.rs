@@ -402,6 +402,85 @@ fn an_old_state_file_keeps_its_embedding_cache() {
     assert!(dir.path().join("embeddings.sqlite").is_file());
 }
 
+/// The chunker version every file of the index records.
+fn recorded_chunkers(dir: &Path) -> Vec<u32> {
+    let state = agent_index::index_dir(dir).join("state.sqlite");
+    let db = rusqlite::Connection::open(state).unwrap();
+    let mut stmt = db.prepare("SELECT chunker FROM files ORDER BY rel").unwrap();
+    let versions = stmt.query_map([], |r| r.get(0)).unwrap();
+    versions.map(Result::unwrap).collect()
+}
+
+#[test]
+fn an_index_an_older_chunker_built_is_re_chunked_by_the_next_update() {
+    let dir = repo();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    update(&mut index);
+    assert!(index.rechunking().is_none());
+    drop(index);
+    let current = agent_lang::chunk::VERSION;
+    assert_eq!(recorded_chunkers(dir.path()), [current; 3]);
+
+    // The state as a build from before chunker versions wrote it (schema 2).
+    let state = agent_index::index_dir(dir.path()).join("state.sqlite");
+    rusqlite::Connection::open(&state)
+        .unwrap()
+        .execute_batch("ALTER TABLE files DROP COLUMN chunker; PRAGMA user_version = 2;")
+        .unwrap();
+    let out = agent_bin().arg("index").arg(dir.path()).output().unwrap();
+    common::assert_success(&out);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("re-chunking"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line says why: {stderr}");
+    assert!(
+        said[0].contains("before versions were recorded")
+            && said[0].contains(&format!("this is v{current}")),
+        "{stderr}"
+    );
+    // Every file re-chunked, and the same chunks cost no embedding.
+    assert!(
+        stdout.contains("3 files seen: 3 indexed") && stdout.contains("vectors: 0 embedded"),
+        "{stdout}"
+    );
+    assert_eq!(recorded_chunkers(dir.path()), [current; 3]);
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    assert!(index.rechunking().is_none());
+    assert_eq!(
+        top(&mut index, "edit distance between two strings", SearchMode::Hybrid)[0],
+        ("pkg/strings.py".into(), "levenshtein".into())
+    );
+    // Done once: the next update leaves every file alone.
+    let again = update(&mut index);
+    assert_eq!((again.files_indexed, again.rechunking), (0, None));
+    drop(index);
+
+    // One file of an older chunker version (as a build of that version
+    // recorded it): that file alone is re-chunked, and said so.
+    rusqlite::Connection::open(&state)
+        .unwrap()
+        .execute(
+            "UPDATE files SET chunker = ?1 WHERE rel = 'src/net.rs'",
+            [current - 1],
+        )
+        .unwrap();
+    let mut index = Index::open_writer(dir.path(), options()).unwrap();
+    let stats = update(&mut index);
+    assert_eq!((stats.files_indexed, stats.chunks_embedded), (1, 0), "{stats:?}");
+    let why = stats.rechunking.expect("the update says why");
+    assert!(why.contains("re-chunking 1 file"), "{why}");
+    assert_eq!(recorded_chunkers(dir.path()), [current; 3]);
+    assert_eq!(
+        top(&mut index, "retry a network connection with exponential backoff", SearchMode::Hybrid)[0].0,
+        "src/net.rs"
+    );
+}
+
 fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::family::Family;
 use crate::message::{Message, Role, ToolCall, ToolSpec};
 use crate::pyjson::dumps_json;
-use crate::render::TemplateError;
+use crate::error::TemplateError;
 
 /// What a template can render, found by probing it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,6 +37,7 @@
 
 pub mod adapt;
 pub mod clock;
+mod error;
 pub mod family;
 pub mod grammar;
 pub mod history;

@@ -16,17 +16,7 @@ use crate::family::Family;
 use crate::message::{Message, ToolSpec};
 use crate::pyjson::{dumps, to_value, DumpOptions};
 
-/// Why a template could not give a prompt. Every variant names the template,
-/// so the caller can say which one failed before it falls back.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TemplateError {
-    #[error("chat template {template} does not parse: {detail}")]
-    Syntax { template: String, detail: String },
-    #[error("chat template {template} refused the conversation: {message}")]
-    Raised { template: String, message: String },
-    #[error("chat template {template} failed to render: {detail}")]
-    Render { template: String, detail: String },
-}
+pub use crate::error::TemplateError;
 
 /// The `bos_token` and `eos_token` a template prints (from the GGUF's vocabulary).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -27,6 +27,7 @@ use serde_json::json;
 use agent_base::cancel::CancelToken;
 use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
 
+pub use crate::compaction::{Compaction, Trigger};
 use crate::context::{self, Kind, Turn};
 use crate::run::Run;
 use crate::ui::Ui;
@@ -91,34 +92,6 @@ pub struct Summary {
 pub struct FileNote {
     pub path: String,
     pub why: String,
-}
-
-/// Why a compaction happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// The conversation passed `compact_at` of the window.
-    Auto,
-    /// `/compact`.
-    Request,
-}
-
-/// What a compaction did, as `--json`, `stream-json` and the terminal report it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Compaction {
-    pub trigger: Trigger,
-    /// Whether the turns were replaced by a summary.
-    pub compacted: bool,
-    /// The summary turn's text, when they were.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    /// Why they were not, and what happens instead.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
-    pub replaced_turns: usize,
-    pub kept_turns: usize,
-    pub tokens_before: usize,
-    pub tokens_after: usize,
 }
 
 /// The grammar a summary is generated under: [`Summary`] as compact JSON,

@@ -473,191 +473,298 @@ fn named_tool<'a>(words: &[String], question: bool, tools: &'a [ToolSpec]) -> Op
 /// Scores each label from surface cues and what the workspace holds;
 /// confidence is the winner's share.
 pub fn heuristic(request: &str, knowledge: &Knowledge<'_>) -> Intent {
-    let text = request.trim().to_lowercase();
-    let words = vocabulary::words(&text);
-    let first = words.first().map(String::as_str).unwrap_or("");
-    let code = has_code_token(request);
-    let repo_words = REPO_WORDS.iter().filter(|w| text.contains(**w)).count();
+    let cues = Cues::read(request, knowledge);
+    if let Some(tool) = named_tool(&cues.words, cues.question, knowledge.tools) {
+        return tool_intent(tool);
+    }
+    let mut tally = Tally::default();
+    tally.action(&cues);
+    tally.repository(&cues);
+    tally.conversation(&cues, knowledge);
+    tally.verdict()
+}
 
-    let mut scores = [0f32; 5]; // in Label::ALL order
-    let mut reasons: Vec<String> = Vec::new();
-    let (coding, repo, capability, chat) = (0, 1, 2, 3);
-
-    let anchors = knowledge
-        .vocabulary
-        .map(|v| v.anchors(request))
-        .unwrap_or_default();
-    let specific = anchors.iter().any(|a| a.kind.is_specific());
-    // Something definite of the workspace to act on ("the confirm prompt").
-    let target = code
-        || anchors
-            .iter()
-            .any(|a| a.kind.is_specific() || a.kind == AnchorKind::Definite);
-    let general = !specific
-        && !code
-        && (GENERAL_STARTS.iter().any(|p| text.starts_with(p))
-            || GENERAL_PHRASES.iter().any(|p| text.contains(p))
-            || text.trim_end_matches(['?', '.', '!']).ends_with(" mean"));
-
-    let imperative = !general
-        && (CODING_VERBS.contains(&first)
-            || (matches!(first, "please" | "pls")
-                && words
-                    .get(1)
-                    .is_some_and(|w| CODING_VERBS.contains(&w.as_str()))));
-    // "In src/app.py, make ..." / "When the cache is cold, add ...": an
-    // imperative after an opening phrase.
-    let later_imperative = (!imperative
-        && !text.ends_with('?')
-        && (first == "when" || !QUESTION_STARTS.contains(&first)))
-    .then(|| clause_starts(&text).find(|w| CODING_VERBS.contains(w)))
-    .flatten();
-    let you = words.iter().any(|w| {
-        matches!(
-            w.as_str(),
-            "you" | "your" | "u" | "ur" | "yourself" | "you're" | "youre"
-        )
-    });
-    let about_assistant = CAPABILITY_PHRASES.iter().any(|p| text.contains(p));
-    // "can you add type hints to db.py": a request, though phrased as a
-    // question ("can you run tests?" without a target asks what it can do).
-    let polite = (!about_assistant || target)
-        && words
-            .iter()
-            .take(6)
-            .any(|w| CODING_VERBS.contains(&w.as_str()))
-        && (text.contains("can you")
-            || text.contains("could you")
-            || text.contains("can u")
-            || text.contains("would you")
-            || words.iter().any(|w| w == "please" || w == "pls"));
-    let polite_task = !imperative && later_imperative.is_none() && polite && target;
-    let wish = WISH_STARTS.iter().any(|p| text.starts_with(p)) && (code || !anchors.is_empty());
-    let question = later_imperative.is_none()
-        && !polite_task
-        && (QUESTION_STARTS.contains(&first) || text.ends_with('?'));
-
-    if let Some(tool) = named_tool(&words, question, knowledge.tools) {
-        let label = if tool.access == Access::Read {
+/// The request names a tool: read-only, a repository question; else a task.
+fn tool_intent(tool: &ToolSpec) -> Intent {
+    let reads = tool.access == Access::Read;
+    Intent {
+        label: if reads {
             Label::RepoQuestion
         } else {
             Label::CodingTask
-        };
-        return Intent {
-            label,
-            confidence: 0.9,
-            reason: format!(
-                "names the tool `{}`{}",
-                tool.name,
-                if tool.access == Access::Read {
-                    " (read-only)"
-                } else {
-                    ""
-                }
-            ),
-            tool: Some(tool.name.to_string()),
-        };
+        },
+        confidence: 0.9,
+        reason: format!(
+            "names the tool `{}`{}",
+            tool.name,
+            if reads { " (read-only)" } else { "" }
+        ),
+        tool: Some(tool.name.to_string()),
     }
+}
 
-    if imperative {
-        scores[coding] += 5.0;
-        reasons.push(format!("starts with the imperative `{first}`"));
-    } else if let Some(verb) = later_imperative {
-        scores[coding] += 5.0;
-        reasons.push(format!("the imperative `{verb}` after an opening phrase"));
-    } else if polite_task {
-        scores[coding] += 5.0;
-        reasons.push("a polite request to change something of the workspace".into());
-    } else if wish {
-        scores[coding] += 4.0;
-        reasons.push("says what the user wants changed".into());
-    } else if polite {
-        scores[coding] += 3.0;
-        reasons.push("a polite request to change something".into());
-    }
-    if question {
-        scores[repo] += 1.0;
-        scores[chat] += 1.0;
-        reasons.push("phrased as a question".into());
-    }
-    if code {
-        scores[repo] += if question { 3.0 } else { 2.0 };
-        scores[coding] += 1.0;
-        reasons.push("mentions code identifiers or paths".into());
-    }
-    if repo_words > 0 {
-        scores[repo] += 1.0 + repo_words as f32 * 0.5;
-        scores[coding] += 0.5;
-        reasons.push(format!("{repo_words} repository word(s)"));
-    }
-    if !anchors.is_empty() {
-        let weight: f32 = anchors.iter().map(|a| a.kind.weight()).sum();
-        let acting = imperative || later_imperative.is_some() || polite_task || wish;
-        if question || !acting {
-            scores[repo] += weight.min(6.0);
-        }
-        let named: Vec<&str> = anchors.iter().take(4).map(|a| a.text.as_str()).collect();
-        reasons.push(format!(
-            "names what the workspace holds: {}",
-            named.join(", ")
-        ));
-    }
-    if general {
-        scores[chat] += 3.0;
-        reasons.push("a general-knowledge question".into());
-    }
-    let greeting = (words.len() <= 4
-        && CHAT_PHRASES.iter().any(|p| {
-            first == *p
-                || text.trim_end_matches(['!', '.']) == *p
-                || text.starts_with(&format!("{p} "))
-        }))
-        || text.contains("how are you")
-        || text.contains("how r u");
-    if about_assistant {
-        scores[capability] += 6.0;
-        reasons.push("asks about the assistant itself".into());
-    } else if you
-        && (question || polite)
-        && !target
-        && !greeting
-        && !text.contains("how do you say")
-    {
-        scores[capability] += 5.0;
-        reasons.push("asks the assistant what it can do".into());
-    }
-    if greeting {
-        scores[chat] += 4.0;
-        reasons.push("a greeting or acknowledgement".into());
-    }
-    if question && !code && repo_words == 0 && anchors.is_empty() {
-        scores[chat] += 1.0;
-        reasons.push(if knowledge.vocabulary.is_some() {
-            "names nothing the workspace holds".into()
-        } else {
-            "nothing points at the repository".into()
+/// What the heuristics read off a request, before scoring.
+struct Cues {
+    /// The request, trimmed and lowercased.
+    text: String,
+    words: Vec<String>,
+    /// Looks like code (see [`has_code_token`]).
+    code: bool,
+    /// How many of [`REPO_WORDS`] it holds.
+    repo_words: usize,
+    /// What it names of the workspace.
+    anchors: Vec<vocabulary::Anchor>,
+    /// Something definite of the workspace to act on ("the confirm prompt").
+    target: bool,
+    /// A general-knowledge question or request for text.
+    general: bool,
+    /// Starts with a coding verb ("fix", "please add").
+    imperative: bool,
+    /// A coding verb opening a later clause ("In src/app.py, make ...").
+    later_imperative: Option<String>,
+    /// Addresses the assistant ("you", "your").
+    you: bool,
+    about_assistant: bool,
+    /// A coding verb in a request phrased politely ("can you add ...").
+    polite: bool,
+    /// A polite request with a target: a task, though phrased as a question.
+    polite_task: bool,
+    /// Says what the user wants ("I need ...") about something of the workspace.
+    wish: bool,
+    question: bool,
+    greeting: bool,
+}
+
+impl Cues {
+    fn read(request: &str, knowledge: &Knowledge<'_>) -> Cues {
+        let text = request.trim().to_lowercase();
+        let words = vocabulary::words(&text);
+        let first = words.first().map(String::as_str).unwrap_or("");
+        let code = has_code_token(request);
+        let repo_words = REPO_WORDS.iter().filter(|w| text.contains(**w)).count();
+        let anchors = knowledge
+            .vocabulary
+            .map(|v| v.anchors(request))
+            .unwrap_or_default();
+        let specific = anchors.iter().any(|a| a.kind.is_specific());
+        let target = code
+            || anchors
+                .iter()
+                .any(|a| a.kind.is_specific() || a.kind == AnchorKind::Definite);
+        let general = !specific
+            && !code
+            && (GENERAL_STARTS.iter().any(|p| text.starts_with(p))
+                || GENERAL_PHRASES.iter().any(|p| text.contains(p))
+                || text.trim_end_matches(['?', '.', '!']).ends_with(" mean"));
+        let imperative = !general
+            && (CODING_VERBS.contains(&first)
+                || (matches!(first, "please" | "pls")
+                    && words
+                        .get(1)
+                        .is_some_and(|w| CODING_VERBS.contains(&w.as_str()))));
+        // "In src/app.py, make ..." / "When the cache is cold, add ...": an
+        // imperative after an opening phrase.
+        let later_imperative = (!imperative
+            && !text.ends_with('?')
+            && (first == "when" || !QUESTION_STARTS.contains(&first)))
+        .then(|| clause_starts(&text).find(|w| CODING_VERBS.contains(w)))
+        .flatten()
+        .map(str::to_string);
+        let you = words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "you" | "your" | "u" | "ur" | "yourself" | "you're" | "youre"
+            )
         });
+        let about_assistant = CAPABILITY_PHRASES.iter().any(|p| text.contains(p));
+        // "can you add type hints to db.py": a request, though phrased as a
+        // question ("can you run tests?" without a target asks what it can do).
+        let polite = (!about_assistant || target)
+            && words
+                .iter()
+                .take(6)
+                .any(|w| CODING_VERBS.contains(&w.as_str()))
+            && (text.contains("can you")
+                || text.contains("could you")
+                || text.contains("can u")
+                || text.contains("would you")
+                || words.iter().any(|w| w == "please" || w == "pls"));
+        let polite_task = !imperative && later_imperative.is_none() && polite && target;
+        let wish = WISH_STARTS.iter().any(|p| text.starts_with(p)) && (code || !anchors.is_empty());
+        let question = later_imperative.is_none()
+            && !polite_task
+            && (QUESTION_STARTS.contains(&first) || text.ends_with('?'));
+        let greeting = (words.len() <= 4
+            && CHAT_PHRASES.iter().any(|p| {
+                first == *p
+                    || text.trim_end_matches(['!', '.']) == *p
+                    || text.starts_with(&format!("{p} "))
+            }))
+            || text.contains("how are you")
+            || text.contains("how r u");
+        Cues {
+            text,
+            words,
+            code,
+            repo_words,
+            anchors,
+            target,
+            general,
+            imperative,
+            later_imperative,
+            you,
+            about_assistant,
+            polite,
+            polite_task,
+            wish,
+            question,
+            greeting,
+        }
     }
 
-    let total: f32 = scores.iter().sum();
-    let (best, &top) = scores
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .expect("five scores");
-    if total <= 0.0 {
-        return Intent {
-            label: Label::Uncertain,
-            confidence: 0.0,
-            reason: "no cue".into(),
-            tool: None,
-        };
+    fn first(&self) -> &str {
+        self.words.first().map(String::as_str).unwrap_or("")
     }
-    Intent {
-        label: Label::ALL[best],
-        confidence: top / total,
-        reason: reasons.join("; "),
-        tool: None,
+}
+
+/// Points per label (in [`Label::ALL`] order) and the reasons given for them.
+struct Tally {
+    scores: [(Label, f32); 5],
+    reasons: Vec<String>,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            scores: Label::ALL.map(|label| (label, 0.0)),
+            reasons: Vec::new(),
+        }
+    }
+}
+
+impl Tally {
+    fn add(&mut self, label: Label, points: f32) {
+        let (_, score) = self
+            .scores
+            .iter_mut()
+            .find(|(l, _)| *l == label)
+            .expect("every label has a score");
+        *score += points;
+    }
+
+    fn because(&mut self, reason: impl Into<String>) {
+        self.reasons.push(reason.into());
+    }
+
+    /// Cues of a change to make: imperatives, polite requests, wishes.
+    fn action(&mut self, cues: &Cues) {
+        if cues.imperative {
+            self.add(Label::CodingTask, 5.0);
+            self.because(format!("starts with the imperative `{}`", cues.first()));
+        } else if let Some(verb) = &cues.later_imperative {
+            self.add(Label::CodingTask, 5.0);
+            self.because(format!("the imperative `{verb}` after an opening phrase"));
+        } else if cues.polite_task {
+            self.add(Label::CodingTask, 5.0);
+            self.because("a polite request to change something of the workspace");
+        } else if cues.wish {
+            self.add(Label::CodingTask, 4.0);
+            self.because("says what the user wants changed");
+        } else if cues.polite {
+            self.add(Label::CodingTask, 3.0);
+            self.because("a polite request to change something");
+        }
+    }
+
+    /// Cues of the repository: a question, code, repository words, what the
+    /// workspace holds.
+    fn repository(&mut self, cues: &Cues) {
+        if cues.question {
+            self.add(Label::RepoQuestion, 1.0);
+            self.add(Label::GeneralChat, 1.0);
+            self.because("phrased as a question");
+        }
+        if cues.code {
+            self.add(Label::RepoQuestion, if cues.question { 3.0 } else { 2.0 });
+            self.add(Label::CodingTask, 1.0);
+            self.because("mentions code identifiers or paths");
+        }
+        if cues.repo_words > 0 {
+            self.add(Label::RepoQuestion, 1.0 + cues.repo_words as f32 * 0.5);
+            self.add(Label::CodingTask, 0.5);
+            self.because(format!("{} repository word(s)", cues.repo_words));
+        }
+        if !cues.anchors.is_empty() {
+            let weight: f32 = cues.anchors.iter().map(|a| a.kind.weight()).sum();
+            let acting =
+                cues.imperative || cues.later_imperative.is_some() || cues.polite_task || cues.wish;
+            if cues.question || !acting {
+                self.add(Label::RepoQuestion, weight.min(6.0));
+            }
+            let named: Vec<&str> = cues.anchors.iter().take(4).map(|a| a.text.as_str()).collect();
+            self.because(format!(
+                "names what the workspace holds: {}",
+                named.join(", ")
+            ));
+        }
+    }
+
+    /// Cues of a conversation: general knowledge, the assistant itself,
+    /// greetings, a question that names nothing of the workspace.
+    fn conversation(&mut self, cues: &Cues, knowledge: &Knowledge<'_>) {
+        if cues.general {
+            self.add(Label::GeneralChat, 3.0);
+            self.because("a general-knowledge question");
+        }
+        if cues.about_assistant {
+            self.add(Label::CapabilityQuery, 6.0);
+            self.because("asks about the assistant itself");
+        } else if cues.you
+            && (cues.question || cues.polite)
+            && !cues.target
+            && !cues.greeting
+            && !cues.text.contains("how do you say")
+        {
+            self.add(Label::CapabilityQuery, 5.0);
+            self.because("asks the assistant what it can do");
+        }
+        if cues.greeting {
+            self.add(Label::GeneralChat, 4.0);
+            self.because("a greeting or acknowledgement");
+        }
+        if cues.question && !cues.code && cues.repo_words == 0 && cues.anchors.is_empty() {
+            self.add(Label::GeneralChat, 1.0);
+            self.because(if knowledge.vocabulary.is_some() {
+                "names nothing the workspace holds"
+            } else {
+                "nothing points at the repository"
+            });
+        }
+    }
+
+    /// The label with the most points (a tie goes to the later one in
+    /// [`Label::ALL`]), its share of all points as the confidence.
+    fn verdict(self) -> Intent {
+        let total: f32 = self.scores.iter().map(|(_, s)| s).sum();
+        let &(best, top) = self
+            .scores
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("five scores");
+        if total <= 0.0 {
+            return Intent {
+                label: Label::Uncertain,
+                confidence: 0.0,
+                reason: "no cue".into(),
+                tool: None,
+            };
+        }
+        Intent {
+            label: best,
+            confidence: top / total,
+            reason: self.reasons.join("; "),
+            tool: None,
+        }
     }
 }
 

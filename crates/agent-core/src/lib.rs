@@ -28,6 +28,7 @@ pub mod answer;
 pub mod audit;
 pub mod commands;
 pub mod compact;
+mod compaction;
 pub mod context;
 pub mod first_prompt;
 pub mod hooks;

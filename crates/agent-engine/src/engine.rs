@@ -32,6 +32,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token_type::LlamaTokenAttr;
 use llama_cpp_2::{LlamaBackendDeviceType, LlamaStateSeqFlags};
 
+pub use crate::build::{system_info, LLAMA_CPP_CRATE_VERSION};
 use crate::gguf;
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
 use crate::prefill_rate::{self, RateBook};
@@ -206,19 +207,6 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
         })
         .as_ref()
         .map_err(|e| LlmError::Backend(e.clone()))
-}
-
-/// The `llama-cpp-2` (and `llama-cpp-sys-2`) release this engine links:
-/// the llama.cpp it vendors. Kept equal to the workspace's pin by a test.
-pub const LLAMA_CPP_CRATE_VERSION: &str = "0.1.160";
-
-/// llama.cpp's build and CPU feature summary (SIMD flags, backends).
-pub fn system_info() -> String {
-    // SAFETY: returns a pointer to a static, NUL-terminated buffer.
-    unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) }
-        .to_string_lossy()
-        .trim()
-        .to_string()
 }
 
 /// The compute devices llama.cpp's backends see, the CPU included.

@@ -3,6 +3,7 @@
 //! itself ([`engine`]: KV-cache prefix reuse, grammar-constrained sampling).
 //! The only crate that links llama.cpp.
 
+mod build;
 pub mod engine;
 pub mod gguf;
 pub mod offload;

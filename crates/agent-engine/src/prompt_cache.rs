@@ -133,7 +133,7 @@ impl ModelFile {
         h.update(self.mtime.as_nanos().to_le_bytes());
         h.update(self.head);
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
-        h.update(crate::engine::system_info().as_bytes());
+        h.update(crate::build::system_info().as_bytes());
         h.update(context.as_bytes());
         h.finalize().into()
     }

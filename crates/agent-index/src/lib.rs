@@ -119,7 +119,8 @@ pub struct Progress {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct UpdateStats {
     pub files_seen: usize,
-    /// Files whose content changed (or new files) and were re-chunked.
+    /// Files whose content changed (or new files, or files an older
+    /// chunker chunked) and were re-chunked.
     pub files_indexed: usize,
     pub files_removed: usize,
     pub chunks_written: usize,
@@ -142,6 +143,10 @@ pub struct UpdateStats {
     /// Files whose rows this update rewrote: the fill embeds them first.
     #[serde(skip)]
     pub changed_paths: Vec<String>,
+    /// Why this update re-chunked files whose content did not change:
+    /// another chunker version chunked them ([`Index::rechunking`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rechunking: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -330,7 +335,9 @@ pub struct Index {
     /// The model the index's vectors come from (and its queries go to).
     identity: Identity,
     options: IndexOptions,
-    _lock: Option<WriterLock>,
+    /// The one-writer lock, held while this index is open for writing
+    /// (None: opened read-only).
+    writer_lock: Option<WriterLock>,
     recovered: Vec<String>,
     /// Set when the index lives in a shared store.
     shared: Option<SharedStore>,
@@ -338,6 +345,9 @@ pub struct Index {
     overlay: Option<Overlay>,
     /// Why the overlay could not be brought up to date, said with results.
     overlay_note: Option<String>,
+    /// Why the next update re-chunks files (another chunker version made
+    /// their chunks), until an update has re-chunked them all.
+    rechunking: Option<String>,
 }
 
 /// The local side of a shared index (see [`shared`]): an ordinary index of
@@ -451,6 +461,9 @@ impl Index {
                 new_table(&state)?
             }
         };
+        let rechunking = state
+            .chunker_behind(chunk::VERSION)?
+            .map(|(old, files)| rechunking_note(old, files));
         Ok(Self {
             root,
             dir,
@@ -459,11 +472,12 @@ impl Index {
             embedder,
             identity,
             options,
-            _lock: Some(lock),
+            writer_lock: Some(lock),
             recovered,
             shared,
             overlay: None,
             overlay_note: None,
+            rechunking,
         })
     }
 
@@ -511,11 +525,12 @@ impl Index {
             embedder: None,
             identity,
             options: IndexOptions::default(),
-            _lock: None,
+            writer_lock: None,
             recovered: Vec::new(),
             shared,
             overlay: None,
             overlay_note: None,
+            rechunking: None,
         }
     }
 
@@ -573,6 +588,16 @@ impl Index {
         &self.root
     }
 
+    /// One line saying why the next update re-chunks files whose content
+    /// did not change, when it will: another chunker version made their
+    /// chunks (`re-chunking: the index was built by chunker v1, this is
+    /// v2`). They are re-chunked like changed files, batch by batch, so the
+    /// index stays searchable; their vectors come from the embedding cache
+    /// wherever a chunk's text is the same.
+    pub fn rechunking(&self) -> Option<&str> {
+        self.rechunking.as_deref()
+    }
+
     fn embedder(&mut self) -> Result<&mut Embedder> {
         // A shared index's reader embeds queries with its overlay's model
         // (the same one): loaded once.
@@ -622,13 +647,17 @@ impl Index {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<UpdateStats> {
         let started = Instant::now();
-        if self._lock.is_none() {
+        if self.writer_lock.is_none() {
             bail!("this index was opened read-only");
         }
         let mut stats = UpdateStats {
             recovered: std::mem::take(&mut self.recovered),
+            rechunking: self.rechunking.clone(),
             ..UpdateStats::default()
         };
+        if let Some(why) = &stats.rechunking {
+            tracing::info!("{why}");
+        }
         // An update that was cut short (even after its last batch) may not
         // have built the BM25 index: this one finishes that work too.
         let was_complete = self.is_complete()?;
@@ -654,9 +683,9 @@ impl Index {
         let candidates: Vec<&SourceFile> = files
             .iter()
             .filter(|f| {
-                known
-                    .get(&f.rel)
-                    .is_none_or(|k| k.mtime_ns != f.mtime_ns || k.size != f.size)
+                known.get(&f.rel).is_none_or(|k| {
+                    k.mtime_ns != f.mtime_ns || k.size != f.size || k.chunker != chunk::VERSION
+                })
             })
             .collect();
         let mut progress = Progress {
@@ -705,6 +734,8 @@ impl Index {
             self.state.set_meta(INTERRUPTED_KEY, "yes")?;
         } else {
             self.state.set_meta(COMPLETE_KEY, "yes")?;
+            // Every file is the current chunker's now.
+            self.rechunking = None;
         }
         self.publish(false)?;
         progress.building_indices = false;
@@ -730,7 +761,7 @@ impl Index {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let started = Instant::now();
-        if self._lock.is_none() {
+        if self.writer_lock.is_none() {
             bail!("this index was opened read-only");
         }
         let mut pending = self.store.unembedded_paths()?;
@@ -862,8 +893,12 @@ impl Index {
                 mtime_ns: file.mtime_ns,
                 size: file.size,
                 chunks: 0,
+                chunker: chunk::VERSION,
             };
-            if let Some(k) = known.get(&file.rel).filter(|k| k.hash == file_state.hash) {
+            if let Some(k) = known
+                .get(&file.rel)
+                .filter(|k| k.hash == file_state.hash && k.chunker == chunk::VERSION)
+            {
                 // Touched but not changed: only the mtime moves.
                 file_state.chunks = k.chunks;
                 upserts.push((file.rel.clone(), file_state));
@@ -1089,7 +1124,7 @@ impl Index {
             text_index: self.store.has_text_index()?,
             vector_index: self.store.vector_index()?,
             last_update: self.state.meta("last_update")?,
-            writer_active: self._lock.is_none() && writer_active(&self.dir),
+            writer_active: self.writer_lock.is_none() && writer_active(&self.dir),
             disk_bytes: dir_size(&self.dir),
             complete: self.is_complete()?,
             interrupted: self.state.meta(INTERRUPTED_KEY)?.as_deref() == Some("yes"),
@@ -1112,7 +1147,7 @@ impl Index {
     pub fn notes(&self) -> Result<Vec<String>> {
         let mut notes = Vec::new();
         if !self.is_complete()? {
-            notes.push(if self._lock.is_none() && writer_active(&self.dir) {
+            notes.push(if self.writer_lock.is_none() && writer_active(&self.dir) {
                 UPDATING_NOTE.to_string()
             } else {
                 PARTIAL_NOTE.to_string()
@@ -1120,7 +1155,7 @@ impl Index {
         }
         let (embedded, chunks) = (self.store.embedded_rows()?, self.store.count_rows()?);
         notes.extend(coverage_note(embedded, chunks));
-        if let (Some(shared), None) = (&self.shared, &self._lock) {
+        if let (Some(shared), None) = (&self.shared, &self.writer_lock) {
             let updated = self.state.meta("last_update")?;
             let local = self.overlay.as_ref().map_or(0, |o| o.changes.len());
             notes.push(format!(
@@ -1245,6 +1280,19 @@ pub fn chunk_file(
         ..ChunkLimits::default()
     };
     chunk_source(lang, text, limits, &count)
+}
+
+/// Why files are re-chunked: `old` (the oldest version among them, 0 for
+/// before versions were recorded) is not this chunker's version.
+fn rechunking_note(old: u32, files: usize) -> String {
+    let built_by = match old {
+        0 => "a chunker from before versions were recorded".to_string(),
+        v => format!("chunker v{v}"),
+    };
+    format!(
+        "re-chunking {files} file(s): the index was built by {built_by}, this is v{} (searchable meanwhile; unchanged chunks keep their vectors)",
+        chunk::VERSION
+    )
 }
 
 /// Row ids are `path:start-end`; two chunks of one range (windows of a

@@ -22,7 +22,7 @@ impl crate::Index {
     /// Runs a search (the function behind `agent search` and `search_semantic`).
     pub fn search(&mut self, query: &SearchQuery) -> Result<Vec<SearchResult>> {
         let plan = SearchPlan::new(query)?;
-        if self.shared.is_some() && self._lock.is_none() {
+        if self.shared.is_some() && self.writer_lock.is_none() {
             self.refresh_overlay();
         }
         let mut embedder = match query.mode {

@@ -420,6 +420,7 @@ mod tests {
             mtime_ns: 1,
             size: 1,
             chunks: 1,
+            chunker: 1,
         }
     }
 

@@ -15,7 +15,9 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// 2: the embedding cache moved to its own file (version 1 kept it here).
-const SCHEMA_VERSION: i64 = 2;
+/// 3: each file records the chunker version that made its chunks (files
+/// of versions 1 and 2 get 0: chunked before versions were recorded).
+const SCHEMA_VERSION: i64 = 3;
 
 /// The embedding cache's file, beside the state file.
 pub const CACHE_FILE: &str = "embeddings.sqlite";
@@ -31,6 +33,9 @@ pub struct FileState {
     pub mtime_ns: i64,
     pub size: u64,
     pub chunks: u32,
+    /// The chunker version ([`agent_lang::chunk::VERSION`]) its chunks
+    /// come from (0: from before versions were recorded).
+    pub chunker: u32,
 }
 
 pub struct State {
@@ -107,7 +112,7 @@ impl State {
                  DROP TABLE main.embeddings;
                  DETACH DATABASE cache;",
             )?;
-        } else if version != SCHEMA_VERSION {
+        } else if !matches!(version, 2 | SCHEMA_VERSION) {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS embeddings; DROP TABLE IF EXISTS meta;",
             )?;
@@ -115,9 +120,21 @@ impl State {
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS files(
                  rel TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
-                 size INTEGER NOT NULL, chunks INTEGER NOT NULL);
+                 size INTEGER NOT NULL, chunks INTEGER NOT NULL,
+                 chunker INTEGER NOT NULL DEFAULT 0);
              CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
+        // Schemas 1 and 2 kept no chunker version: their files are re-chunked.
+        let has_chunker: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info('files') WHERE name = 'chunker'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_chunker {
+            conn.execute_batch(
+                "ALTER TABLE files ADD COLUMN chunker INTEGER NOT NULL DEFAULT 0;",
+            )?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         // Fail now, not halfway through a run, if the file is not a database.
         conn.query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0))?;
@@ -131,7 +148,7 @@ impl State {
     pub fn files(&self) -> Result<HashMap<String, FileState>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT rel, hash, mtime_ns, size, chunks FROM files")?;
+            .prepare("SELECT rel, hash, mtime_ns, size, chunks, chunker FROM files")?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -140,6 +157,7 @@ impl State {
                     mtime_ns: r.get(2)?,
                     size: r.get::<_, i64>(3)? as u64,
                     chunks: r.get(4)?,
+                    chunker: r.get(5)?,
                 },
             ))
         })?;
@@ -155,10 +173,18 @@ impl State {
         let tx = self.conn.transaction()?;
         {
             let mut put = tx.prepare_cached(
-                "INSERT OR REPLACE INTO files(rel, hash, mtime_ns, size, chunks) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR REPLACE INTO files(rel, hash, mtime_ns, size, chunks, chunker)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for (rel, f) in upserts {
-                put.execute(params![rel, f.hash, f.mtime_ns, f.size as i64, f.chunks])?;
+                put.execute(params![
+                    rel,
+                    f.hash,
+                    f.mtime_ns,
+                    f.size as i64,
+                    f.chunks,
+                    f.chunker
+                ])?;
             }
             let mut del = tx.prepare_cached("DELETE FROM files WHERE rel = ?1")?;
             for rel in removed {
@@ -167,6 +193,18 @@ impl State {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// The files chunked by another chunker version than `current`: the
+    /// oldest such version and how many files, or None when every file
+    /// is `current`'s.
+    pub fn chunker_behind(&self, current: u32) -> Result<Option<(u32, usize)>> {
+        let (oldest, files): (Option<u32>, i64) = self.conn.query_row(
+            "SELECT min(chunker), count(*) FROM files WHERE chunker != ?1",
+            [current],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(oldest.map(|v| (v, files as usize)))
     }
 
     /// Chunks the recorded files should have in the table.
@@ -308,6 +346,7 @@ mod tests {
             mtime_ns: 5,
             size: 10,
             chunks: 2,
+            chunker: 1,
         };
         s.commit_files(&[("a.rs".into(), f.clone())], &[]).unwrap();
         assert_eq!(s.files().unwrap()["a.rs"], f);

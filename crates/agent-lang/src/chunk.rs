@@ -25,6 +25,14 @@ use tree_sitter::{Node, Parser};
 use crate::lang::{Name, Syntax};
 use crate::walk::Lang;
 
+/// The chunker's version, recorded with every indexed file
+/// (`agent_index::state`): files chunked by another version are chunked
+/// again by the next update. Bump it with any change to the chunks a text
+/// gives (boundaries, symbols, kinds, limits), here or in the indexer's call
+/// (`agent_index::chunk_file`). Indexes from before it was recorded count as
+/// version 0.
+pub const VERSION: u32 = 1;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Chunk {
     /// Enclosing symbol path, e.g. `LlamaEngine::load`; empty for module-level blocks.

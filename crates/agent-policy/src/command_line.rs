@@ -3,6 +3,8 @@
 //! backticks, `find -exec`) split too. Not a full shell grammar: enough for
 //! the policy to see which programs a line runs and with what words.
 
+use std::ops::ControlFlow;
+
 /// One simple command of a shell line: its words with quotes removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimpleCommand {
@@ -95,6 +97,34 @@ pub(super) fn flags_len(words: &[String], with_arg: &[&str]) -> usize {
     n.min(words.len())
 }
 
+/// Non-flag arguments (everything after `--` counts as an argument).
+pub(super) fn operands(args: &[String]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut after_dashes = false;
+    for a in args {
+        if !after_dashes && a == "--" {
+            after_dashes = true;
+        } else if after_dashes || !a.starts_with('-') || a == "-" {
+            out.push(a.as_str());
+        }
+    }
+    out
+}
+
+/// Whether a `-r`/`-R` (alone or in a cluster) or `--recursive` comes before `--`.
+pub(super) fn has_recursive_flag(args: &[String]) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|a| {
+        a == "--recursive"
+            || (a.starts_with('-') && !a.starts_with("--") && (a.contains('r') || a.contains('R')))
+    })
+}
+
+/// The subcommand of a tool like `git`, skipping global flags (and their arguments).
+pub(super) fn subcommand<'a>(args: &'a [String], with_arg: &[&str]) -> Option<&'a str> {
+    let n = flags_len(args, with_arg);
+    args.get(n).map(String::as_str)
+}
+
 fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {
@@ -124,9 +154,14 @@ pub fn split_commands(line: &str) -> Vec<SimpleCommand> {
 
 pub(super) const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"];
 
+/// A shell line being split: the input, where it is, and the command and
+/// word being built.
 struct Parser<'o> {
     out: &'o mut Vec<SimpleCommand>,
     depth: usize,
+    chars: Vec<char>,
+    /// The character being read.
+    i: usize,
     cur: SimpleCommand,
     word: String,
     in_word: bool,
@@ -239,165 +274,200 @@ fn parse_into(src: &str, out: &mut Vec<SimpleCommand>, depth: usize) {
     if depth > 8 {
         return;
     }
-    let chars: Vec<char> = src.chars().collect();
     let mut p = Parser {
         out,
         depth,
+        chars: src.chars().collect(),
+        i: 0,
         cur: SimpleCommand::default(),
         word: String::new(),
         in_word: false,
     };
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
+    while p.i < p.chars.len() {
+        if p.step().is_break() {
+            break;
+        }
+        p.i += 1;
+    }
+    p.end_command(false);
+}
+
+impl Parser<'_> {
+    /// Reads the character at `i` and what it opens, leaving `i` on the
+    /// last character read; breaks at an unclosed substitution, which takes
+    /// the rest of the line.
+    fn step(&mut self) -> ControlFlow<()> {
+        let c = self.chars[self.i];
+        let next = self.chars.get(self.i + 1).copied();
         match c {
-            ' ' | '\t' | '\r' => p.end_word(),
-            '\n' | ';' | '(' | ')' => p.end_command(false),
-            '&' => {
-                if next == Some('>') {
-                    // `&>file`: a redirection, not a separator.
-                    p.end_word();
-                    p.cur.words.push("&>".into());
-                    i += 1;
-                } else {
-                    if next == Some('&') {
-                        i += 1;
-                    }
-                    p.end_command(false);
+            ' ' | '\t' | '\r' => self.end_word(),
+            '\n' | ';' | '(' | ')' => self.end_command(false),
+            '&' | '|' => self.separator(c, next),
+            '<' | '>' if next == Some('(') => return self.process_substitution(c),
+            '<' | '>' => self.redirection(c),
+            '#' if !self.in_word => {
+                // A comment, up to the newline (which ends the command).
+                while self.chars.get(self.i + 1).is_some_and(|&n| n != '\n') {
+                    self.i += 1;
                 }
-            }
-            '|' => {
-                if next == Some('|') {
-                    i += 1;
-                    p.end_command(false);
-                } else {
-                    if next == Some('&') {
-                        i += 1;
-                    }
-                    p.end_command(true);
-                }
-            }
-            '<' | '>' if next == Some('(') => {
-                // Process substitution: a nested command.
-                p.end_word();
-                if let Some(close) = matching_paren(&chars, i + 1) {
-                    let inner: String = chars[i + 2..close].iter().collect();
-                    p.nested(&inner);
-                    p.cur.words.push(format!("{c}(...)"));
-                    i = close;
-                } else {
-                    let inner: String = chars[i + 2..].iter().collect();
-                    p.nested(&inner);
-                    break;
-                }
-            }
-            '<' | '>' => {
-                // A redirection operator is a word of its own (`>`, `>>`, `>&`).
-                p.end_word();
-                let mut op = c.to_string();
-                while let Some(n @ ('>' | '<' | '&' | '|')) = chars.get(i + 1).copied() {
-                    op.push(n);
-                    i += 1;
-                }
-                p.cur.words.push(op);
-            }
-            '#' if !p.in_word => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                continue;
             }
             '\'' => {
-                p.in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    p.word.push(chars[i]);
-                    i += 1;
+                self.in_word = true;
+                self.i += 1;
+                while self.i < self.chars.len() && self.chars[self.i] != '\'' {
+                    self.word.push(self.chars[self.i]);
+                    self.i += 1;
                 }
             }
-            '"' => {
-                p.in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    let d = chars[i];
-                    match d {
-                        '\\' => {
-                            if let Some(&e) = chars.get(i + 1) {
-                                if matches!(e, '"' | '\\' | '$' | '`') {
-                                    p.word.push(e);
-                                    i += 1;
-                                } else if e == '\n' {
-                                    i += 1;
-                                } else {
-                                    p.word.push(d);
-                                }
-                            }
-                        }
-                        '$' if chars.get(i + 1) == Some(&'(') => {
-                            if let Some(close) = matching_paren(&chars, i + 1) {
-                                let inner: String = chars[i + 2..close].iter().collect();
-                                p.nested(&inner);
-                                p.word.extend(&chars[i..=close]);
-                                i = close;
-                            } else {
-                                p.word.push(d);
-                            }
-                        }
-                        '`' => {
-                            let close = matching_backtick(&chars, i);
-                            let inner: String = chars[i + 1..close].iter().collect();
-                            p.nested(&inner);
-                            p.word.extend(&chars[i..close.min(chars.len() - 1) + 1]);
-                            i = close;
-                        }
-                        _ => p.word.push(d),
-                    }
-                    i += 1;
-                }
-            }
+            '"' => self.double_quoted(),
             '`' => {
-                p.in_word = true;
-                let close = matching_backtick(&chars, i);
-                let inner: String = chars[i + 1..close].iter().collect();
-                p.nested(&inner);
-                p.word.extend(&chars[i..close.min(chars.len() - 1) + 1]);
-                i = close;
+                self.in_word = true;
+                self.backtick();
             }
             '$' if next == Some('(') => {
-                p.in_word = true;
-                let arithmetic = chars.get(i + 2) == Some(&'(');
-                match matching_paren(&chars, i + 1) {
-                    Some(close) => {
-                        if !arithmetic {
-                            let inner: String = chars[i + 2..close].iter().collect();
-                            p.nested(&inner);
-                        }
-                        p.word.extend(&chars[i..=close]);
-                        i = close;
-                    }
-                    None => {
-                        let inner: String = chars[i + 2..].iter().collect();
-                        p.nested(&inner);
-                        break;
-                    }
-                }
+                self.in_word = true;
+                let arithmetic = self.chars.get(self.i + 2) == Some(&'(');
+                return self.dollar_paren(!arithmetic);
             }
             '\\' => {
                 if let Some(e) = next {
                     if e != '\n' {
-                        p.word.push(e);
-                        p.in_word = true;
+                        self.word.push(e);
+                        self.in_word = true;
                     }
-                    i += 1;
+                    self.i += 1;
                 }
             }
             _ => {
-                p.word.push(c);
-                p.in_word = true;
+                self.word.push(c);
+                self.in_word = true;
             }
         }
-        i += 1;
+        ControlFlow::Continue(())
     }
-    p.end_command(false);
+
+    /// `&&`, `&`, `||`, `|`, `|&`; `&>` is a redirection.
+    fn separator(&mut self, c: char, next: Option<char>) {
+        match (c, next) {
+            ('&', Some('>')) => {
+                // `&>file`: a redirection, not a separator.
+                self.end_word();
+                self.cur.words.push("&>".into());
+                self.i += 1;
+            }
+            ('&', _) => {
+                if next == Some('&') {
+                    self.i += 1;
+                }
+                self.end_command(false);
+            }
+            (_, Some('|')) => {
+                self.i += 1;
+                self.end_command(false);
+            }
+            _ => {
+                if next == Some('&') {
+                    self.i += 1;
+                }
+                self.end_command(true);
+            }
+        }
+    }
+
+    /// A redirection operator is a word of its own (`>`, `>>`, `>&`).
+    fn redirection(&mut self, c: char) {
+        self.end_word();
+        let mut op = c.to_string();
+        while let Some(n @ ('>' | '<' | '&' | '|')) = self.chars.get(self.i + 1).copied() {
+            op.push(n);
+            self.i += 1;
+        }
+        self.cur.words.push(op);
+    }
+
+    /// `<(...)` or `>(...)`: a nested command, and a word standing for it.
+    fn process_substitution(&mut self, c: char) -> ControlFlow<()> {
+        self.end_word();
+        let i = self.i;
+        if let Some(close) = matching_paren(&self.chars, i + 1) {
+            let inner: String = self.chars[i + 2..close].iter().collect();
+            self.nested(&inner);
+            self.cur.words.push(format!("{c}(...)"));
+            self.i = close;
+            ControlFlow::Continue(())
+        } else {
+            let inner: String = self.chars[i + 2..].iter().collect();
+            self.nested(&inner);
+            ControlFlow::Break(())
+        }
+    }
+
+    /// `$(...)` (or `$((...))`, not a command when `!command`), kept in the
+    /// word as written.
+    fn dollar_paren(&mut self, command: bool) -> ControlFlow<()> {
+        let i = self.i;
+        match matching_paren(&self.chars, i + 1) {
+            Some(close) => {
+                if command {
+                    let inner: String = self.chars[i + 2..close].iter().collect();
+                    self.nested(&inner);
+                }
+                self.word.extend(&self.chars[i..=close]);
+                self.i = close;
+                ControlFlow::Continue(())
+            }
+            None => {
+                let inner: String = self.chars[i + 2..].iter().collect();
+                self.nested(&inner);
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// A backtick substitution, kept in the word as written.
+    fn backtick(&mut self) {
+        let i = self.i;
+        let close = matching_backtick(&self.chars, i);
+        let inner: String = self.chars[i + 1..close].iter().collect();
+        self.nested(&inner);
+        self.word
+            .extend(&self.chars[i..close.min(self.chars.len() - 1) + 1]);
+        self.i = close;
+    }
+
+    /// A double-quoted string: escapes and substitutions inside it.
+    fn double_quoted(&mut self) {
+        self.in_word = true;
+        self.i += 1;
+        while self.i < self.chars.len() && self.chars[self.i] != '"' {
+            let d = self.chars[self.i];
+            match d {
+                '\\' => {
+                    if let Some(&e) = self.chars.get(self.i + 1) {
+                        if matches!(e, '"' | '\\' | '$' | '`') {
+                            self.word.push(e);
+                            self.i += 1;
+                        } else if e == '\n' {
+                            self.i += 1;
+                        } else {
+                            self.word.push(d);
+                        }
+                    }
+                }
+                '$' if self.chars.get(self.i + 1) == Some(&'(') => {
+                    if let Some(close) = matching_paren(&self.chars, self.i + 1) {
+                        let inner: String = self.chars[self.i + 2..close].iter().collect();
+                        self.nested(&inner);
+                        self.word.extend(&self.chars[self.i..=close]);
+                        self.i = close;
+                    } else {
+                        self.word.push(d);
+                    }
+                }
+                '`' => self.backtick(),
+                _ => self.word.push(d),
+            }
+            self.i += 1;
+        }
+    }
 }

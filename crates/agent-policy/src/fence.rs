@@ -149,10 +149,10 @@ fn expand(dir: &Path, parts: &[&str], out: &mut Vec<PathBuf>, depth: usize) {
             if is_dir {
                 expand(&path, parts, out, depth + 1);
             }
-            if rest.first().is_some_and(|r| crate::glob_match(r, &name)) {
+            if rest.first().is_some_and(|r| crate::secrets::glob_match(r, &name)) {
                 expand(&path, &rest[1..], out, depth + 1);
             }
-        } else if crate::glob_match(first, &name) && (rest.is_empty() || is_dir) {
+        } else if crate::secrets::glob_match(first, &name) && (rest.is_empty() || is_dir) {
             expand(&path, rest, out, depth + 1);
         }
     }
@@ -221,10 +221,10 @@ pub fn git_writer(commands: &[SimpleCommand]) -> Option<String> {
     commands.iter().find_map(|c| {
         let words = c.effective();
         let (first, args) = words.split_first()?;
-        if crate::basename(first) != "git" {
+        if crate::command_line::basename(first) != "git" {
             return None;
         }
-        let n = crate::flags_len(args, GIT_VALUE_FLAGS);
+        let n = crate::command_line::flags_len(args, GIT_VALUE_FLAGS);
         let sub = args.get(n)?.as_str();
         let rest = &args[n + 1..];
         let reads = match sub {

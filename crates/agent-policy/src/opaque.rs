@@ -45,7 +45,7 @@ pub(super) fn needs_asking(commands: &[SimpleCommand]) -> Option<String> {
                     "`{name}` gets the paths it deletes or changes from its input at run time"
                 ));
             }
-            let targets = super::operands(args);
+            let targets = super::command_line::operands(args);
             if let Some(w) = targets.iter().find(|w| expands(w)) {
                 return Some(format!(
                     "`{name}` works on a path known only at run time (`{w}`)"
@@ -109,7 +109,7 @@ fn reads_code_from_stdin(name: &str, args: &[String]) -> bool {
     } else if args.iter().any(|a| INLINE_FLAGS.contains(&a.as_str())) {
         return false;
     }
-    match super::operands(args).first() {
+    match super::command_line::operands(args).first() {
         None => true,
         Some(first) => *first == "-" || is_run_time_file(first),
     }
@@ -213,7 +213,7 @@ const NETWORK: &[&str] = &[
 fn is_destructive(name: &str, args: &[String]) -> bool {
     match name {
         "rm" | "rmdir" | "shred" | "unlink" | "dd" | "truncate" => true,
-        "chmod" | "chown" | "chgrp" => super::has_recursive_flag(args),
+        "chmod" | "chown" | "chgrp" => super::command_line::has_recursive_flag(args),
         _ => false,
     }
 }

@@ -1,13 +1,49 @@
-//! The values of the agent's secrets, kept out of everything the model sees
-//! and everything stored (sessions, audit and trace logs).
+//! The agent's secrets: the environment variables commands never get (by
+//! name, or a URL value with a password), and their values, kept out of
+//! everything the model sees and everything stored (sessions, audit and
+//! trace logs).
 //!
-//! Commands never get the secret variables (`Policy::scrub_env`), but a
+//! Commands never get the secret variables ([`Policy::scrub_env`]), but a
 //! value can still reach text: a file that holds it, a command that found
 //! it somewhere. So every observation is redacted, and not only the literal
 //! value: its reversed, base64 (at each of the three alignments, standard and
 //! URL-safe) and hex forms too, the encodings a command reaches for first.
 //! This is a last line, not the fence: commands cannot read the agent's own
 //! environment at all (its `/proc` entry is not theirs to read).
+
+use std::ffi::OsString;
+
+use crate::Policy;
+
+/// Environment variable names (globs, case-insensitive) never passed to
+/// commands; `scrub_env` in policy.toml adds more.
+pub const SECRET_ENV_PATTERNS: &[&str] = &[
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASS*",
+    "*_PWD",
+    "*KEY*",
+    "*WEBHOOK*",
+    "*COOKIE*",
+    "*SIGNATURE*",
+    "*DSN*",
+    "*CREDENTIAL*",
+    "*_AUTH",
+    "*SESSION_ID*",
+    "AWS_*",
+    "AZURE_*",
+    "GITHUB_*",
+    "GH_*",
+    "GITLAB_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "OPENAI_*",
+    "ANTHROPIC_*",
+    "HF_*",
+    "HUGGING_FACE_*",
+    "NPM_CONFIG__AUTH*",
+    "DATABASE_URL",
+    "SSH_AUTH_SOCK",
+];
 
 /// What a redacted value is replaced by.
 pub const REDACTED: &str = "[redacted]";
@@ -102,9 +138,98 @@ fn hex_lower(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+impl Policy {
+    /// Whether an environment variable is kept from commands.
+    pub fn is_secret_env(&self, name: &str) -> bool {
+        let upper = name.to_ascii_uppercase();
+        SECRET_ENV_PATTERNS
+            .iter()
+            .copied()
+            .chain(self.scrub_env.iter().map(String::as_str))
+            .any(|p| glob_match(&p.to_ascii_uppercase(), &upper))
+    }
+
+    /// `vars` without the secrets (by name, or a URL value with a password
+    /// such as `redis://:pw@host`): the environment `run_cmd` gives a command.
+    pub fn scrub_env<I>(&self, vars: I) -> Vec<(OsString, OsString)>
+    where
+        I: IntoIterator<Item = (OsString, OsString)>,
+    {
+        vars.into_iter()
+            .filter(|(k, v)| {
+                !self.is_secret_env(&k.to_string_lossy())
+                    && !has_url_credentials(&v.to_string_lossy())
+            })
+            .collect()
+    }
+
+    /// The values of this process's secret variables (by name, or URLs
+    /// with a password), in every form [`Redactor`] knows.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(std::env::vars_os().filter_map(|(k, v)| {
+            let v = v.to_string_lossy().into_owned();
+            (self.is_secret_env(&k.to_string_lossy()) || has_url_credentials(&v)).then_some(v)
+        }))
+    }
+
+    /// `text` with the values of this process's secret variables replaced
+    /// by `[redacted]`: a command can still print one it found (in a file,
+    /// encoded), and what the model sees is logged and stored.
+    pub fn redact(&self, text: &str) -> String {
+        self.redactor().redact(text)
+    }
+
+    /// This process's environment, scrubbed.
+    pub fn command_env(&self) -> Vec<(OsString, OsString)> {
+        self.scrub_env(std::env::vars_os())
+    }
+}
+
+/// `scheme://user:password@host` (the user may be empty).
+fn has_url_credentials(value: &str) -> bool {
+    let Some((_, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+        userinfo
+            .split_once(':')
+            .is_some_and(|(_, pw)| !pw.is_empty())
+    })
+}
+
+/// `*` (any run) and `?` (one char) glob over a whole string.
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Mode;
 
     const SECRET: &str = "sk-live-4f9a8b7c6d5e";
 
@@ -140,5 +265,63 @@ mod tests {
         assert!(r.is_empty());
         let r = Redactor::new([SECRET]);
         assert_eq!(r.redact("nothing secret here"), "nothing secret here");
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_from_the_environment() {
+        let p = Policy::builtin(Mode::Confirm);
+        let vars = [
+            "PATH",
+            "HOME",
+            "FOO_TOKEN",
+            "GITHUB_TOKEN",
+            "AWS_REGION",
+            "MY_API_KEY",
+            "DB_PASSWORD",
+            "SIGNING_KEY",
+            "GH_HOST",
+            "LANG",
+            "CARGO_TARGET_DIR",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "DB_PASS",
+            "MYSQL_PWD",
+            "SLACK_WEBHOOK_URL",
+            "PWD",
+            "OLDPWD",
+        ]
+        .map(|k| (OsString::from(k), OsString::from("v")));
+        let kept: Vec<String> = p
+            .scrub_env(vars)
+            .into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            kept,
+            ["PATH", "HOME", "LANG", "CARGO_TARGET_DIR", "PWD", "OLDPWD"]
+        );
+        // A URL with a password is a secret whatever its name.
+        let vars = [
+            ("REDIS_URL", "redis://:hunter2@cache:6379/0"),
+            ("DB", "postgres://app:s3cret@db/app"),
+            ("HOMEPAGE", "https://example.com/a@b"),
+            ("MIRROR", "https://user@mirror.example.com/"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let kept: Vec<String> = p
+            .scrub_env(vars)
+            .into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept, ["HOMEPAGE", "MIRROR"]);
+    }
+
+    #[test]
+    fn glob_matching() {
+        assert!(glob_match("*TOKEN*", "FOO_TOKEN"));
+        assert!(glob_match("AWS_*", "AWS_X"));
+        assert!(!glob_match("AWS_*", "XAWS_X"));
+        assert!(glob_match("*_KEY", "A_KEY"));
+        assert!(!glob_match("*_KEY", "A_KEYS"));
+        assert!(glob_match("A?C", "ABC"));
     }
 }

@@ -399,17 +399,75 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
         };
     }
     let (focus_files, focus_idents) = parse_focus(files, &seeds.focus);
-    let is_focus_ident = |name: &str| {
-        focus_idents
+    let focus = Focus {
+        files: focus_files,
+        idents: focus_idents,
+    };
+    let definers = Definers::new(files);
+    let modules = modules(files);
+    let (edges, via) = reference_edges(files, &definers, &modules, &focus);
+    let merged = merge_edges(edges);
+    // Every file also has a virtual edge back to the restart distribution, so
+    // a file with only weak evidence (one reference to a private name) does
+    // not hand all its rank along it.
+    let mut out_weight = vec![UNEXPLAINED_WEIGHT; n];
+    for &(f, _, w) in &merged {
+        out_weight[f as usize] += w;
+    }
+    let personal = personalization(files, seeds, &focus, &definers);
+    let file_rank = pagerank(n, &merged, &out_weight, &personal);
+
+    // Definition scores: the rank flowing along each edge, shared out by name.
+    let mut flow = vec![0.0f64; definers.slots.len()];
+    for (from, slot, w) in via {
+        let f = from as usize;
+        flow[slot as usize] += DAMPING * file_rank[f] * w / out_weight[f];
+    }
+    let mut defs = Vec::new();
+    for fi in 0..n {
+        score_file_defs(files, fi, &definers, &flow, &file_rank, &focus, &mut defs);
+    }
+    // Files are indexed in path order, and definitions in line order within a file.
+    defs.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.file.cmp(&b.file))
+            .then(a.def.cmp(&b.def))
+    });
+    Ranking { file_rank, defs }
+}
+
+/// An edge `(from, to, weight)`: to a file, or in `reference_edges`'
+/// second list to a definers slot.
+type Edge = (u32, u32, f64);
+
+/// The request's focus: files (indices, sorted) and identifiers (sorted).
+struct Focus {
+    files: Vec<u32>,
+    idents: Vec<String>,
+}
+
+impl Focus {
+    fn has_ident(&self, name: &str) -> bool {
+        self.idents
             .binary_search_by(|f| f.as_str().cmp(name))
             .is_ok()
-    };
+    }
 
-    // name → its definers: a range of `slots`, one per (defining file, name),
-    // files ascending, with the best `target_weight` of its definitions there.
-    let mut slots: Vec<(u32, f64)> = Vec::new();
-    let mut definers: HashMap<&str, std::ops::Range<u32>> = HashMap::default();
-    {
+    fn has_file(&self, file: u32) -> bool {
+        self.files.binary_search(&file).is_ok()
+    }
+}
+
+/// Name → its definers: a range of `slots`, one per (defining file, name),
+/// files ascending, with the best `target_weight` of its definitions there.
+struct Definers<'a> {
+    slots: Vec<(u32, f64)>,
+    by_name: HashMap<&'a str, std::ops::Range<u32>>,
+}
+
+impl<'a> Definers<'a> {
+    fn new(files: &[(&'a str, &'a FileTags)]) -> Self {
         let mut by_name: HashMap<&str, Vec<(u32, f64)>> = HashMap::default();
         for (fi, (rel, tags)) in files.iter().enumerate() {
             for d in tags.defs.iter().filter(|d| !in_test_module(tags, d)) {
@@ -424,24 +482,66 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
         // Slots in name order, so their layout does not depend on hashing.
         let mut names: Vec<(&str, Vec<(u32, f64)>)> = by_name.into_iter().collect();
         names.sort_unstable_by_key(|(name, _)| *name);
+        let mut definers = Definers {
+            slots: Vec::new(),
+            by_name: HashMap::default(),
+        };
         for (name, v) in names {
-            let start = slots.len() as u32;
-            slots.extend(v);
-            definers.insert(name, start..slots.len() as u32);
+            let start = definers.slots.len() as u32;
+            definers.slots.extend(v);
+            definers
+                .by_name
+                .insert(name, start..definers.slots.len() as u32);
         }
+        definers
     }
+
+    fn get(&self, name: &str) -> Option<std::ops::Range<u32>> {
+        self.by_name.get(name).cloned()
+    }
+
+    /// The defining file of a slot.
+    fn file(&self, slot: u32) -> u32 {
+        self.slots[slot as usize].0
+    }
+
+    /// The share of `flow` (per slot) that a definition of `name` in `file`
+    /// with `weight` gets: its slot's flow in proportion to its own weight (a
+    /// private `new` next to a public one gets little of what `new` receives).
+    fn flow_to(&self, flow: &[f64], file: u32, name: &str, weight: f64) -> f64 {
+        let Some(range) = self.by_name.get(name) else {
+            return 0.0;
+        };
+        let defs = &self.slots[range.start as usize..range.end as usize];
+        defs.binary_search_by_key(&file, |s| s.0).map_or(0.0, |i| {
+            let slot = range.start as usize + i;
+            flow[slot] * weight / self.slots[slot].1
+        })
+    }
+}
+
+/// Module name → the files that provide it (see [`module_name`]).
+fn modules<'a>(files: &[(&'a str, &FileTags)]) -> HashMap<&'a str, Vec<u32>> {
     let mut modules: HashMap<&str, Vec<u32>> = HashMap::default();
     for (fi, (rel, _)) in files.iter().enumerate() {
         if let Some(m) = module_name(rel) {
             modules.entry(m).or_default().push(fi as u32);
         }
     }
+    modules
+}
 
-    // Edges referencing file → defining file. `via` keeps the slot (defining
-    // file and name) each edge weight came from, to hand file rank on to
-    // definitions afterwards.
-    let mut edges: Vec<(u32, u32, f64)> = Vec::new();
-    let mut via: Vec<(u32, u32, f64)> = Vec::new();
+/// Edges referencing file → defining file, grouped by source. The second
+/// list keeps the slot (defining file and name) each edge weight came from,
+/// to hand file rank on to definitions afterwards.
+fn reference_edges(
+    files: &[(&str, &FileTags)],
+    definers: &Definers,
+    modules: &HashMap<&str, Vec<u32>>,
+    focus: &Focus,
+) -> (Vec<Edge>, Vec<Edge>) {
+    let mut edges: Vec<Edge> = Vec::new();
+    let mut via: Vec<Edge> = Vec::new();
     for (fi, (_, tags)) in files.iter().enumerate() {
         let from = fi as u32;
         for (name, count) in &tags.refs {
@@ -452,12 +552,12 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             } else {
                 (*count as f64).sqrt()
             };
-            let focus_mul = if is_focus_ident(name) {
+            let focus_mul = if focus.has_ident(name) {
                 FOCUS_IDENT_EDGE_WEIGHT
             } else {
                 1.0
             };
-            if let Some(range) = definers.get(name.as_str()) {
+            if let Some(range) = definers.get(name) {
                 let n_def = range.len();
                 if n_def > MAX_DEFINERS && focus_mul == 1.0 {
                     continue; // `new`, `fmt`: says nothing about where it points
@@ -467,14 +567,14 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
                 // little about any of them.
                 let n_eff: f64 = range
                     .clone()
-                    .map(|slot| file_weight(files[slots[slot as usize].0 as usize].0))
+                    .map(|slot| file_weight(files[definers.file(slot) as usize].0))
                     .sum();
                 let mut mul = focus_mul / n_eff.max(1.0);
                 if n_def > UBIQUITOUS_DEFINERS {
                     mul *= UBIQUITOUS_WEIGHT;
                 }
-                for slot in range.clone() {
-                    let (to, weight) = slots[slot as usize];
+                for slot in range {
+                    let (to, weight) = definers.slots[slot as usize];
                     if to != from {
                         let w = strength * mul * weight;
                         edges.push((from, to, w));
@@ -492,8 +592,13 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             }
         }
     }
-    // Edges come grouped by source: sorting each group by target is enough.
-    let mut merged: Vec<(u32, u32, f64)> = Vec::with_capacity(edges.len());
+    (edges, via)
+}
+
+/// Parallel edges merged, sorted by source then target. The edges come
+/// grouped by source: sorting each group by target is enough.
+fn merge_edges(mut edges: Vec<Edge>) -> Vec<Edge> {
+    let mut merged: Vec<Edge> = Vec::with_capacity(edges.len());
     for group in edges.chunk_by_mut(|a, b| a.0 == b.0) {
         group.sort_by_key(|e| e.1);
         // Merge parallel edges in order (sums in a fixed order: reproducible floats).
@@ -504,23 +609,25 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             }
         }
     }
-    // Every file also has a virtual edge back to the restart distribution, so
-    // a file with only weak evidence (one reference to a private name) does
-    // not hand all its rank along it.
-    let mut out_weight = vec![UNEXPLAINED_WEIGHT; n];
-    for &(f, _, w) in &merged {
-        out_weight[f as usize] += w;
-    }
+    merged
+}
 
-    // Personalization: where the random surfer restarts.
+/// Personalization: where the random surfer restarts (sums to 1).
+fn personalization(
+    files: &[(&str, &FileTags)],
+    seeds: &Seeds,
+    focus: &Focus,
+    definers: &Definers,
+) -> Vec<f64> {
+    let n = files.len();
     let mut seed = vec![0.0f64; n];
-    for &f in &focus_files {
+    for &f in &focus.files {
         seed[f as usize] += FOCUS_FILE_SEED;
     }
-    for ident in &focus_idents {
-        if let Some(range) = definers.get(ident.as_str()) {
-            for slot in range.clone() {
-                seed[slots[slot as usize].0 as usize] += FOCUS_IDENT_SEED;
+    for ident in &focus.idents {
+        if let Some(range) = definers.get(ident) {
+            for slot in range {
+                seed[definers.file(slot) as usize] += FOCUS_IDENT_SEED;
             }
         }
     }
@@ -542,7 +649,7 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
         })
         .collect();
     let weight_total: f64 = weights.iter().sum();
-    let personal: Vec<f64> = if seed_total > 0.0 {
+    if seed_total > 0.0 {
         (0..n)
             .map(|i| {
                 UNIFORM_SHARE * weights[i] / weight_total
@@ -551,72 +658,56 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
             .collect()
     } else {
         weights.iter().map(|w| w / weight_total).collect()
-    };
-    let file_rank = pagerank(n, &merged, &out_weight, &personal);
+    }
+}
 
-    // Definition scores: the rank flowing along each edge, shared out by name.
-    let mut flow = vec![0.0f64; slots.len()];
-    for (from, slot, w) in via {
-        let f = from as usize;
-        flow[slot as usize] += DAMPING * file_rank[f] * w / out_weight[f];
-    }
-    // A definition gets its slot's flow in proportion to its own weight (a
-    // private `new` next to a public one gets little of what `new` receives).
-    let flow_to = |file: u32, name: &str, weight: f64| -> f64 {
-        let Some(range) = definers.get(name) else {
-            return 0.0;
-        };
-        let defs = &slots[range.start as usize..range.end as usize];
-        defs.binary_search_by_key(&file, |s| s.0).map_or(0.0, |i| {
-            let slot = range.start as usize + i;
-            flow[slot] * weight / slots[slot].1
-        })
-    };
-    let mut defs = Vec::new();
-    for (fi, (rel, tags)) in files.iter().enumerate() {
-        let focused_file = focus_files.binary_search(&(fi as u32)).is_ok();
-        let file_weight = file_weight(rel);
-        let flows: Vec<f64> = tags
-            .defs
-            .iter()
-            .map(|d| flow_to(fi as u32, &d.name, target_weight(tags, d) * file_weight))
-            .collect();
-        let mut member_flow = vec![0.0f64; tags.defs.len()];
-        for (di, owner) in owners(tags).into_iter().enumerate() {
-            if let Some(owner) = owner {
-                let d = &tags.defs[di];
-                member_flow[owner] += flows[di] + BASE_SHARE * file_rank[fi] * def_weight(tags, d);
-            }
-        }
-        for (di, d) in tags.defs.iter().enumerate() {
-            if in_test_module(tags, d) {
-                continue;
-            }
-            let weight = def_weight(tags, d);
-            let mut score =
-                (flows[di] + MEMBER_SHARE * member_flow[di] + BASE_SHARE * file_rank[fi] * weight)
-                    * file_weight;
-            if is_focus_ident(&d.name) {
-                score += FOCUS_IDENT_BOOST;
-            }
-            if focused_file {
-                score += FOCUS_FILE_BOOST * weight;
-            }
-            defs.push(RankedDef {
-                file: fi as u32,
-                def: di as u32,
-                score,
-            });
+/// Scores the definitions of file `fi` (outside unit-test modules) into
+/// `out`: the flow reaching each by name, its members' flow for a type, a
+/// base share of its file's rank, and the focus boosts.
+fn score_file_defs(
+    files: &[(&str, &FileTags)],
+    fi: usize,
+    definers: &Definers,
+    flow: &[f64],
+    file_rank: &[f64],
+    focus: &Focus,
+    out: &mut Vec<RankedDef>,
+) {
+    let (rel, tags) = files[fi];
+    let focused_file = focus.has_file(fi as u32);
+    let file_weight = file_weight(rel);
+    let flows: Vec<f64> = tags
+        .defs
+        .iter()
+        .map(|d| definers.flow_to(flow, fi as u32, &d.name, target_weight(tags, d) * file_weight))
+        .collect();
+    let mut member_flow = vec![0.0f64; tags.defs.len()];
+    for (di, owner) in owners(tags).into_iter().enumerate() {
+        if let Some(owner) = owner {
+            let d = &tags.defs[di];
+            member_flow[owner] += flows[di] + BASE_SHARE * file_rank[fi] * def_weight(tags, d);
         }
     }
-    // Files are indexed in path order, and definitions in line order within a file.
-    defs.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.file.cmp(&b.file))
-            .then(a.def.cmp(&b.def))
-    });
-    Ranking { file_rank, defs }
+    for (di, d) in tags.defs.iter().enumerate() {
+        if in_test_module(tags, d) {
+            continue;
+        }
+        let weight = def_weight(tags, d);
+        let mut score =
+            (flows[di] + MEMBER_SHARE * member_flow[di] + BASE_SHARE * file_rank[fi] * weight)
+                * file_weight;
+        if focus.has_ident(&d.name) {
+            score += FOCUS_IDENT_BOOST;
+        }
+        if focused_file {
+            score += FOCUS_FILE_BOOST * weight;
+        }
+        out.push(RankedDef {
+            file: fi as u32,
+            def: di as u32,
+            score,
+        });
+    }
 }
 
 /// For each definition, the type, trait or class (an index into

@@ -83,7 +83,27 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
-    // Skip surrounding blank lines and a Markdown fence.
+    let (lo, hi) = envelope(&all)?;
+    let mut parser = Parser {
+        all: &all,
+        i: lo + 1,
+        end: hi - 1,
+    };
+    let mut ops = Vec::new();
+    while parser.i < parser.end {
+        if let Some(op) = parser.section()? {
+            ops.push(op);
+        }
+    }
+    if ops.is_empty() {
+        return Err("the patch has no file sections".into());
+    }
+    Ok(ops)
+}
+
+/// The lines of `*** Begin Patch` and `*** End Patch` (as `lo` and `hi - 1`),
+/// skipping surrounding blank lines and a Markdown fence.
+fn envelope(all: &[&str]) -> Result<(usize, usize), String> {
     let mut lo = 0;
     let mut hi = all.len();
     while lo < hi && (all[lo].trim().is_empty() || all[lo].trim_start().starts_with("```")) {
@@ -105,165 +125,191 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
             hi
         ));
     }
-    let mut ops = Vec::new();
-    let mut i = lo + 1;
-    let end = hi - 1;
-    let header = |l: &str, prefix: &str| -> Option<String> {
-        l.strip_prefix(prefix).map(|p| p.trim().to_string())
-    };
-    while i < end {
-        let line = all[i];
-        let n = i + 1;
+    Ok((lo, hi))
+}
+
+/// The path after a section header such as `*** Add File:`.
+fn header(line: &str, prefix: &str) -> Option<String> {
+    line.strip_prefix(prefix).map(|p| p.trim().to_string())
+}
+
+/// A cursor over the patch's lines between its envelope.
+struct Parser<'a> {
+    all: &'a [&'a str],
+    /// The next line (0-based; its patch line is `i + 1`).
+    i: usize,
+    /// The `*** End Patch` line.
+    end: usize,
+}
+
+impl Parser<'_> {
+    /// The file section starting at the current line (None for a blank line).
+    fn section(&mut self) -> Result<Option<Op>, String> {
+        let line = self.all[self.i];
+        let n = self.i + 1;
         if line.trim().is_empty() {
-            i += 1;
-            continue;
+            self.i += 1;
+            return Ok(None);
         }
         if let Some(path) = header(line, "*** Add File:") {
             if path.is_empty() {
                 return Err(format!("line {n}: `*** Add File:` needs a path"));
             }
-            i += 1;
-            let mut lines = Vec::new();
-            let mut pending_blank = 0;
-            while i < end && !all[i].starts_with("*** ") {
-                let l = all[i];
-                if let Some(t) = l.strip_prefix('+') {
-                    lines.extend(std::iter::repeat_n(String::new(), pending_blank));
-                    pending_blank = 0;
-                    lines.push(t.to_string());
-                } else if l.is_empty() {
-                    pending_blank += 1;
-                } else {
-                    return Err(format!(
-                        "line {}: in `*** Add File: {path}` every line must start with `+` (found `{}`)",
-                        i + 1,
-                        cut(l, 60)
-                    ));
-                }
-                i += 1;
-            }
-            ops.push(Op::Add { path, lines });
+            self.i += 1;
+            self.add(path).map(Some)
         } else if let Some(path) = header(line, "*** Delete File:") {
             if path.is_empty() {
                 return Err(format!("line {n}: `*** Delete File:` needs a path"));
             }
-            ops.push(Op::Delete { path });
-            i += 1;
+            self.i += 1;
+            Ok(Some(Op::Delete { path }))
         } else if let Some(path) = header(line, "*** Update File:") {
             if path.is_empty() {
                 return Err(format!("line {n}: `*** Update File:` needs a path"));
             }
-            i += 1;
-            let mut move_to = None;
-            if i < end {
-                if let Some(to) = header(all[i], "*** Move to:") {
-                    if to.is_empty() {
-                        return Err(format!("line {}: `*** Move to:` needs a path", i + 1));
-                    }
-                    move_to = Some(to);
-                    i += 1;
-                }
-            }
-            let mut chunks: Vec<Chunk> = Vec::new();
-            while i < end {
-                let l = all[i];
-                if l.trim() == "*** End of File" {
-                    match chunks.last_mut() {
-                        Some(c) => c.eof = true,
-                        None => {
-                            return Err(format!(
-                                "line {}: `*** End of File` before any hunk",
-                                i + 1
-                            ))
-                        }
-                    }
-                    i += 1;
-                    continue;
-                }
-                if l.starts_with("*** ") {
-                    break;
-                }
-                if let Some(rest) = l.strip_prefix("@@") {
-                    chunks.push(Chunk {
-                        context: hunk_context(rest),
-                        lines: Vec::new(),
-                        eof: false,
-                        line_no: i + 1,
-                    });
-                    i += 1;
-                    continue;
-                }
-                let (tag, text) = match l.chars().next() {
-                    Some(' ') => (Tag::Keep, &l[1..]),
-                    Some('-') => (Tag::Remove, &l[1..]),
-                    Some('+') => (Tag::Add, &l[1..]),
-                    None => (Tag::Keep, ""),
-                    Some(_) => {
-                        return Err(format!(
-                            "line {}: in `*** Update File: {path}` every line must start with ` ` (context), `-`, `+` or `@@` (found `{}`); context lines need a leading space",
-                            i + 1,
-                            cut(l, 60)
-                        ))
-                    }
-                };
-                if chunks.is_empty() {
-                    chunks.push(Chunk {
-                        context: None,
-                        lines: Vec::new(),
-                        eof: false,
-                        line_no: i + 1,
-                    });
-                }
-                let c = chunks.last_mut().expect("a chunk was just ensured");
-                c.lines.push((tag, text.to_string()));
-                i += 1;
-            }
-            // Bare blank lines at the end of a hunk are separators, not context.
-            for c in &mut chunks {
-                while c
-                    .lines
-                    .last()
-                    .is_some_and(|(t, s)| *t == Tag::Keep && s.is_empty())
-                {
-                    c.lines.pop();
-                }
-            }
-            chunks.retain(|c| !c.lines.is_empty() || c.context.is_some());
-            if let Some(c) = chunks.iter().find(|c| c.lines.is_empty()) {
-                return Err(format!("line {}: hunk has no lines", c.line_no));
-            }
-            if let Some(c) = chunks
-                .iter()
-                .find(|c| c.lines.iter().all(|(t, _)| *t == Tag::Keep))
-            {
-                return Err(format!(
-                    "line {}: hunk changes nothing (no `-` or `+` lines)",
-                    c.line_no
-                ));
-            }
-            if chunks.is_empty() && move_to.is_none() {
-                return Err(format!("line {n}: `*** Update File: {path}` has no hunks"));
-            }
-            ops.push(Op::Update {
-                path,
-                move_to,
-                chunks,
-            });
+            self.i += 1;
+            self.update(path, n).map(Some)
         } else if line.starts_with("*** Move to:") {
-            return Err(format!(
+            Err(format!(
                 "line {n}: `*** Move to:` must come right after `*** Update File:`"
-            ));
+            ))
         } else {
-            return Err(format!(
+            Err(format!(
                 "line {n}: expected `*** Add File:`, `*** Update File:`, `*** Delete File:` or `*** End Patch`, found `{}`",
                 cut(line, 60)
-            ));
+            ))
         }
     }
-    if ops.is_empty() {
-        return Err("the patch has no file sections".into());
+
+    /// The `+` lines of an Add section (blank lines between them kept).
+    fn add(&mut self, path: String) -> Result<Op, String> {
+        let mut lines = Vec::new();
+        let mut pending_blank = 0;
+        while self.i < self.end && !self.all[self.i].starts_with("*** ") {
+            let l = self.all[self.i];
+            if let Some(t) = l.strip_prefix('+') {
+                lines.extend(std::iter::repeat_n(String::new(), pending_blank));
+                pending_blank = 0;
+                lines.push(t.to_string());
+            } else if l.is_empty() {
+                pending_blank += 1;
+            } else {
+                return Err(format!(
+                    "line {}: in `*** Add File: {path}` every line must start with `+` (found `{}`)",
+                    self.i + 1,
+                    cut(l, 60)
+                ));
+            }
+            self.i += 1;
+        }
+        Ok(Op::Add { path, lines })
     }
-    Ok(ops)
+
+    /// An Update section after its header (patch line `n`): an optional
+    /// `*** Move to:`, then its hunks.
+    fn update(&mut self, path: String, n: usize) -> Result<Op, String> {
+        let mut move_to = None;
+        if self.i < self.end {
+            if let Some(to) = header(self.all[self.i], "*** Move to:") {
+                if to.is_empty() {
+                    return Err(format!("line {}: `*** Move to:` needs a path", self.i + 1));
+                }
+                move_to = Some(to);
+                self.i += 1;
+            }
+        }
+        let chunks = checked_hunks(self.hunks(&path)?)?;
+        if chunks.is_empty() && move_to.is_none() {
+            return Err(format!("line {n}: `*** Update File: {path}` has no hunks"));
+        }
+        Ok(Op::Update {
+            path,
+            move_to,
+            chunks,
+        })
+    }
+
+    /// The hunks of an Update section, up to the next `*** ` line.
+    fn hunks(&mut self, path: &str) -> Result<Vec<Chunk>, String> {
+        let mut chunks: Vec<Chunk> = Vec::new();
+        while self.i < self.end {
+            let l = self.all[self.i];
+            let n = self.i + 1;
+            let end_of_file = l.trim() == "*** End of File";
+            if l.starts_with("*** ") && !end_of_file {
+                break; // the next section
+            }
+            self.i += 1;
+            if end_of_file {
+                match chunks.last_mut() {
+                    Some(c) => c.eof = true,
+                    None => return Err(format!("line {n}: `*** End of File` before any hunk")),
+                }
+                continue;
+            }
+            if let Some(rest) = l.strip_prefix("@@") {
+                chunks.push(Chunk {
+                    context: hunk_context(rest),
+                    lines: Vec::new(),
+                    eof: false,
+                    line_no: n,
+                });
+                continue;
+            }
+            let (tag, text) = match l.chars().next() {
+                Some(' ') => (Tag::Keep, &l[1..]),
+                Some('-') => (Tag::Remove, &l[1..]),
+                Some('+') => (Tag::Add, &l[1..]),
+                None => (Tag::Keep, ""),
+                Some(_) => {
+                    return Err(format!(
+                        "line {n}: in `*** Update File: {path}` every line must start with ` ` (context), `-`, `+` or `@@` (found `{}`); context lines need a leading space",
+                        cut(l, 60)
+                    ))
+                }
+            };
+            if chunks.is_empty() {
+                chunks.push(Chunk {
+                    context: None,
+                    lines: Vec::new(),
+                    eof: false,
+                    line_no: n,
+                });
+            }
+            let c = chunks.last_mut().expect("a chunk was just ensured");
+            c.lines.push((tag, text.to_string()));
+        }
+        Ok(chunks)
+    }
+}
+
+/// Hunks without their trailing separator lines; empty ones dropped, and
+/// an error for one with no lines or no change.
+fn checked_hunks(mut chunks: Vec<Chunk>) -> Result<Vec<Chunk>, String> {
+    // Bare blank lines at the end of a hunk are separators, not context.
+    for c in &mut chunks {
+        while c
+            .lines
+            .last()
+            .is_some_and(|(t, s)| *t == Tag::Keep && s.is_empty())
+        {
+            c.lines.pop();
+        }
+    }
+    chunks.retain(|c| !c.lines.is_empty() || c.context.is_some());
+    if let Some(c) = chunks.iter().find(|c| c.lines.is_empty()) {
+        return Err(format!("line {}: hunk has no lines", c.line_no));
+    }
+    if let Some(c) = chunks
+        .iter()
+        .find(|c| c.lines.iter().all(|(t, _)| *t == Tag::Keep))
+    {
+        return Err(format!(
+            "line {}: hunk changes nothing (no `-` or `+` lines)",
+            c.line_no
+        ));
+    }
+    Ok(chunks)
 }
 
 /// The text after `@@`, ignoring a unified-diff range like `-3,4 +3,5 @@`.

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -563,24 +563,66 @@ impl Tool for RunCmd {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let (command, cwd, timeout) = match (
-            a.req_str("command"),
-            a.opt_str("cwd"),
-            a.opt_int("timeout_s"),
-        ) {
-            (Ok(c), Ok(d), Ok(t)) => (c, d.unwrap_or_else(|| ".".into()), t),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
-        };
-        if command.trim().is_empty() {
-            return a.error("`command` is empty");
-        }
-        let timeout_s = timeout
-            .map(|t| t.clamp(1, MAX_TIMEOUT_S as i64) as u64)
-            .unwrap_or(ctx.policy.timeout_s);
+        let result = command_args(&a, ctx).and_then(|(command, cwd, timeout_s)| {
+            let gate = Gate::judge(ctx, &command)?;
+            let dir = command_dir(ctx, &a, &cwd)?;
+            gate.confirm(ctx, &command, &dir)?;
+            let r = gate.execute(ctx, &command, &dir, timeout_s)?;
+            Ok(report(ctx, r, timeout_s))
+        });
+        result.unwrap_or_else(|e| e)
+    }
+}
+
+/// `run_cmd`'s arguments: the command, its folder and its timeout (the
+/// policy's unless given, capped).
+fn command_args(a: &Args<'_>, ctx: &ToolContext<'_>) -> Result<(String, String, u64), ToolOutput> {
+    let (command, cwd, timeout) = match (
+        a.req_str("command"),
+        a.opt_str("cwd"),
+        a.opt_int("timeout_s"),
+    ) {
+        (Ok(c), Ok(d), Ok(t)) => (c, d.unwrap_or_else(|| ".".into()), t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e),
+    };
+    if command.trim().is_empty() {
+        return Err(a.error("`command` is empty"));
+    }
+    let timeout_s = timeout
+        .map(|t| t.clamp(1, MAX_TIMEOUT_S as i64) as u64)
+        .unwrap_or(ctx.policy.timeout_s);
+    Ok((command, cwd, timeout_s))
+}
+
+/// The folder a command runs in: inside the workspace, existing, a folder.
+fn command_dir(ctx: &ToolContext<'_>, a: &Args<'_>, cwd: &str) -> Result<PathBuf, ToolOutput> {
+    let dir = resolve(ctx, cwd)?;
+    if !dir.exists() {
+        return Err(not_found(ctx, cwd, &dir));
+    }
+    if !dir.is_dir() {
+        return Err(a.error(format_args!("cwd `{cwd}` is a file, not a folder")));
+    }
+    Ok(dir)
+}
+
+/// What the policy and the system decided about a command before it runs.
+struct Gate {
+    /// Why the user must approve it even in yolo mode, if they must.
+    ask_why: Option<String>,
+    /// Why it writes the repository, if it does (then .git is writable to it).
+    git_writer: Option<String>,
+    /// The fence it runs in (None: unsandboxed).
+    sandbox: Option<Sandbox>,
+}
+
+impl Gate {
+    /// The command policy's verdict, the git writer check and the sandbox.
+    fn judge(ctx: &ToolContext<'_>, command: &str) -> Result<Gate, ToolOutput> {
         // Asked even in yolo mode: what it runs is decided at run time, or
         // nothing fences it in.
-        let mut ask_why = match ctx.policy.check_command(&command) {
-            Verdict::Deny(reason) => return ToolOutput::error(ErrorClass::PolicyDenied, reason),
+        let mut ask_why = match ctx.policy.check_command(command) {
+            Verdict::Deny(reason) => return Err(ToolOutput::error(ErrorClass::PolicyDenied, reason)),
             Verdict::Ask(why) => Some(why),
             Verdict::Allow => None,
         };
@@ -590,7 +632,7 @@ impl Tool for RunCmd {
         let git_writer = ctx
             .policy
             .sandbox
-            .then(|| ctx.policy.git_writer(&command))
+            .then(|| ctx.policy.git_writer(command))
             .flatten();
         if let Some(why) = &git_writer {
             ask_why.get_or_insert_with(|| why.clone());
@@ -606,129 +648,152 @@ impl Tool for RunCmd {
             }
             // The administrator's rule: never the unsandboxed fallback.
             (_, false) if ctx.policy.require_sandbox => {
-                return ToolOutput::error(ErrorClass::PolicyDenied, NO_SANDBOX_REQUIRED)
+                return Err(ToolOutput::error(
+                    ErrorClass::PolicyDenied,
+                    NO_SANDBOX_REQUIRED,
+                ))
             }
             (_, false) => {
                 ask_why.get_or_insert_with(|| NO_SANDBOX.to_string());
                 None
             }
         };
-        let dir = match resolve(ctx, &cwd) {
-            Ok(d) => d,
-            Err(e) => return e,
+        Ok(Gate {
+            ask_why,
+            git_writer,
+            sandbox,
+        })
+    }
+
+    /// The user's approval, when the mode or the gate asks for it.
+    fn confirm(
+        &self,
+        ctx: &mut ToolContext<'_>,
+        command: &str,
+        dir: &Path,
+    ) -> Result<(), ToolOutput> {
+        if self.ask_why.is_none() && !ctx.policy.needs_approval(Access::Execute) {
+            return Ok(());
+        }
+        let request = Approval::Command {
+            command: command.to_string(),
+            cwd: ctx.workspace.relative(dir),
+            why: self.ask_why.clone(),
         };
-        if !dir.exists() {
-            return not_found(ctx, &cwd, &dir);
+        if ctx.approver.approve(&request) != Decision::Decline {
+            return Ok(());
         }
-        if !dir.is_dir() {
-            return a.error(format_args!("cwd `{cwd}` is a file, not a folder"));
-        }
-        let rel = ctx.workspace.relative(&dir);
-        if ask_why.is_some() || ctx.policy.needs_approval(Access::Execute) {
-            let request = Approval::Command {
-                command: command.clone(),
-                cwd: rel.clone(),
-                why: ask_why.clone(),
-            };
-            if ctx.approver.approve(&request) == Decision::Decline {
-                return ToolOutput::error(
-                    ErrorClass::Declined,
-                    match ask_why {
-                        Some(why) if why == NO_SANDBOX || git_writer.as_ref() == Some(&why) => format!(
-                            "not run: {why}, and the user did not approve it; ask the user"
-                        ),
-                        Some(why) => format!(
-                            "not run: {why}, so it needs the user's OK and did not get it. Write the command out plainly (no variables or substitutions in what it runs or deletes, no piping into a shell), or ask the user"
-                        ),
-                        None => "the user declined to run this command; ask the user or try something else".into(),
-                    },
-                );
-            }
-        }
+        Err(ToolOutput::error(
+            ErrorClass::Declined,
+            match &self.ask_why {
+                Some(why) if why == NO_SANDBOX || self.git_writer.as_ref() == Some(why) => {
+                    format!("not run: {why}, and the user did not approve it; ask the user")
+                }
+                Some(why) => format!(
+                    "not run: {why}, so it needs the user's OK and did not get it. Write the command out plainly (no variables or substitutions in what it runs or deletes, no piping into a shell), or ask the user"
+                ),
+                None => "the user declined to run this command; ask the user or try something else".into(),
+            },
+        ))
+    }
+
+    /// Runs the command with the policy's environment, the agent's settings
+    /// guarded: a command that changed them is an error.
+    fn execute(
+        &self,
+        ctx: &ToolContext<'_>,
+        command: &str,
+        dir: &Path,
+        timeout_s: u64,
+    ) -> Result<CmdResult, ToolOutput> {
         let mut env = ctx.policy.command_env();
-        if git_writer.is_some() {
+        if self.git_writer.is_some() {
             env.extend(fence::git_hardening_env());
         }
         let guard = StateGuard::snapshot(&ctx.workspace.team_dir());
         let config_guard = ConfigGuard::snapshot(ctx.workspace.root());
-        let r = match run_command(
-            &command,
-            &dir,
+        let r = run_command(
+            command,
+            dir,
             env,
             Duration::from_secs(timeout_s),
             ctx.cancel,
-            sandbox.as_ref(),
-        ) {
-            Ok(r) => r,
-            Err(e) => {
-                return ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}"))
-            }
-        };
+            self.sandbox.as_ref(),
+        )
+        .map_err(|e| {
+            ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}"))
+        })?;
         let mut tampered = guard.restore();
         tampered.extend(config_guard.restore());
         if !tampered.is_empty() {
             let what = tampered.join("; ");
             tracing::warn!(command = %command, "a command changed the agent's settings: {what}");
             let output = ctx.policy.redact(r.output.trim_end());
-            return ToolOutput::error(
+            return Err(ToolOutput::error(
                 ErrorClass::PolicyDenied,
                 format!(
                     "commands may not change the agent's own settings: {what}. Do not do this again; the user's settings are theirs to change.\nexit code {}\n{output}",
                     r.exit_code.unwrap_or(-1)
                 ),
-            );
-        }
-        let mut body = if r.output.trim().is_empty() {
-            "(no output)".to_string()
-        } else {
-            // Never into the model's context, the session or the logs.
-            ctx.policy.redact(r.output.trim_end())
-        };
-        if r.leftovers > 0 {
-            body.push_str(&format!(
-                "\nnote: {} background process(es) it left running were stopped; nothing outlives its command",
-                r.leftovers
             ));
         }
-        if r.timed_out {
-            return ToolOutput {
-                ok: false,
-                content: format!(
-                    "timed out after {timeout_s}s; the command and its children were killed. Use a larger timeout_s (max {MAX_TIMEOUT_S}) or a faster command. Output so far:\n{body}"
-                ),
-                error: Some(ErrorClass::Timeout),
-                ..ToolOutput::default()
-            };
-        }
-        if r.cancelled {
-            return ToolOutput {
-                ok: false,
-                content: format!("cancelled by the user (Ctrl-C); the command was stopped. Output so far:\n{body}"),
-                error: Some(ErrorClass::CommandFailed),
-                ..ToolOutput::default()
-            };
-        }
-        let code = r.exit_code.unwrap_or(-1);
-        if code == 0 {
-            return ToolOutput {
-                ok: true,
-                content: format!("exit code 0\n{body}"),
-                exit_code: Some(0),
-                ..ToolOutput::default()
-            };
-        }
-        let (mut class, mut hint) = classify(code, &r.output);
-        if hit_read_only(&r.output) {
-            class = ErrorClass::Permission;
-            hint = fence::READ_ONLY_HINT.to_string();
-        }
-        ToolOutput {
+        Ok(r)
+    }
+}
+
+/// What the model sees of a command that ran: its exit code and (redacted)
+/// output, and for a failure its class and a hint.
+fn report(ctx: &ToolContext<'_>, r: CmdResult, timeout_s: u64) -> ToolOutput {
+    let mut body = if r.output.trim().is_empty() {
+        "(no output)".to_string()
+    } else {
+        // Never into the model's context, the session or the logs.
+        ctx.policy.redact(r.output.trim_end())
+    };
+    if r.leftovers > 0 {
+        body.push_str(&format!(
+            "\nnote: {} background process(es) it left running were stopped; nothing outlives its command",
+            r.leftovers
+        ));
+    }
+    if r.timed_out {
+        return ToolOutput {
             ok: false,
-            content: format!("exit code {code}\nhint: {hint}\n{body}"),
-            exit_code: Some(code),
-            error: Some(class),
+            content: format!(
+                "timed out after {timeout_s}s; the command and its children were killed. Use a larger timeout_s (max {MAX_TIMEOUT_S}) or a faster command. Output so far:\n{body}"
+            ),
+            error: Some(ErrorClass::Timeout),
             ..ToolOutput::default()
-        }
+        };
+    }
+    if r.cancelled {
+        return ToolOutput {
+            ok: false,
+            content: format!("cancelled by the user (Ctrl-C); the command was stopped. Output so far:\n{body}"),
+            error: Some(ErrorClass::CommandFailed),
+            ..ToolOutput::default()
+        };
+    }
+    let code = r.exit_code.unwrap_or(-1);
+    if code == 0 {
+        return ToolOutput {
+            ok: true,
+            content: format!("exit code 0\n{body}"),
+            exit_code: Some(0),
+            ..ToolOutput::default()
+        };
+    }
+    let (mut class, mut hint) = classify(code, &r.output);
+    if hit_read_only(&r.output) {
+        class = ErrorClass::Permission;
+        hint = fence::READ_ONLY_HINT.to_string();
+    }
+    ToolOutput {
+        ok: false,
+        content: format!("exit code {code}\nhint: {hint}\n{body}"),
+        exit_code: Some(code),
+        error: Some(class),
+        ..ToolOutput::default()
     }
 }
 

@@ -1,0 +1,60 @@
+//! Approval modes: which classes of action ask the user first.
+
+use serde::Serialize;
+
+use crate::Policy;
+
+/// What an action may touch (a tool declares its class); the mode says which
+/// classes need the user's yes, and the intent gate which a request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Reads the workspace; never asks for confirmation.
+    Read,
+    /// Changes files; checkpointed, shown as a diff, confirmed in `confirm` mode.
+    Write,
+    /// Runs a command; checked by the command policy, confirmed in `confirm` mode.
+    Execute,
+    /// Ends the turn (`finish`).
+    Control,
+}
+
+/// How much the agent asks before it acts (`--mode`); the command policy
+/// applies in every mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Ask before every tool call, reads included.
+    Human,
+    /// Ask before writes and commands; reads never ask.
+    #[default]
+    Confirm,
+    /// Never ask (the command policy still applies).
+    Yolo,
+}
+
+impl Policy {
+    /// Whether an action of this class asks the user first.
+    pub fn needs_approval(&self, access: Access) -> bool {
+        match self.mode {
+            Mode::Human => access != Access::Control,
+            Mode::Confirm => matches!(access, Access::Write | Access::Execute),
+            Mode::Yolo => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_decide_what_asks() {
+        let p = Policy::builtin(Mode::Confirm);
+        assert!(!p.needs_approval(Access::Read));
+        assert!(p.needs_approval(Access::Write));
+        assert!(p.needs_approval(Access::Execute));
+        assert!(Policy::builtin(Mode::Human).needs_approval(Access::Read));
+        assert!(!Policy::builtin(Mode::Yolo).needs_approval(Access::Execute));
+    }
+}

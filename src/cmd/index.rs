@@ -43,7 +43,9 @@ pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     let priority = map_priority(&index, &stats.changed_paths);
     if !stats.interrupted {
         let searchable = started.elapsed().as_secs_f64();
-        fill_vectors(&mut index, &priority, &mut stats, searchable, args.json, cancel)?;
+        fill_vectors(
+            &mut index, &priority, &mut stats, searchable, args.json, cancel,
+        )?;
     }
     report(&stats, args.json);
     if let (Some(store), false, false) = (&args.store, args.json, stats.interrupted) {

@@ -406,7 +406,9 @@ fn an_old_state_file_keeps_its_embedding_cache() {
 fn recorded_chunkers(dir: &Path) -> Vec<u32> {
     let state = agent_index::index_dir(dir).join("state.sqlite");
     let db = rusqlite::Connection::open(state).unwrap();
-    let mut stmt = db.prepare("SELECT chunker FROM files ORDER BY rel").unwrap();
+    let mut stmt = db
+        .prepare("SELECT chunker FROM files ORDER BY rel")
+        .unwrap();
     let versions = stmt.query_map([], |r| r.get(0)).unwrap();
     versions.map(Result::unwrap).collect()
 }
@@ -452,7 +454,11 @@ fn an_index_an_older_chunker_built_is_re_chunked_by_the_next_update() {
     let mut index = Index::open_writer(dir.path(), options()).unwrap();
     assert!(index.rechunking().is_none());
     assert_eq!(
-        top(&mut index, "edit distance between two strings", SearchMode::Hybrid)[0],
+        top(
+            &mut index,
+            "edit distance between two strings",
+            SearchMode::Hybrid
+        )[0],
         ("pkg/strings.py".into(), "levenshtein".into())
     );
     // Done once: the next update leaves every file alone.
@@ -471,12 +477,21 @@ fn an_index_an_older_chunker_built_is_re_chunked_by_the_next_update() {
         .unwrap();
     let mut index = Index::open_writer(dir.path(), options()).unwrap();
     let stats = update(&mut index);
-    assert_eq!((stats.files_indexed, stats.chunks_embedded), (1, 0), "{stats:?}");
+    assert_eq!(
+        (stats.files_indexed, stats.chunks_embedded),
+        (1, 0),
+        "{stats:?}"
+    );
     let why = stats.rechunking.expect("the update says why");
     assert!(why.contains("re-chunking 1 file"), "{why}");
     assert_eq!(recorded_chunkers(dir.path()), [current; 3]);
     assert_eq!(
-        top(&mut index, "retry a network connection with exponential backoff", SearchMode::Hybrid)[0].0,
+        top(
+            &mut index,
+            "retry a network connection with exponential backoff",
+            SearchMode::Hybrid
+        )[0]
+        .0,
         "src/net.rs"
     );
 }

@@ -23,10 +23,10 @@
 
 use serde_json::{json, Map, Value as Json};
 
+use crate::error::TemplateError;
 use crate::family::Family;
 use crate::message::{Message, Role, ToolCall, ToolSpec};
 use crate::pyjson::dumps_json;
-use crate::error::TemplateError;
 
 /// What a template can render, found by probing it.
 #[derive(Debug, Clone, PartialEq, Eq)]

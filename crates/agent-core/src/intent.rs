@@ -701,7 +701,12 @@ impl Tally {
             if cues.question || !acting {
                 self.add(Label::RepoQuestion, weight.min(6.0));
             }
-            let named: Vec<&str> = cues.anchors.iter().take(4).map(|a| a.text.as_str()).collect();
+            let named: Vec<&str> = cues
+                .anchors
+                .iter()
+                .take(4)
+                .map(|a| a.text.as_str())
+                .collect();
             self.because(format!(
                 "names what the workspace holds: {}",
                 named.join(", ")

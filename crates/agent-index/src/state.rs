@@ -131,9 +131,7 @@ impl State {
             |r| r.get(0),
         )?;
         if !has_chunker {
-            conn.execute_batch(
-                "ALTER TABLE files ADD COLUMN chunker INTEGER NOT NULL DEFAULT 0;",
-            )?;
+            conn.execute_batch("ALTER TABLE files ADD COLUMN chunker INTEGER NOT NULL DEFAULT 0;")?;
         }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         // Fail now, not halfway through a run, if the file is not a database.

@@ -149,7 +149,10 @@ fn expand(dir: &Path, parts: &[&str], out: &mut Vec<PathBuf>, depth: usize) {
             if is_dir {
                 expand(&path, parts, out, depth + 1);
             }
-            if rest.first().is_some_and(|r| crate::secrets::glob_match(r, &name)) {
+            if rest
+                .first()
+                .is_some_and(|r| crate::secrets::glob_match(r, &name))
+            {
                 expand(&path, &rest[1..], out, depth + 1);
             }
         } else if crate::secrets::glob_match(first, &name) && (rest.is_empty() || is_dir) {

@@ -51,11 +51,11 @@ pub mod secrets;
 
 pub use command_line::{split_commands, SimpleCommand};
 pub use fence::Limits;
-pub use file::{LOCAL_POLICY_FILE, POLICY_FILE};
 use file::Rule;
+pub use file::{LOCAL_POLICY_FILE, POLICY_FILE};
 pub use mode::{Access, Mode};
-use rules::{command_denial, whole_line_denial};
 pub use rules::git_key_runs_a_program;
+use rules::{command_denial, whole_line_denial};
 pub use secrets::SECRET_ENV_PATTERNS;
 
 /// Default `run_cmd` timeout, seconds.

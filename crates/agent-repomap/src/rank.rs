@@ -679,7 +679,14 @@ fn score_file_defs(
     let flows: Vec<f64> = tags
         .defs
         .iter()
-        .map(|d| definers.flow_to(flow, fi as u32, &d.name, target_weight(tags, d) * file_weight))
+        .map(|d| {
+            definers.flow_to(
+                flow,
+                fi as u32,
+                &d.name,
+                target_weight(tags, d) * file_weight,
+            )
+        })
         .collect();
     let mut member_flow = vec![0.0f64; tags.defs.len()];
     for (di, owner) in owners(tags).into_iter().enumerate() {

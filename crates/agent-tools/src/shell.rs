@@ -622,7 +622,9 @@ impl Gate {
         // Asked even in yolo mode: what it runs is decided at run time, or
         // nothing fences it in.
         let mut ask_why = match ctx.policy.check_command(command) {
-            Verdict::Deny(reason) => return Err(ToolOutput::error(ErrorClass::PolicyDenied, reason)),
+            Verdict::Deny(reason) => {
+                return Err(ToolOutput::error(ErrorClass::PolicyDenied, reason))
+            }
             Verdict::Ask(why) => Some(why),
             Verdict::Allow => None,
         };
@@ -720,9 +722,7 @@ impl Gate {
             ctx.cancel,
             self.sandbox.as_ref(),
         )
-        .map_err(|e| {
-            ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}"))
-        })?;
+        .map_err(|e| ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")))?;
         let mut tampered = guard.restore();
         tampered.extend(config_guard.restore());
         if !tampered.is_empty() {
@@ -769,7 +769,9 @@ fn report(ctx: &ToolContext<'_>, r: CmdResult, timeout_s: u64) -> ToolOutput {
     if r.cancelled {
         return ToolOutput {
             ok: false,
-            content: format!("cancelled by the user (Ctrl-C); the command was stopped. Output so far:\n{body}"),
+            content: format!(
+                "cancelled by the user (Ctrl-C); the command was stopped. Output so far:\n{body}"
+            ),
             error: Some(ErrorClass::CommandFailed),
             ..ToolOutput::default()
         };

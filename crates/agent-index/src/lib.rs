@@ -295,6 +295,9 @@ const FILL_COMMIT: usize = 512;
 /// process (a crash never leaves a stale lock behind).
 struct WriterLock(#[allow(dead_code)] File);
 
+/// How long a writer waits for a lock that is being let go.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
 fn lock_writer(dir: &Path) -> Result<WriterLock> {
     let path = dir.join("writer.lock");
     let file = std::fs::OpenOptions::new()
@@ -304,7 +307,18 @@ fn lock_writer(dir: &Path) -> Result<WriterLock> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    match file.try_lock() {
+    // A writer that is just closing (or a child forked a moment ago, still
+    // holding a copy of its descriptor until it execs) keeps the lock for an
+    // instant: wait that out before calling the index busy.
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    let mut attempt = file.try_lock();
+    while matches!(attempt, Err(std::fs::TryLockError::WouldBlock))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        attempt = file.try_lock();
+    }
+    match attempt {
         Ok(()) => {
             let _ = file.set_len(0);
             let _ = std::fs::write(&path, std::process::id().to_string());

@@ -11,6 +11,7 @@ use super::exit;
 use super::search::IndexSearch;
 use crate::cli::{AgentArgs, ChatArgs, ModelArgs};
 use agent_base::cancel::CancelToken;
+use agent_base::tokens::thousands;
 use agent_core::ui::{TerminalUi, Ui};
 use agent_core::{Agent, AgentConfig, Finish, Outcome, ToolAccess};
 use agent_llm::{PromptCacheUse, Sampling, Speculation};
@@ -198,18 +199,6 @@ pub fn stats_line(outcome: &Outcome) -> String {
         if outcome.steps == 1 { "" } else { "s" },
         outcome.wall_ms as f64 / 1000.0,
     )
-}
-
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// 0 for an answer; 3 when there is none (the search results shown instead

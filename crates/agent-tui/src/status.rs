@@ -17,18 +17,7 @@ pub struct Status {
     pub mode: String,
 }
 
-/// `12,345`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+use agent_base::tokens::thousands;
 
 /// The model's file name without its folder.
 fn short_model(model: &str) -> &str {

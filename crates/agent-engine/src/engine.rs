@@ -319,11 +319,17 @@ pub struct Sizing {
     pub prefill_rate: PrefillRate,
 }
 
-pub fn sizing(config: &EngineConfig) -> Result<Sizing, LlmError> {
-    let (plan, _) = plan(config, &devices()?)?;
+/// The context's window, threads and batch size for `plan`: what the engine
+/// loads with and [`sizing`] reports.
+fn context_shape(config: &EngineConfig, plan: &Plan) -> (u32, i32, u32) {
     let n_ctx = plan.n_ctx.max(64);
     let threads = config.threads.unwrap_or_else(default_threads).max(1);
-    let n_batch = config.batch_size.clamp(8, n_ctx);
+    (n_ctx, threads, config.batch_size.clamp(8, n_ctx))
+}
+
+pub fn sizing(config: &EngineConfig) -> Result<Sizing, LlmError> {
+    let (plan, _) = plan(config, &devices()?)?;
+    let (n_ctx, threads, n_batch) = context_shape(config, &plan);
     let measured = prompt_cache::ModelFile::read(&config.model_path)
         .ok()
         .and_then(|file| rate_book(config, &plan, &file, threads, n_batch))
@@ -467,9 +473,7 @@ impl LlamaEngine {
         // engine owns both and frees them in order (see Drop).
         let model: &'static LlamaModel = Box::leak(Box::new(model));
 
-        let n_ctx = plan.n_ctx.max(64);
-        let threads = config.threads.unwrap_or_else(default_threads).max(1);
-        let n_batch = config.batch_size.clamp(8, n_ctx);
+        let (n_ctx, threads, n_batch) = context_shape(config, &plan);
         let on_gpu = plan.gpu_layers > 0;
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))

@@ -536,14 +536,17 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
 
     // While this writer is open, a search says the index is being updated;
     // once it is gone, that the index is partial.
-    let out = agent_bin()
-        .args(["search", "--json", "--root"])
-        .arg(dir.path())
-        .arg("function")
-        .output()
-        .unwrap();
-    common::assert_success(&out);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("being updated"));
+    let search = || {
+        let out = agent_bin()
+            .args(["search", "--json", "--root"])
+            .arg(dir.path())
+            .arg("function")
+            .output()
+            .unwrap();
+        common::assert_success(&out);
+        out
+    };
+    assert!(String::from_utf8_lossy(&search().stderr).contains("being updated"));
     drop(index);
 
     // A partial index says so, in --status and in search.
@@ -553,13 +556,7 @@ fn cancelling_leaves_a_consistent_index_that_the_next_run_completes() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("partial"));
-    let out = agent_bin()
-        .args(["search", "--json", "--root"])
-        .arg(dir.path())
-        .arg("function")
-        .output()
-        .unwrap();
-    common::assert_success(&out);
+    let out = search();
     assert!(String::from_utf8_lossy(&out.stderr).contains("the index is partial"));
     serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON stays clean");
 

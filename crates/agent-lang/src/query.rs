@@ -56,6 +56,55 @@ pub fn is_long(text: &str) -> bool {
         || text.lines().filter(|l| !l.trim().is_empty()).count() > 3
 }
 
+/// What a query is, which decides how search weighs its legs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A name or a few, as code writes them (`getfixturevalue`,
+    /// `FixtureRequest.getfixturevalue`, `parse_into()`): BM25 and the
+    /// definitions know them; a sentence embedder hardly does.
+    Names,
+    /// Words: a question or a description, what the vector leg is for.
+    Prose,
+    /// A long text (an issue), taken apart by [`analyze`].
+    Issue,
+}
+
+/// Most words a query of names has (`Config.getoption getini`).
+const MAX_NAMES_IN_A_QUERY: usize = 3;
+
+/// The shape of a query: a long text is an issue; one word, or up to three
+/// all in code form, are names; the rest is prose.
+pub fn shape(text: &str) -> Shape {
+    if is_long(text) {
+        return Shape::Issue;
+    }
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '?' | ',' | ';' | '!')))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is_name = |w: &str| {
+        let bare = w.trim_end_matches("()");
+        !bare.is_empty()
+            && bare
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':'))
+    };
+    let code_form = |w: &str| {
+        let bare = w.trim_end_matches("()");
+        w.ends_with("()") || bare.contains(['.', ':']) || is_code_form(bare)
+    };
+    match words.as_slice() {
+        [one] if is_name(one) => Shape::Names,
+        many if many.len() <= MAX_NAMES_IN_A_QUERY
+            && many.iter().all(|w| is_name(w) && code_form(w)) =>
+        {
+            Shape::Names
+        }
+        _ => Shape::Prose,
+    }
+}
+
 /// Takes a long query apart (see the module docs).
 pub fn analyze(text: &str) -> LongQuery {
     let text = &without_console_noise(&without_template(text));
@@ -464,6 +513,29 @@ fn is_filler(w: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_prose_and_issues_have_their_shapes() {
+        use super::{shape, Shape};
+        for names in [
+            "getfixturevalue",
+            "`FixtureRequest.getfixturevalue`",
+            "parse_into()",
+            "Config.getoption getini",
+            "cache",
+        ] {
+            assert_eq!(shape(names), Shape::Names, "{names}");
+        }
+        for prose in [
+            "python check if a string is a number",
+            "how does the cache provider decide which tests failed",
+            "cache provider",
+            "What does getfixturevalue return?",
+        ] {
+            assert_eq!(shape(prose), Shape::Prose, "{prose}");
+        }
+        let issue = "Title\n\nSteps:\n1. run it\n2. see the error\n";
+        assert_eq!(shape(issue), Shape::Issue);
+    }
 
     #[test]
     fn a_one_line_query_names_identifiers() {

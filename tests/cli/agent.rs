@@ -136,6 +136,33 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
             .starts_with("Where is the function add defined?"),
         "{show}"
     );
+    // The system prompt, the same few KB in every session, is folded.
+    let shown = agent_in(dir.path())
+        .args(["sessions", "show", "--json"])
+        .arg(v["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    let system = json_of(&shown)["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let opening: String = system.chars().take(60).collect();
+    assert!(system.len() > 500, "{system}");
+    assert!(!show.contains(&opening), "{show}");
+    assert!(
+        show.contains("── system · ") && show.contains(" characters;"),
+        "{show}"
+    );
+
+    // The session changed nothing: undoing it says so, and is not a success.
+    let undo = agent_in(dir.path())
+        .args(["sessions", "undo"])
+        .arg(v["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&undo.stderr);
+    assert_eq!(undo.status.code(), Some(3), "{err}");
+    assert!(err.contains("nothing to undo"), "{err}");
 }
 
 #[test]
@@ -923,7 +950,8 @@ fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
         !err.contains("<context>") && !err.contains("Environment:"),
         "{err}"
     );
-    assert!(err.contains("wrote new.py"), "{err}");
+    // The change is gone, and the resumed chat says so.
+    assert!(err.contains("wrote new.py [undone with /undo]"), "{err}");
 }
 
 #[test]

@@ -635,6 +635,17 @@ impl Agent {
             "user_undo",
             json!({"ok": output.ok, "diff": output.diff, "changed": output.changed}),
         );
+        if output.ok && !output.changed.is_empty() {
+            // The model must not build on a change that is gone, and a
+            // resumed chat must not show it as done: the conversation says so.
+            let note = format!(
+                "{USER_UNDID} ({}).]",
+                output.content.lines().next().unwrap_or_default()
+            );
+            if let Err(e) = self.push(Turn::new(Kind::Observation, note)) {
+                tracing::warn!("could not record the undo in the session: {e:#}");
+            }
+        }
         output
     }
 
@@ -658,6 +669,12 @@ impl Agent {
                 Kind::Request => {
                     let request = request_text(i, &turn.message.content);
                     out.push((request.to_string(), String::new()));
+                }
+                Kind::Observation if turn.message.content.starts_with(USER_UNDID) => {
+                    if let Some(last) = out.last_mut() {
+                        let sep = if last.1.is_empty() { "" } else { " " };
+                        last.1.push_str(&format!("{sep}[undone with /undo]"));
+                    }
                 }
                 Kind::Call => {
                     if let (Some(last), Ok(call)) =
@@ -1161,6 +1178,10 @@ a larger --model does better)"
         self.push(Turn::new(Kind::Observation, text))
     }
 }
+
+/// How the conversation records a `/undo` of the user's: the model reads
+/// it, and [`Agent::exchanges`] marks the answer whose change it undid.
+const USER_UNDID: &str = "[The user undid your last change";
 
 /// The request as the user wrote it, from the content of the request turn
 /// at index `turn`: the first one (index 1) opens with the session's context.

@@ -7,6 +7,7 @@ use console::style;
 use super::exit;
 use crate::cli::InitArgs;
 use agent_base::cancel::CancelToken;
+use agent_base::term::counted;
 use agent_core::init::InitOutcome;
 use agent_core::ui::{TerminalApprover, TerminalUi, Ui};
 use agent_core::{Agent, AgentConfig};
@@ -59,7 +60,7 @@ fn exit_code(outcome: &InitOutcome, print: bool) -> i32 {
     if print || outcome.output.ok {
         exit::OK
     } else if declined_on_a_terminal(outcome) {
-        super::chat::NO_ANSWER
+        exit::NOT_DONE
     } else {
         exit::FAILURE
     }
@@ -79,14 +80,6 @@ fn declined_on_a_terminal(outcome: &InitOutcome) -> bool {
         && std::io::stdin().is_terminal()
 }
 
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
-}
-
 /// Says what happened to AGENTS.md; the exit code (1 when it was not written).
 /// `show_diff`: the approver did not show the diff (it approved without asking).
 pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
@@ -102,10 +95,10 @@ pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
     let written = agent_core::init::written_commands(&outcome.facts);
     if outcome.output.ok {
         let commands = match found - written {
-            0 => format!("{written} {}", plural(written, "command")),
+            0 => counted(written, "command"),
             more => format!(
-                "{written} {} written, {more} more found (`agent init --print --json` lists them)",
-                plural(written, "command")
+                "{} written, {more} more found (`agent init --print --json` lists them)",
+                counted(written, "command")
             ),
         };
         eprintln!(
@@ -120,7 +113,7 @@ pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
             "{} was not written: you declined",
             agent_base::term::untrusted(&outcome.path)
         );
-        return super::chat::NO_ANSWER;
+        return exit::NOT_DONE;
     }
     eprintln!(
         "{} {} was not written{}\n  fix: run `agent init` on a terminal and answer y, or `agent init --print > AGENTS.md.new` to compare",

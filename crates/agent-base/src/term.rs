@@ -95,8 +95,25 @@ fn is_control(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// A count with its noun, singular or plural as English wants it:
+/// `1 line`, `2 lines` (nouns with a regular plural).
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(super::counted(1, "line"), "1 line");
+        assert_eq!(super::counted(0, "line"), "0 lines");
+        assert_eq!(super::counted(12, "command"), "12 commands");
+    }
+
     use super::*;
 
     #[test]

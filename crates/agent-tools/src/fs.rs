@@ -382,8 +382,8 @@ impl Tool for ReadFile {
         let wanted_end = end.unwrap_or(read.total_lines).min(read.total_lines);
         if last < wanted_end {
             out.push_str(&format!(
-                "[{} more lines not shown (limit {READ_MAX_LINES} lines / {} KB per call); call read_file with start_line={} to continue]\n",
-                wanted_end - last,
+                "[{} more not shown (limit {READ_MAX_LINES} lines / {} KB per call); call read_file with start_line={} to continue]\n",
+                agent_base::term::counted(wanted_end - last, "line"),
                 READ_MAX_BYTES / 1024,
                 last + 1
             ));

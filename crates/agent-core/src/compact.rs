@@ -390,7 +390,7 @@ impl Agent {
             tokens_before,
             tokens_after: tokens_before,
         };
-        ui.notice(&format!(
+        ui.working(&format!(
             "compacting: {} of {n} turns ({summarized} tokens) into a summary…",
             k - 1
         ));

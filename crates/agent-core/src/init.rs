@@ -901,16 +901,17 @@ ws ::= " "?
             }),
             ..CompletionRequest::default()
         };
-        let completion = self
-            .provider
-            .complete(&request, &mut |_| {
-                if cancel.is_cancelled() {
-                    Flow::Stop
-                } else {
-                    Flow::Continue
-                }
-            })
-            .map_err(|e| format!("the model could not write one ({e})"))?;
+        // A minute of prefill on a laptop CPU: say what is happening.
+        let spinner = crate::ui::timed_spinner("asking the model for an overview…".into());
+        let completion = self.provider.complete(&request, &mut |_| {
+            if cancel.is_cancelled() {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        });
+        spinner.finish_and_clear();
+        let completion = completion.map_err(|e| format!("the model could not write one ({e})"))?;
         self.log.trace(
             "init_response",
             json!({"text": completion.text, "prompt_tokens": completion.prompt_tokens,

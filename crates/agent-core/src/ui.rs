@@ -35,6 +35,12 @@ pub trait Ui {
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);
     fn notice(&mut self, text: &str);
+    /// A step that streams nothing has begun (a summary being written): a
+    /// terminal keeps a spinner with the time spent under this line until
+    /// the next event, so a minute of prefill does not look like a hang.
+    fn working(&mut self, what: &str) {
+        self.notice(what);
+    }
     /// The conversation was compacted, or could not be ([`Compaction::fallback`]).
     fn compacted(&mut self, compaction: &Compaction) {
         self.notice(&compaction_line(compaction));
@@ -59,6 +65,15 @@ pub fn compaction_line(c: &Compaction) -> String {
 pub fn spinner(message: String) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new_spinner().with_message(message);
     bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
+/// A spinner that counts the seconds, for work that shows nothing else.
+pub fn timed_spinner(message: String) -> indicatif::ProgressBar {
+    let bar = spinner(message);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        bar.set_style(style);
+    }
     bar
 }
 
@@ -194,6 +209,7 @@ impl Ui for TerminalUi {
 
     fn step_start(&mut self, step: usize) {
         self.answering = false;
+        self.clear_spinner();
         self.spinner = Some(spinner(format!("thinking (step {step})")));
     }
 
@@ -271,6 +287,14 @@ impl Ui for TerminalUi {
     fn notice(&mut self, text: &str) {
         self.clear_spinner();
         eprintln!("{}", style(escape_controls(text)).yellow());
+    }
+
+    fn working(&mut self, what: &str) {
+        if !std::io::stderr().is_terminal() {
+            return self.notice(what);
+        }
+        self.clear_spinner();
+        self.spinner = Some(timed_spinner(escape_line(what).into_owned()));
     }
 
     fn compacted(&mut self, compaction: &Compaction) {

@@ -35,6 +35,9 @@ pub mod exit {
     pub const FAILURE: i32 = 1;
     /// Bad usage, as clap exits for a missing argument.
     pub const USAGE: i32 = 2;
+    /// The request ended without what was asked: no answer, nothing to
+    /// undo, a declined change.
+    pub const NOT_DONE: i32 = 3;
     pub const INTERRUPTED: i32 = 130;
 }
 

@@ -9,7 +9,7 @@ use agent_base::cancel::CancelToken;
 use agent_base::term::{untrusted, untrusted_text};
 use agent_core::session::SessionStore;
 use agent_policy::{Mode, Policy};
-use agent_tools::checkpoint::Checkpoints;
+use agent_tools::checkpoint::{Checkpoints, Undoable};
 use agent_tools::{AlwaysApprove, ReadLedger, ToolContext, Toolbox, Workspace};
 
 pub fn run(args: &SessionsArgs) -> Result<i32> {
@@ -74,6 +74,17 @@ pub fn run(args: &SessionsArgs) -> Result<i32> {
                     untrusted(&info.created)
                 );
                 for (i, m) in messages.iter().enumerate() {
+                    if m.kind == "system" {
+                        // The same few KB opens every session: folded, so
+                        // the conversation starts on the first screen.
+                        println!(
+                            "\n── system · {} ── ({} characters; `agent sessions show {} --json` has it whole)",
+                            untrusted(&m.ts),
+                            m.content.chars().count(),
+                            untrusted(&info.id)
+                        );
+                        continue;
+                    }
                     // The session's context (environment, repo map) opens
                     // the first request and any summary: shown on its own,
                     // so the request reads as the user wrote it.
@@ -110,6 +121,11 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
     let policy = Policy::load(&workspace.team_dir(), Mode::default())?;
     let mut checkpoints = Checkpoints::open(&state)?;
     checkpoints.set_session(id);
+    if matches!(checkpoints.undoable()?, Undoable::Nothing) {
+        // Nothing was undone: not a success a script should build on.
+        eprintln!("nothing to undo: no change of this workspace is recorded");
+        return Ok(exit::NOT_DONE);
+    }
     let mut ledger = ReadLedger::default();
     let cancel = CancelToken::new();
     let toolbox = Toolbox::standard();

@@ -12,17 +12,17 @@
 //! A refused or declined action changes nothing and says why.
 
 mod args;
-pub mod change;
+mod change;
 pub mod checkpoint;
 pub mod diagnose;
 pub mod diff;
-pub mod edit;
+mod edit;
 pub mod fence;
 pub mod files;
-pub mod fs;
+mod fs;
 pub mod git;
 pub mod grep;
-pub mod patch;
+mod patch;
 pub mod search;
 pub mod shell;
 mod state_guard;

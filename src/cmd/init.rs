@@ -8,12 +8,11 @@ use super::exit;
 use crate::cli::InitArgs;
 use agent_base::cancel::CancelToken;
 use agent_core::init::InitOutcome;
-use agent_core::ui::{TerminalApprover, TerminalUi, Ui};
+use agent_core::ui::{TerminalUi, Ui};
 use agent_core::{Agent, AgentConfig};
 use agent_llm::scripted::ScriptedProvider;
 use agent_llm::Provider;
 use agent_policy::Mode;
-use agent_tools::Approver;
 
 pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
@@ -37,10 +36,7 @@ pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
         ..AgentConfig::new(&root)
     };
     let mut agent = Agent::new(provider, config, None)?;
-    let mut approver: Box<dyn Approver> = match args.mode {
-        Mode::Yolo => Box::new(TerminalApprover::yolo()),
-        Mode::Confirm | Mode::Human => Box::new(TerminalApprover::new()),
-    };
+    let mut approver = crate::session::terminal_approver(args.mode);
     let outcome = agent.init(!args.no_model, !args.print, approver.as_mut(), cancel)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
@@ -59,7 +55,7 @@ fn exit_code(outcome: &InitOutcome, print: bool) -> i32 {
     if print || outcome.output.ok {
         exit::OK
     } else if declined_on_a_terminal(outcome) {
-        super::chat::NO_ANSWER
+        exit::NO_ANSWER
     } else {
         exit::FAILURE
     }
@@ -120,7 +116,7 @@ pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
             "{} was not written: you declined",
             agent_base::term::untrusted(&outcome.path)
         );
-        return super::chat::NO_ANSWER;
+        return exit::NO_ANSWER;
     }
     eprintln!(
         "{} {} was not written{}\n  fix: run `agent init` on a terminal and answer y, or `agent init --print > AGENTS.md.new` to compare",

@@ -35,6 +35,9 @@ pub mod exit {
     pub const FAILURE: i32 = 1;
     /// Bad usage, as clap exits for a missing argument.
     pub const USAGE: i32 = 2;
+    /// No answer: none within --max-steps, only the search results shown
+    /// instead, or (`agent init`) the change declined.
+    pub const NO_ANSWER: i32 = 3;
     pub const INTERRUPTED: i32 = 130;
 }
 

@@ -3,6 +3,7 @@ use tracing_subscriber::EnvFilter;
 
 mod cli;
 mod cmd;
+mod session;
 
 use cli::{Cli, Command};
 use cmd::exit;

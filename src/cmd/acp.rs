@@ -1,6 +1,7 @@
 //! `agent acp`: the agent for editors, as an Agent Client Protocol agent on
 //! stdio (crates/agent-acp); here each session gets its agent, built as
-//! `agent chat` builds one, and all of them share one model.
+//! every front end builds one (`crate::session::agent_in`), and all of them
+//! share one model.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -64,7 +65,7 @@ impl agent_acp::Sessions for Factory<'_> {
                 source: Default::default(),
             })
             .collect();
-        super::chat::agent_in(
+        crate::session::agent_in(
             &root,
             Box::new(model),
             &self.args.agent,

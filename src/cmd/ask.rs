@@ -1,77 +1,77 @@
 //! `agent ask`: one request through the agent (intent gate, tool loop), or
-//! with `--no-tools` one plain streamed answer.
+//! with `--no-tools` one plain streamed answer (`agent_core::plain`).
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::exit;
+use super::search::IndexSearch;
 use crate::cli::{AskArgs, OutputFormat};
+use crate::session;
 use agent_base::cancel::CancelToken;
+use agent_core::plain::{self, PlainQuestion};
 use agent_core::ui::{JsonLinesUi, QuietUi, TerminalUi, Ui};
-use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Grammar, Message, Sampling};
+use agent_llm::{
+    Completion, CompletionRequest, Event, FinishReason, Flow, Grammar, Provider, Sampling,
+};
 use agent_policy::Mode;
-
-const SYSTEM_PROMPT: &str = "You are agent, a careful coding assistant running entirely on the user's machine. \
-Answer concisely and accurately. When files are attached, base your answer on them and say when they do not contain the answer.";
-
-/// Attached files larger than this are refused: they would not fit a small
-/// model's context anyway, and the error says so up front.
-const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
+use agent_tools::SemanticSearch;
 
 pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     super::admin::check_agent(&args.agent)?;
-    let mut question = args.prompt.join(" ");
+    let question = args.prompt.join(" ");
     if question.trim().is_empty() {
         eprintln!("error: the prompt is empty\n  fix: agent ask \"your question\"");
-        return Ok(super::exit::USAGE);
+        return Ok(exit::USAGE);
     }
-    // `agent ask /review src/app.py`: the team's prompt file, filled in.
-    if let Some((name, rest)) = agent_core::commands::parse_invocation(&question) {
-        let root = agent_base::paths::repo_root(None)?;
-        let personal = agent_core::commands::personal_dir();
-        if !super::trust::workspace_trusted(&root)? {
-            if let Some(why) = agent_core::commands::held(&root, personal.as_deref(), name) {
-                bail!(why);
-            }
-        }
-        question = agent_core::commands::expand(&root, personal.as_deref(), name, rest)
-            .map_err(|why| anyhow::anyhow!(why))?;
-    }
+    let question = expand_command(question)?;
     if args.no_tools {
         return answer_plain(args, &question, cancel);
     }
-    let mut request = String::new();
-    for path in &args.files {
-        request.push_str(&attachment(path)?);
-    }
+    let mut request = agent_core::attach::attachments(&args.files)?;
     request.push_str(&question);
-    let sampling = Sampling {
+    if args.print_prompt {
+        return print_first_prompt(args, &request, cancel);
+    }
+    answer(args, &request, cancel, verbose)
+}
+
+/// `agent ask /review src/app.py`: the team's prompt file, filled in; any
+/// other question as it is.
+fn expand_command(question: String) -> Result<String> {
+    let Some((name, rest)) = agent_core::commands::parse_invocation(&question) else {
+        return Ok(question);
+    };
+    let root = agent_base::paths::repo_root(None)?;
+    let personal = agent_core::commands::personal_dir();
+    if !super::trust::workspace_trusted(&root)? {
+        if let Some(why) = agent_core::commands::held(&root, personal.as_deref(), name) {
+            bail!(why);
+        }
+    }
+    agent_core::commands::expand(&root, personal.as_deref(), name, rest)
+        .map_err(|why| anyhow::anyhow!(why))
+}
+
+/// The sampling flags; the loop's grammar keeps its replies from looping, so
+/// no repeat penalty unless asked for.
+fn agent_sampling(args: &AskArgs) -> Sampling {
+    Sampling {
         temperature: args.temperature,
         top_p: args.top_p,
         seed: args.seed,
         repeat_penalty: args.repeat_penalty.unwrap_or(1.0),
-    };
-    let format = args.format();
-    if args.print_prompt {
-        let printer = super::prompt_printer(&args.model, format != OutputFormat::Text, cancel)?;
-        let mut session =
-            super::chat::open_agent_with(printer, &args.agent, args.max_tokens, sampling, None)?;
-        // Shown, not asked: no session is saved and nothing is logged.
-        session.agent.stop_recording();
-        let outcome =
-            session
-                .agent
-                .handle(&request, &mut QuietUi, session.approver.as_mut(), cancel)?;
-        if let Some(sizes) = outcome.first_prompt {
-            eprintln!("{}", agent_core::first_prompt::describe(&sizes));
-        }
-        return Ok(exit::OK);
     }
+}
+
+/// The request through the agent, shown as `--output-format` asks.
+fn answer(args: &AskArgs, request: &str, cancel: &CancelToken, verbose: bool) -> Result<i32> {
+    let sampling = agent_sampling(args);
     let mut session =
-        super::chat::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
+        session::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
+    let format = args.format();
     let mut terminal = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let mut quiet = QuietUi;
     let mut lines = JsonLinesUi::new(std::io::stdout());
@@ -82,26 +82,77 @@ pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     };
     let outcome = session
         .agent
-        .handle(&request, ui, session.approver.as_mut(), cancel)?;
+        .handle(request, ui, session.approver.as_mut(), cancel)?;
     match format {
-        OutputFormat::Text => super::chat::print_outcome(&outcome),
+        OutputFormat::Text => session::print_outcome(&outcome),
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
         OutputFormat::StreamJson => lines.event("final", serde_json::to_value(&outcome)?),
     }
-    Ok(super::chat::exit_code(&outcome))
+    Ok(session::exit_code(&outcome))
+}
+
+/// `--print-prompt`: the agent's prompts, printed instead of asked.
+fn print_first_prompt(args: &AskArgs, request: &str, cancel: &CancelToken) -> Result<i32> {
+    let json = args.format() != OutputFormat::Text;
+    let printer = super::prompt_printer(&args.model, json, cancel)?;
+    let sampling = agent_sampling(args);
+    let mut session =
+        session::open_agent_with(printer, &args.agent, args.max_tokens, sampling, None)?;
+    // Shown, not asked: no session is saved and nothing is logged.
+    session.agent.stop_recording();
+    let outcome = session
+        .agent
+        .handle(request, &mut QuietUi, session.approver.as_mut(), cancel)?;
+    if let Some(sizes) = outcome.first_prompt {
+        eprintln!("{}", agent_core::first_prompt::describe(&sizes));
+    }
+    Ok(exit::OK)
 }
 
 /// `--no-tools`: the request (with attachments and retrieved chunks) straight
 /// to the model, the answer streamed.
 fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<i32> {
-    let mut user = String::new();
-    for path in &args.files {
-        user.push_str(&attachment(path)?);
+    let mut plain = PlainQuestion {
+        question,
+        files: &args.files,
+        system: args.system.clone(),
+        context_chunks: args.context_chunks,
+        max_tokens: args.max_tokens,
+        sampling: Sampling {
+            temperature: args.temperature,
+            top_p: args.top_p,
+            seed: args.seed,
+            repeat_penalty: args.repeat_penalty.unwrap_or(plain::REPEAT_PENALTY),
+        },
     }
-    user.push_str(&retrieved_context(question, args.context_chunks));
-    user.push_str(question);
+    .request(open_index)?;
+    if plain.retrieved_chunks > 0 {
+        eprintln!(
+            "(using {} code chunks from the index)",
+            plain.retrieved_chunks
+        );
+    }
+    plain.request.grammar = grammar(args)?;
+    if args.print_prompt {
+        let json = args.format() != OutputFormat::Text;
+        super::prompt_printer(&args.model, json, cancel)?
+            .complete(&plain.request, &mut |_| Flow::Continue)?;
+        return Ok(exit::OK);
+    }
+    stream_answer(args, &plain.request, cancel)
+}
 
-    let grammar = match (&args.grammar, &args.json_schema) {
+/// The workspace's index, opened for one search; None (and nothing said)
+/// when there is none, since retrieval is a bonus.
+fn open_index() -> Option<Box<dyn SemanticSearch>> {
+    let root = agent_base::paths::repo_root(None).ok()?;
+    let index = IndexSearch::open(&root).ok()?;
+    Some(Box::new(index))
+}
+
+/// `--grammar` as is, or `--json-schema` converted by the engine.
+fn grammar(args: &AskArgs) -> Result<Option<Grammar>> {
+    Ok(match (&args.grammar, &args.json_schema) {
         (Some(path), _) => Some(Grammar::from_file(path)?),
         (None, Some(path)) => {
             let text = std::fs::read_to_string(path)
@@ -111,42 +162,21 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
             Some(agent_engine::json_schema_grammar(&schema)?)
         }
         (None, None) => None,
-    };
-    let request = CompletionRequest {
-        messages: vec![
-            Message::system(
-                args.system
-                    .clone()
-                    .unwrap_or_else(|| SYSTEM_PROMPT.to_string()),
-            ),
-            Message::user(user),
-        ],
-        max_tokens: args.max_tokens,
-        sampling: Sampling {
-            temperature: args.temperature,
-            top_p: args.top_p,
-            seed: args.seed,
-            repeat_penalty: args.repeat_penalty.unwrap_or(1.15),
-        },
-        grammar,
-        ..CompletionRequest::default()
-    };
+    })
+}
 
+/// The model's reply to `request`, streamed to stdout as text or reported
+/// whole as JSON.
+fn stream_answer(args: &AskArgs, request: &CompletionRequest, cancel: &CancelToken) -> Result<i32> {
     let json = args.format() != OutputFormat::Text;
-    if args.print_prompt {
-        super::prompt_printer(&args.model, json, cancel)?
-            .complete(&request, &mut |_| Flow::Continue)?;
-        return Ok(exit::OK);
-    }
     let mut provider = super::provider(&args.model)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let stream = !json;
-    let completion = provider.complete(&request, &mut |event| {
+    let completion = provider.complete(request, &mut |event| {
         if cancel.is_cancelled() {
             return Flow::Stop;
         }
-        if let (true, Event::Text(text)) = (stream, event) {
+        if let (false, Event::Text(text)) = (json, event) {
             // A closed pipe (`agent ask ... | head`) ends generation quietly.
             if out
                 .write_all(text.as_bytes())
@@ -158,110 +188,48 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
         }
         Flow::Continue
     })?;
-
     if json {
-        let report = json!({
-            "answer": completion.text,
-            "model": provider.name(),
-            "finish": completion.finish,
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-            "reused_tokens": completion.reused_tokens,
-            "ttft_ms": completion.ttft_ms,
-            "prompt_cache": completion.prompt_cache(),
-            "speculative": completion.speculation(),
-            "prefill_ms": completion.prefill_ms,
-            "decode_ms": completion.decode_ms,
-            "engine": provider.placement(),
-        });
+        let report = json_report(provider.as_ref(), &completion);
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let _ = writeln!(out);
     }
-    match completion.finish {
+    Ok(finish_code(completion.finish, args.max_tokens))
+}
+
+/// `--json`'s report of a plain answer.
+fn json_report(provider: &dyn Provider, completion: &Completion) -> serde_json::Value {
+    json!({
+        "answer": completion.text,
+        "model": provider.name(),
+        "finish": completion.finish,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "reused_tokens": completion.reused_tokens,
+        "ttft_ms": completion.ttft_ms,
+        "prompt_cache": completion.prompt_cache(),
+        "speculative": completion.speculation(),
+        "prefill_ms": completion.prefill_ms,
+        "decode_ms": completion.decode_ms,
+        "engine": provider.placement(),
+    })
+}
+
+/// The exit code for how the answer ended, with a note when it was cut.
+fn finish_code(finish: FinishReason, max_tokens: usize) -> i32 {
+    match finish {
         FinishReason::Cancelled => {
             eprintln!("(stopped)");
-            Ok(exit::INTERRUPTED)
+            exit::INTERRUPTED
         }
         FinishReason::Length => {
-            eprintln!("(answer cut at --max-tokens {})", args.max_tokens);
-            Ok(exit::OK)
+            eprintln!("(answer cut at --max-tokens {max_tokens})");
+            exit::OK
         }
         FinishReason::ContextFull => {
             eprintln!("(answer cut: the context window is full; try --ctx-size)");
-            Ok(exit::OK)
+            exit::OK
         }
-        _ => Ok(exit::OK),
+        _ => exit::OK,
     }
-}
-
-/// Most characters of retrieved code added to a prompt (about 1,500 tokens),
-/// so a small model's context keeps room for the question and the answer.
-const MAX_RETRIEVED_CHARS: usize = 6_000;
-
-/// The best-matching chunks from the workspace index, as fenced blocks; empty
-/// when there is no index (retrieval is a bonus, never a requirement).
-fn retrieved_context(question: &str, k: usize) -> String {
-    if k == 0 {
-        return String::new();
-    }
-    let Ok(mut index) =
-        agent_base::paths::repo_root(None).and_then(|root| agent_index::Index::open_reader(&root))
-    else {
-        return String::new();
-    };
-    let results = match index.search(&agent_index::SearchQuery::new(question, k)) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!("index search failed, answering without it: {e:#}");
-            return String::new();
-        }
-    };
-    let mut out = String::new();
-    let mut used = 0;
-    for r in results {
-        let block = format!(
-            "From `{}` lines {}-{}:\n```\n{}\n```\n\n",
-            r.path, r.start_line, r.end_line, r.text
-        );
-        if out.len() + block.len() > MAX_RETRIEVED_CHARS {
-            break;
-        }
-        out.push_str(&block);
-        used += 1;
-    }
-    if used > 0 {
-        eprintln!("(using {used} code chunks from the index)");
-    }
-    out
-}
-
-/// A file rendered as a fenced block, or a clear refusal.
-fn attachment(path: &Path) -> Result<String> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if !meta.is_file() {
-        bail!("{} is not a regular file", path.display());
-    }
-    if meta.len() > MAX_ATTACHMENT_BYTES {
-        bail!(
-            "{} is {} KiB; attachments are limited to {} KiB\n  fix: attach a smaller file or an excerpt",
-            path.display(),
-            meta.len() / 1024,
-            MAX_ATTACHMENT_BYTES / 1024
-        );
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if bytes.contains(&0) {
-        bail!(
-            "{} looks binary; only text files can be attached",
-            path.display()
-        );
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    Ok(format!(
-        "File `{}`:\n```\n{}\n```\n\n",
-        path.display(),
-        text.trim_end()
-    ))
 }

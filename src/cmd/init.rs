@@ -9,12 +9,11 @@ use crate::cli::InitArgs;
 use agent_base::cancel::CancelToken;
 use agent_base::term::counted;
 use agent_core::init::InitOutcome;
-use agent_core::ui::{TerminalApprover, TerminalUi, Ui};
+use agent_core::ui::{TerminalUi, Ui};
 use agent_core::{Agent, AgentConfig};
 use agent_llm::scripted::ScriptedProvider;
 use agent_llm::Provider;
 use agent_policy::Mode;
-use agent_tools::Approver;
 
 pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
@@ -38,10 +37,7 @@ pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
         ..AgentConfig::new(&root)
     };
     let mut agent = Agent::new(provider, config, None)?;
-    let mut approver: Box<dyn Approver> = match args.mode {
-        Mode::Yolo => Box::new(TerminalApprover::yolo()),
-        Mode::Confirm | Mode::Human => Box::new(TerminalApprover::new()),
-    };
+    let mut approver = crate::session::terminal_approver(args.mode);
     let outcome = agent.init(!args.no_model, !args.print, approver.as_mut(), cancel)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);

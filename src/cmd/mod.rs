@@ -35,8 +35,9 @@ pub mod exit {
     pub const FAILURE: i32 = 1;
     /// Bad usage, as clap exits for a missing argument.
     pub const USAGE: i32 = 2;
-    /// The request ended without what was asked: no answer, nothing to
-    /// undo, a declined change.
+    /// The request ended without what was asked: no answer within
+    /// --max-steps, only the search results shown instead, a declined
+    /// change (`agent init`), nothing to undo.
     pub const NOT_DONE: i32 = 3;
     pub const INTERRUPTED: i32 = 130;
 }

@@ -92,6 +92,15 @@ impl IndexSearch {
             index: None,
         })
     }
+
+    /// Opened now, for one search (`ask --no-tools`); an error when there
+    /// is no index to read.
+    pub fn open(root: &Path) -> Result<Self> {
+        Ok(Self {
+            root: root.to_path_buf(),
+            index: Some(Index::open_reader(root)?),
+        })
+    }
 }
 
 impl SemanticSearch for IndexSearch {

@@ -249,10 +249,7 @@ impl Server<'_> {
             .map_err(internal)?;
         remember(&session.agent, &request.session_id);
         // The terminal prints these answers after the run; so does the editor.
-        if matches!(
-            outcome.finish,
-            Finish::Evidence | Finish::NoAnswer | Finish::StepBudget | Finish::NotDone
-        ) {
+        if outcome.finish.unanswered() {
             send_update(
                 &self.peer,
                 &request.session_id,
@@ -281,11 +278,10 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
                 text.push_str(&format!("\n(file {name}: {uri})\n"))
             }
             ContentBlock::Resource { resource } => match &resource.text {
-                Some(body) => text.push_str(&format!(
-                    "\nFile `{}`:\n```\n{}\n```\n",
-                    resource.uri,
-                    body.trim_end()
-                )),
+                Some(body) => {
+                    text.push('\n');
+                    text.push_str(&agent_core::attach::fenced(&resource.uri, body));
+                }
                 None => text.push_str(&format!("\n(file {})\n", resource.uri)),
             },
             ContentBlock::Unsupported => {

@@ -25,6 +25,7 @@
 //! configured in `.agent/config.toml` ([`settings`]).
 
 pub mod answer;
+pub mod attach;
 pub mod audit;
 pub mod commands;
 pub mod compact;
@@ -37,6 +38,7 @@ pub mod instructions;
 pub mod intent;
 pub mod log;
 pub mod native;
+pub mod plain;
 pub mod prompt;
 pub mod protocol;
 mod run;
@@ -152,6 +154,19 @@ pub enum Finish {
     /// A coding task whose changes were all declined or refused: nothing
     /// changed, whatever the model says.
     NotDone,
+}
+
+impl Finish {
+    /// Ended with no answer of the model's, and not by Ctrl-C: the outcome's
+    /// answer is what the search found or why there is none, which no front
+    /// end has streamed yet (so each shows it after the run, and the command
+    /// line exits with "no answer").
+    pub fn unanswered(self) -> bool {
+        matches!(
+            self,
+            Finish::Evidence | Finish::NoAnswer | Finish::StepBudget | Finish::NotDone
+        )
+    }
 }
 
 /// Which tools a request was given, from its intent.

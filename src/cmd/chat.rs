@@ -249,6 +249,7 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
         totals: Totals::default(),
         mode: args.agent.mode,
         verbose,
+        refusals_told: Vec::new(),
     };
     if tui {
         chat.in_tui(cancel)?;
@@ -301,6 +302,8 @@ struct Chat {
     totals: Totals,
     mode: Mode,
     verbose: bool,
+    /// The administrator's refusals already shown (Shift+Tab says each once).
+    refusals_told: Vec<String>,
 }
 
 /// After a line: go on, or quit.
@@ -345,8 +348,16 @@ impl Chat {
         })?;
         self.session.approver = Box::new(tui.approver(yolo));
         let mut ui = tui.ui();
-        while let Some(text) = tui.read_request() {
+        while let Some(request) = tui.read_request() {
+            let text = match request {
+                agent_tui::Request::Line(text) => text,
+                agent_tui::Request::NextMode => {
+                    self.next_mode(&tui);
+                    continue;
+                }
+            };
             tui.busy(true);
+            let yolo = self.mode == Mode::Yolo;
             let flow = self.line(&text, &mut ui, yolo, false, cancel);
             tui.busy(false);
             tui.status(self.status());
@@ -356,6 +367,23 @@ impl Chat {
         }
         tui.finish();
         Ok(())
+    }
+
+    /// Shift+Tab: the next mode the administrator allows, for the approver
+    /// and the status line too; why a mode was skipped is said once.
+    fn next_mode(&mut self, tui: &agent_tui::Tui) {
+        let (mode, refusals) = self.session.agent.cycle_mode();
+        for why in refusals {
+            if !self.refusals_told.contains(&why) {
+                eprintln!("{}", style(&why).yellow());
+                self.refusals_told.push(why);
+            }
+        }
+        self.mode = mode;
+        let yolo = mode == Mode::Yolo;
+        self.session.approver = Box::new(tui.approver(yolo));
+        tui.show_diffs(yolo);
+        tui.status(self.status());
     }
 
     /// The status line's figures now.

@@ -546,3 +546,82 @@ fn agent_alone_on_a_terminal_opens_the_ui_on_the_real_model() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// Shift+Tab, the terminal's `CSI Z`.
+const SHIFT_TAB: &str = "\x1b[Z";
+
+#[test]
+fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode yolo");
+    // The new mode is the turn's: the write is not asked, its diff is shown.
+    term.submit("Create new.py with x = 1");
+    let screen = term.wait_for("wrote new.py");
+    assert!(!screen.contains("apply this change"), "{screen}");
+    assert!(screen.contains("+x = 1"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 1\n"
+    );
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode human");
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode confirm");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn shift_tab_skips_a_mode_the_administrator_forbids_and_says_why_once() {
+    let dir = repo();
+    let message = "Ask the platform team.";
+    let managed = dir.path().join(".git/managed.toml");
+    std::fs::write(
+        &managed,
+        format!("allowed_modes = [\"human\", \"confirm\"]\nmessage = \"{message}\"\n"),
+    )
+    .unwrap();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = match Term::shell(
+        dir.path(),
+        &format!(
+            "AGENT_MANAGED_CONFIG={} {} chat --script {}",
+            managed.display(),
+            env!("CARGO_BIN_EXE_agent"),
+            script.display()
+        ),
+    ) {
+        Some(t) => t,
+        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+    };
+    term.wait_for("mode confirm");
+    term.send(SHIFT_TAB);
+    let screen = term.wait_for(" · mode human");
+    assert!(
+        screen.contains("Your administrator does not allow --mode yolo"),
+        "{screen}"
+    );
+    assert!(screen.contains(message), "{screen}");
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode confirm");
+    term.send(SHIFT_TAB);
+    let screen = term.wait_for(" · mode human");
+    assert_eq!(
+        screen.matches("Your administrator does not allow").count(),
+        1,
+        "{screen}"
+    );
+    assert!(!screen.contains(" · mode yolo"), "{screen}");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

@@ -55,6 +55,7 @@ use serde_json::{json, Value};
 
 use agent_base::cancel::CancelToken;
 use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling};
+use agent_policy::managed::mode_name;
 use agent_policy::{Mode, Policy};
 use agent_tools::checkpoint::Checkpoints;
 use agent_tools::{
@@ -625,6 +626,42 @@ impl Agent {
         self.log.session_id.clear();
         self.ledger = ReadLedger::default();
         self.auto_compact_off = None;
+    }
+
+    /// The permission mode the next request runs in.
+    pub fn mode(&self) -> Mode {
+        self.policy.mode
+    }
+
+    /// Switches the permission mode for the next requests; Err(the
+    /// administrator's refusal) when the managed settings forbid `mode`.
+    pub fn set_mode(&mut self, mode: Mode) -> Result<(), String> {
+        self.config.managed.check_mode(mode)?;
+        let from = self.policy.mode;
+        self.config.mode = mode;
+        self.policy.mode = mode;
+        // An administrator reads who loosened or tightened the asking, and when.
+        self.log.audit(
+            "mode_change",
+            json!({"from": mode_name(&from), "to": mode_name(&mode)}),
+        );
+        Ok(())
+    }
+
+    /// The next mode of the cycle ([`Mode::next`]) the administrator allows,
+    /// now set; and the refusals of the modes skipped on the way.
+    pub fn cycle_mode(&mut self) -> (Mode, Vec<String>) {
+        let mut refusals = Vec::new();
+        let mut mode = self.mode();
+        // At most the two other modes; when neither is allowed it stays.
+        for _ in 0..2 {
+            mode = mode.next();
+            match self.set_mode(mode) {
+                Ok(()) => break,
+                Err(why) => refusals.push(why),
+            }
+        }
+        (self.mode(), refusals)
     }
 
     /// Undoes the agent's last change, as the user asked (`/undo` in chat).

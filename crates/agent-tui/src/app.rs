@@ -38,6 +38,8 @@ pub enum Event {
     ToolDone(ToolDone),
     Approval(Ask, Sender<char>),
     Status(Status),
+    /// Whether each write's diff is shown under its tool call (yolo).
+    ShowDiffs(bool),
     /// A turn began (true) or ended.
     Busy(bool),
     /// The chat waits for the next request.
@@ -55,6 +57,8 @@ pub struct ToolDone {
 /// What the UI tells the chat's thread.
 pub enum Input {
     Submit(String),
+    /// Shift+Tab between turns: the next permission mode.
+    NextMode,
     Quit,
 }
 
@@ -213,6 +217,7 @@ impl App {
                 self.approval = Some((ask, reply));
             }
             Event::Status(status) => self.status = status,
+            Event::ShowDiffs(on) => self.show_diffs = on,
             Event::Busy(on) => {
                 self.busy = on.then(Instant::now);
                 self.live_tokens = 0;
@@ -302,12 +307,7 @@ impl App {
                     self.editor.set(&text);
                 }
             }
-            KeyCode::BackTab => {
-                self.note = Some(format!(
-                    "the mode is set at start: restart with `agent chat --mode human|confirm|yolo` (now {})",
-                    self.status.mode
-                ));
-            }
+            KeyCode::BackTab => self.next_mode(),
             KeyCode::Up if self.completion.visible() => self.completion.move_selection(-1),
             KeyCode::Down if self.completion.visible() => self.completion.move_selection(1),
             KeyCode::Up if self.editor.on_first_line() => {
@@ -397,6 +397,14 @@ impl App {
         self.note = Some("Ctrl-C again to quit".into());
     }
 
+    /// Shift+Tab: asks the chat for the next mode; a turn keeps the mode
+    /// it began in, the chat reads the ask when the turn ends.
+    fn next_mode(&mut self) {
+        self.note = (self.busy.is_some() || !self.ready)
+            .then(|| "the mode changes when this turn ends".into());
+        let _ = self.input.send(Input::NextMode);
+    }
+
     fn quit(&mut self) {
         let _ = self.input.send(Input::Quit);
         self.ready = false;
@@ -425,7 +433,7 @@ impl App {
         } else if self.busy.is_some() {
             "Esc stops · Ctrl-C twice quits".into()
         } else {
-            "/ commands · Ctrl-J newline · Ctrl-C twice quits".into()
+            "/ commands · Shift+Tab mode · Ctrl-J newline · Ctrl-C twice quits".into()
         }
     }
 

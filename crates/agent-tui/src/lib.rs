@@ -71,6 +71,14 @@ pub struct Options {
     pub verbose: bool,
 }
 
+/// What the user asks of the chat between turns.
+pub enum Request {
+    /// A request or a chat command, as typed.
+    Line(String),
+    /// Shift+Tab: the next permission mode the administrator allows.
+    NextMode,
+}
+
 /// The chat's side of the running UI.
 pub struct Tui {
     link: Link,
@@ -117,13 +125,20 @@ impl Tui {
         })
     }
 
-    /// The next request typed (a chat command included); None to quit.
-    pub fn read_request(&mut self) -> Option<String> {
+    /// What the user asks next (a request, a chat command, another
+    /// mode); None to quit.
+    pub fn read_request(&mut self) -> Option<Request> {
         self.link.send(Event::Ready);
         match self.input.recv() {
-            Ok(Input::Submit(text)) => Some(text),
+            Ok(Input::Submit(text)) => Some(Request::Line(text)),
+            Ok(Input::NextMode) => Some(Request::NextMode),
             Ok(Input::Quit) | Err(_) => None,
         }
+    }
+
+    /// Whether each write's diff is shown under its tool call (yolo: nothing asked first).
+    pub fn show_diffs(&self, on: bool) {
+        self.link.send(Event::ShowDiffs(on));
     }
 
     /// New figures for the status line.

@@ -198,6 +198,19 @@ fn status_line(term: &Term) -> String {
         .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()))
 }
 
+/// The status line once it shows `needle`.
+fn wait_for_status(term: &Term, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let status = status_line(term);
+        if status.contains(needle) {
+            return status;
+        }
+        assert!(started.elapsed() < WAIT, "{needle:?} never in {status:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The status line's count of generated tokens.
 fn tokens_of(status: &str) -> usize {
     let end = status.find(" tokens · mode").expect("a token count");
@@ -622,6 +635,36 @@ fn shift_tab_skips_a_mode_the_administrator_forbids_and_says_why_once() {
         "{screen}"
     );
     assert!(!screen.contains(" · mode yolo"), "{screen}");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn the_status_line_shows_the_prefill_with_its_eta_then_the_decoding_speed() {
+    let dir = repo();
+    let thought = "reading the whole prompt slowly before I answer ".repeat(8);
+    let call = serde_json::json!({"thought": thought, "tool": "finish", "args": {"answer": "read it all"}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            {"content": call.to_string(), "prefill_ms": 4000, "pace_ms": 150}
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Read everything, then answer");
+    // Tokens read of the prompt's, and the time left at the rate so far...
+    let status = wait_for_status(&term, " (ETA ");
+    assert!(status.contains(" · prefill "), "{status}");
+    let done = figure(&status, " · prefill ");
+    let total = figure(
+        &status,
+        &format!("prefill {}/", agent_base::tokens::thousands(done)),
+    );
+    assert!(0 < done && done < total, "{status}");
+    // ...then the speed while the model writes.
+    term.wait_for(" tokens/s · ");
+    term.wait_for("read it all");
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }

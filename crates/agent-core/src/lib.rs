@@ -917,6 +917,9 @@ a larger --model does better)"
             if cancel.is_cancelled() {
                 return Flow::Stop;
             }
+            if let Event::Prefill { done, total } = event {
+                ui.prefilling(step + 1, done, total);
+            }
             if let Event::Generated(tokens) = event {
                 // Minutes can pass while a call is written: say it goes on.
                 if last_progress.elapsed() >= crate::ui::PROGRESS_EVERY {

@@ -17,6 +17,7 @@ use crate::cells::{self, dim, from_ansi};
 use crate::complete::Completion;
 use crate::editor::Editor;
 use crate::history::History;
+use crate::progress::Progress;
 use crate::status::{self, Status};
 use crate::term::Screen;
 
@@ -30,6 +31,11 @@ pub enum Event {
     Answer(String),
     Reasoning(String),
     Generating(usize),
+    /// Prompt tokens the model has read of those it must.
+    Prefill {
+        done: usize,
+        total: usize,
+    },
     StepEnd,
     ToolStart {
         tool: String,
@@ -114,6 +120,7 @@ pub struct App {
     ready: bool,
     step: usize,
     live_tokens: usize,
+    progress: Progress,
     /// The answer's and the reasoning's unfinished last line.
     answer: String,
     reasoning: String,
@@ -153,6 +160,7 @@ impl App {
             ready: false,
             step: 0,
             live_tokens: 0,
+            progress: Progress::default(),
             answer: String::new(),
             reasoning: String::new(),
             tool: None,
@@ -201,10 +209,15 @@ impl App {
             Event::StepStart(step) => {
                 self.step = step;
                 self.live_tokens = 0;
+                self.progress.step_start(Instant::now());
             }
             Event::Answer(text) => self.stream(&text, false)?,
             Event::Reasoning(text) => self.stream(&text, true)?,
-            Event::Generating(tokens) => self.live_tokens = tokens,
+            Event::Generating(tokens) => {
+                self.live_tokens = tokens;
+                self.progress.generated(tokens, Instant::now());
+            }
+            Event::Prefill { done, total } => self.progress.prefilled(done, total, Instant::now()),
             Event::StepEnd => self.end_step()?,
             Event::ToolStart { tool, summary } => {
                 self.end_step()?;
@@ -221,6 +234,7 @@ impl App {
             Event::Busy(on) => {
                 self.busy = on.then(Instant::now);
                 self.live_tokens = 0;
+                self.progress = Progress::default();
                 self.note = None;
             }
             Event::Ready => self.ready = true,
@@ -484,7 +498,13 @@ impl App {
         let (rows, cursor) = self.editor.layout(width);
         let rows: Vec<String> = rows.into_iter().take(12).collect();
         let menu = self.completion_lines();
-        let status = status::line(&self.status, self.live_tokens, &self.hint());
+        let progress = self.progress.text(Instant::now());
+        let status = status::line(
+            &self.status,
+            self.live_tokens,
+            progress.as_deref(),
+            &self.hint(),
+        );
         let wanted = live.len() + menu.len() + rows.len() + 1;
         let height = (wanted as u16).min(screen_height.saturating_sub(1).max(1));
         self.screen.set_height(height)?;

@@ -23,6 +23,7 @@ mod cells;
 mod complete;
 mod editor;
 mod history;
+mod progress;
 mod status;
 mod term;
 
@@ -248,6 +249,10 @@ impl Ui for TuiUi {
 
     fn generating(&mut self, _step: usize, tokens: usize) {
         self.link.send(Event::Generating(tokens));
+    }
+
+    fn prefilling(&mut self, _step: usize, done: usize, total: usize) {
+        self.link.send(Event::Prefill { done, total });
     }
 
     fn step_end(&mut self) {

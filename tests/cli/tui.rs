@@ -668,3 +668,74 @@ fn the_status_line_shows_the_prefill_with_its_eta_then_the_decoding_speed() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// The input's last row: the one above the status line.
+fn input_row(term: &Term) -> String {
+    let rows = term.rows();
+    let status = rows
+        .iter()
+        .rposition(|r| r.contains(" · mode "))
+        .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()));
+    rows[status - 1].clone()
+}
+
+/// Waits until the input's last row is `wanted`.
+fn wait_for_input(term: &Term, wanted: &str) {
+    let started = Instant::now();
+    while input_row(term) != wanted {
+        assert!(
+            started.elapsed() < WAIT,
+            "the input never read {wanted:?}:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctrl_r_searches_the_history_backwards_enter_takes_esc_cancels() {
+    let dir = repo();
+    let state = common::state_dir(dir.path());
+    std::fs::create_dir_all(&state).unwrap();
+    let entries = ["alpha one", "beta two", "Alpha three", "gamma four"];
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|e| serde_json::json!(e).to_string())
+        .collect();
+    std::fs::write(state.join("tui-history.jsonl"), lines.join("\n") + "\n").unwrap();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send("dra");
+    // Typing narrows to the latest match (case aside); Ctrl-R goes older.
+    term.send("\x12");
+    term.wait_for("search history: ");
+    term.send("alpha");
+    wait_for_input(&term, "› Alpha three");
+    term.send("\x12");
+    wait_for_input(&term, "› alpha one");
+    // Esc: the draft back, the search gone.
+    term.send("\x1b");
+    wait_for_input(&term, "› dra");
+    assert!(
+        !term.screen().contains("search history"),
+        "{}",
+        term.screen()
+    );
+    // Enter takes the match into the editor, unsent.
+    term.send("\x15");
+    term.send("\x12");
+    term.send("bet");
+    wait_for_input(&term, "› beta two");
+    term.send("\r");
+    term.wait_for("/ commands");
+    wait_for_input(&term, "› beta two");
+    assert!(
+        !term.screen().contains("search history"),
+        "{}",
+        term.screen()
+    );
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

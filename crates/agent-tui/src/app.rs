@@ -18,6 +18,7 @@ use crate::complete::Completion;
 use crate::editor::Editor;
 use crate::history::History;
 use crate::progress::Progress;
+use crate::search::ReverseSearch;
 use crate::status::{self, Status};
 use crate::term::Screen;
 
@@ -126,6 +127,7 @@ pub struct App {
     reasoning: String,
     tool: Option<(String, String, Instant)>,
     approval: Option<(Ask, Sender<char>)>,
+    search: Option<ReverseSearch>,
     ctrl_c: Option<Instant>,
     note: Option<String>,
     pub show_diffs: bool,
@@ -165,6 +167,7 @@ impl App {
             reasoning: String::new(),
             tool: None,
             approval: None,
+            search: None,
             ctrl_c: None,
             note: None,
             show_diffs,
@@ -307,6 +310,9 @@ impl App {
         if self.approval.is_some() {
             return self.answer_approval(key);
         }
+        if self.search.is_some() && !self.search_key(key) {
+            return;
+        }
         match key.code {
             KeyCode::Esc if self.busy.is_some() => {
                 self.cancel.cancel();
@@ -314,6 +320,7 @@ impl App {
             }
             KeyCode::Esc => self.completion.hide(),
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => self.quit(),
+            KeyCode::Char('r') if ctrl => self.start_search(),
             KeyCode::Enter | KeyCode::Char('j') if is_newline(&key) => self.editor.insert('\n'),
             KeyCode::Enter => self.enter(),
             KeyCode::Tab => {
@@ -386,8 +393,58 @@ impl App {
         let _ = self.input.send(Input::Submit(text));
     }
 
+    fn start_search(&mut self) {
+        self.completion.hide();
+        self.search = Some(ReverseSearch::new(self.editor.text()));
+    }
+
+    /// A key while Ctrl-R searches; true when the search ended and the key
+    /// still does what it does in the editor (an arrow, say).
+    fn search_key(&mut self, key: KeyEvent) -> bool {
+        let Some(search) = self.search.as_mut() else {
+            return true;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('r') if ctrl => search.older(&self.history),
+            KeyCode::Char('g') if ctrl => return self.end_search(false),
+            KeyCode::Char(c) if !ctrl => {
+                search.query.push(c);
+                search.retype(&self.history);
+            }
+            KeyCode::Backspace => {
+                search.query.pop();
+                search.retype(&self.history);
+            }
+            KeyCode::Esc => return self.end_search(false),
+            KeyCode::Enter => return self.end_search(true),
+            _ => {
+                self.end_search(true);
+                return true;
+            }
+        }
+        let text = search.text(&self.history);
+        self.editor.set(&text);
+        false
+    }
+
+    /// Takes the entry found into the editor, or puts the draft back; false:
+    /// the key that ended it is used up.
+    fn end_search(&mut self, take: bool) -> bool {
+        if let Some(search) = self.search.take() {
+            let text = if take {
+                search.text(&self.history)
+            } else {
+                search.draft
+            };
+            self.editor.set(&text);
+        }
+        false
+    }
+
     /// Ctrl-C: stops the turn, or clears the input; twice within two seconds quits.
     fn ctrl_c(&mut self) {
+        self.search = None;
         let again = self.ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_CTRL_C);
         if again {
             if self.busy.is_some() {
@@ -444,6 +501,8 @@ impl App {
         }
         if self.approval.is_some() {
             "y yes · n no · a always".into()
+        } else if self.search.is_some() {
+            "Ctrl-R older · Enter takes it · Esc cancels".into()
         } else if self.busy.is_some() {
             "Esc stops · Ctrl-C twice quits".into()
         } else {
@@ -484,6 +543,12 @@ impl App {
         }
         if let Some((ask, _)) = &self.approval {
             out.push(question_line(&ask.question));
+        }
+        if let Some(search) = &self.search {
+            out.push(Line::styled(
+                search.prompt(),
+                Style::default().fg(Color::Cyan),
+            ));
         }
         out
     }

@@ -24,6 +24,7 @@ mod complete;
 mod editor;
 mod history;
 mod progress;
+mod search;
 mod status;
 mod term;
 

@@ -238,6 +238,11 @@ fn retrieved_context(question: &str, k: usize) -> String {
 
 /// A file rendered as a fenced block, or a clear refusal.
 fn attachment(path: &Path) -> Result<String> {
+    attachment_as(path, &path.display().to_string())
+}
+
+/// [`attachment`], the file called `shown` (`agent chat`'s `@path`: relative to the workspace).
+pub(crate) fn attachment_as(path: &Path, shown: &str) -> Result<String> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if !meta.is_file() {
@@ -260,8 +265,7 @@ fn attachment(path: &Path) -> Result<String> {
     }
     let text = String::from_utf8_lossy(&bytes);
     Ok(format!(
-        "File `{}`:\n```\n{}\n```\n\n",
-        path.display(),
+        "File `{shown}`:\n```\n{}\n```\n\n",
         text.trim_end()
     ))
 }

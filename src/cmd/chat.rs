@@ -341,6 +341,7 @@ impl Chat {
         let mut tui = agent_tui::Tui::start(agent_tui::Options {
             state_dir: Some(agent_base::paths::state_dir(&root)),
             commands: command_list(&root),
+            workspace: Some(root.clone()),
             status: self.status(),
             cancel: cancel.clone(),
             show_diffs: yolo,
@@ -421,6 +422,7 @@ impl Chat {
                 Command::Send(expanded) => request = expanded,
             }
         }
+        let request = with_attachments(&request, self.session.agent.workspace());
         let session = &mut self.session;
         match session
             .agent
@@ -435,6 +437,52 @@ impl Chat {
         cancel.reset();
         Flow::Next
     }
+}
+
+/// `request` after the files it names as `@path` (the terminal UI's `@`
+/// completion), attached as `agent ask --file` attaches them; one that
+/// cannot be is said and left out.
+fn with_attachments(request: &str, root: &std::path::Path) -> String {
+    let mut out = String::new();
+    for path in mentioned_files(request, root) {
+        match super::ask::attachment_as(&root.join(&path), &path) {
+            Ok(text) => {
+                eprintln!("{}", style(format!("attached {}", untrusted(&path))).dim());
+                out.push_str(&text);
+            }
+            Err(e) => eprintln!(
+                "{} {}",
+                style("✗").red(),
+                escape_controls(&format!("{e:#}"))
+            ),
+        }
+    }
+    out.push_str(request);
+    out
+}
+
+/// The `@path` words of `request` that name a file inside the workspace,
+/// once each; never a secret file (what is attached goes to the model).
+fn mentioned_files(request: &str, root: &std::path::Path) -> Vec<String> {
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for word in request.split_whitespace() {
+        let Some(path) = word.strip_prefix('@') else {
+            continue;
+        };
+        // A mention ends a sentence or a clause now and then.
+        let path = path.trim_end_matches(|c: char| ",.;:!?)".contains(c));
+        let inside = root
+            .join(path)
+            .canonicalize()
+            .is_ok_and(|f| f.starts_with(&root) && f.is_file());
+        if inside && !agent_lang::walk::is_secret_file(path) && !out.iter().any(|p| p == path) {
+            out.push(path.to_string());
+        }
+    }
+    out
 }
 
 /// What `/` lists in the UI: the built-in commands (from [`CHAT_HELP`]),

@@ -739,3 +739,52 @@ fn ctrl_r_searches_the_history_backwards_enter_takes_esc_cancels() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+#[test]
+fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
+    let dir = repo();
+    std::fs::write(dir.path().join(".env"), "TOKEN=hidden\n").unwrap();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py adds two numbers"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    // Fuzzy over the workspace's files; a secret file is never offered.
+    term.send("What does @clc");
+    let screen = term.wait_for("  @calc.py");
+    assert!(!screen.contains("@README.md"), "{screen}");
+    term.send("\x17");
+    term.send("@env");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!term.screen().contains("  @.env"), "{}", term.screen());
+    term.send("\x17");
+    term.send("@clc");
+    term.wait_for("  @calc.py");
+    term.send("\t");
+    wait_for_input(&term, "› What does @calc.py");
+    term.send("do?\r");
+    term.wait_for("attached calc.py");
+    term.wait_for("calc.py adds two numbers");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+    // The model got the file, as `agent ask --file` gives it.
+    let screen = term.screen();
+    let id = screen
+        .split("continue with `agent chat --resume ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no session id:\n{screen}"));
+    let out = common::agent_bin()
+        .current_dir(dir.path())
+        .args(["sessions", "show", "--json", id])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let stored = String::from_utf8_lossy(&out.stdout);
+    assert!(stored.contains("File `calc.py`:"), "{stored}");
+    assert!(stored.contains("return a + b"), "{stored}");
+    assert!(!stored.contains("TOKEN=hidden"), "{stored}");
+}

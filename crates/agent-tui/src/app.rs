@@ -506,7 +506,7 @@ impl App {
         } else if self.busy.is_some() {
             "Esc stops · Ctrl-C twice quits".into()
         } else {
-            "/ commands · Shift+Tab mode · Ctrl-J newline · Ctrl-C twice quits".into()
+            "/ commands · @ files · Shift+Tab mode · Ctrl-J newline".into()
         }
     }
 
@@ -603,8 +603,8 @@ impl App {
         self.completion
             .rows()
             .into_iter()
-            .map(|(info, selected)| {
-                let name = format!("  /{:<16}", info.name);
+            .map(|(item, selected)| {
+                let name = format!("  {:<17}", item.label);
                 let style = if selected {
                     Style::default()
                         .fg(Color::Cyan)
@@ -614,7 +614,7 @@ impl App {
                 };
                 Line::from(vec![
                     Span::styled(name, style),
-                    Span::styled(info.description.clone(), dim()),
+                    Span::styled(item.description.clone(), dim()),
                 ])
             })
             .collect()

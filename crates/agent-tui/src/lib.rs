@@ -22,6 +22,7 @@ mod capture;
 mod cells;
 mod complete;
 mod editor;
+mod files;
 mod history;
 mod progress;
 mod search;
@@ -64,6 +65,8 @@ pub struct Options {
     pub state_dir: Option<PathBuf>,
     /// What `/` lists.
     pub commands: Vec<CommandInfo>,
+    /// Where `@` finds the files it lists (None: nowhere).
+    pub workspace: Option<PathBuf>,
     pub status: Status,
     /// The token Esc and Ctrl-C trip (the chat's own).
     pub cancel: CancelToken,
@@ -112,7 +115,7 @@ impl Tui {
             input_tx,
             options.cancel,
             history::History::open(options.state_dir.as_deref()),
-            complete::Completion::new(options.commands),
+            complete::Completion::new(options.commands, options.workspace),
             options.status,
             options.show_diffs,
         );

@@ -474,11 +474,19 @@ fn mentioned_files(request: &str, root: &std::path::Path) -> Vec<String> {
         };
         // A mention ends a sentence or a clause now and then.
         let path = path.trim_end_matches(|c: char| ",.;:!?)".contains(c));
-        let inside = root
+        // Judged where it leads too: a link to `.env` is a secret file.
+        let target = root
             .join(path)
             .canonicalize()
-            .is_ok_and(|f| f.starts_with(&root) && f.is_file());
-        if inside && !agent_lang::walk::is_secret_file(path) && !out.iter().any(|p| p == path) {
+            .ok()
+            .filter(|f| f.is_file())
+            .and_then(|f| agent_lang::walk::relative(&root, &f));
+        let Some(target) = target else {
+            continue;
+        };
+        let secret =
+            agent_lang::walk::is_secret_file(path) || agent_lang::walk::is_secret_file(&target);
+        if !secret && !out.iter().any(|p| p == path) {
             out.push(path.to_string());
         }
     }

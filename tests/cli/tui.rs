@@ -743,7 +743,9 @@ fn ctrl_r_searches_the_history_backwards_enter_takes_esc_cancels() {
 #[test]
 fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
     let dir = repo();
-    std::fs::write(dir.path().join(".env"), "TOKEN=hidden\n").unwrap();
+    // A secret file, and a link to it: never attached.
+    std::fs::write(dir.path().join(".env"), "colour = blue\n").unwrap();
+    std::os::unix::fs::symlink(".env", dir.path().join("notes.txt")).unwrap();
     let script = write_script(
         dir.path(),
         serde_json::json!([
@@ -765,7 +767,7 @@ fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
     term.wait_for("  @calc.py");
     term.send("\t");
     wait_for_input(&term, "› What does @calc.py");
-    term.send("do?\r");
+    term.send("do? not @.env nor @notes.txt\r");
     term.wait_for("attached calc.py");
     term.wait_for("calc.py adds two numbers");
     term.send("\x04");
@@ -786,5 +788,5 @@ fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
     let stored = String::from_utf8_lossy(&out.stdout);
     assert!(stored.contains("File `calc.py`:"), "{stored}");
     assert!(stored.contains("return a + b"), "{stored}");
-    assert!(!stored.contains("TOKEN=hidden"), "{stored}");
+    assert!(!stored.contains("colour = blue"), "{stored}");
 }

@@ -56,6 +56,7 @@ pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> 
         totals: Totals::default(),
         mode: args.agent.mode,
         verbose,
+        refusals_told: Vec::new(),
     };
     if tui {
         chat.in_tui(cancel)?;
@@ -108,6 +109,8 @@ struct Chat {
     totals: Totals,
     mode: Mode,
     verbose: bool,
+    /// The administrator's refusals already shown (Shift+Tab says each once).
+    refusals_told: Vec<String>,
 }
 
 /// After a line: go on, or quit.
@@ -145,6 +148,7 @@ impl Chat {
         let mut tui = agent_tui::Tui::start(agent_tui::Options {
             state_dir: Some(agent_base::paths::state_dir(&root)),
             commands: command_list(&root),
+            workspace: Some(root.clone()),
             status: self.status(),
             cancel: cancel.clone(),
             show_diffs: yolo,
@@ -152,8 +156,16 @@ impl Chat {
         })?;
         self.session.approver = Box::new(tui.approver(yolo));
         let mut ui = tui.ui();
-        while let Some(text) = tui.read_request() {
+        while let Some(request) = tui.read_request() {
+            let text = match request {
+                agent_tui::Request::Line(text) => text,
+                agent_tui::Request::NextMode => {
+                    self.next_mode(&tui);
+                    continue;
+                }
+            };
             tui.busy(true);
+            let yolo = self.mode == Mode::Yolo;
             let flow = self.line(&text, &mut ui, yolo, false, cancel);
             tui.busy(false);
             tui.status(self.status());
@@ -163,6 +175,23 @@ impl Chat {
         }
         tui.finish();
         Ok(())
+    }
+
+    /// Shift+Tab: the next mode the administrator allows, for the approver
+    /// and the status line too; why a mode was skipped is said once.
+    fn next_mode(&mut self, tui: &agent_tui::Tui) {
+        let (mode, refusals) = self.session.agent.cycle_mode();
+        for why in refusals {
+            if !self.refusals_told.contains(&why) {
+                eprintln!("{}", style(&why).yellow());
+                self.refusals_told.push(why);
+            }
+        }
+        self.mode = mode;
+        let yolo = mode == Mode::Yolo;
+        self.session.approver = Box::new(tui.approver(yolo));
+        tui.show_diffs(yolo);
+        tui.status(self.status());
     }
 
     /// The status line's figures now.
@@ -200,6 +229,7 @@ impl Chat {
                 Command::Send(expanded) => request = expanded,
             }
         }
+        let request = with_attachments(&request, self.session.agent.workspace());
         let session = &mut self.session;
         match session
             .agent
@@ -214,6 +244,61 @@ impl Chat {
         cancel.reset();
         Flow::Next
     }
+}
+
+/// `request` after the files it names as `@path` (the terminal UI's `@`
+/// completion), attached as `agent ask --file` attaches them; one that
+/// cannot be is said and left out.
+fn with_attachments(request: &str, root: &std::path::Path) -> String {
+    let mut out = String::new();
+    for path in mentioned_files(request, root) {
+        match agent_core::attach::attachment_as(&root.join(&path), &path) {
+            Ok(text) => {
+                eprintln!("{}", style(format!("attached {}", untrusted(&path))).dim());
+                out.push_str(&text);
+                out.push('\n');
+            }
+            Err(e) => eprintln!(
+                "{} {}",
+                style("✗").red(),
+                escape_controls(&format!("{e:#}"))
+            ),
+        }
+    }
+    out.push_str(request);
+    out
+}
+
+/// The `@path` words of `request` that name a file inside the workspace,
+/// once each; never a secret file (what is attached goes to the model).
+fn mentioned_files(request: &str, root: &std::path::Path) -> Vec<String> {
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for word in request.split_whitespace() {
+        let Some(path) = word.strip_prefix('@') else {
+            continue;
+        };
+        // A mention ends a sentence or a clause now and then.
+        let path = path.trim_end_matches(|c: char| ",.;:!?)".contains(c));
+        // Judged where it leads too: a link to `.env` is a secret file.
+        let target = root
+            .join(path)
+            .canonicalize()
+            .ok()
+            .filter(|f| f.is_file())
+            .and_then(|f| agent_lang::walk::relative(&root, &f));
+        let Some(target) = target else {
+            continue;
+        };
+        let secret =
+            agent_lang::walk::is_secret_file(path) || agent_lang::walk::is_secret_file(&target);
+        if !secret && !out.iter().any(|p| p == path) {
+            out.push(path.to_string());
+        }
+    }
+    out
 }
 
 /// What `/` lists in the UI: the built-in commands (from [`CHAT_HELP`]),

@@ -198,6 +198,19 @@ fn status_line(term: &Term) -> String {
         .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()))
 }
 
+/// The status line once it shows `needle`.
+fn wait_for_status(term: &Term, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let status = status_line(term);
+        if status.contains(needle) {
+            return status;
+        }
+        assert!(started.elapsed() < WAIT, "{needle:?} never in {status:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The status line's count of generated tokens.
 fn tokens_of(status: &str) -> usize {
     let end = status.find(" tokens · mode").expect("a token count");
@@ -545,4 +558,235 @@ fn agent_alone_on_a_terminal_opens_the_ui_on_the_real_model() {
     term.wait_for(&format!(" {generated} tokens · mode"));
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// Shift+Tab, the terminal's `CSI Z`.
+const SHIFT_TAB: &str = "\x1b[Z";
+
+#[test]
+fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode yolo");
+    // The new mode is the turn's: the write is not asked, its diff is shown.
+    term.submit("Create new.py with x = 1");
+    let screen = term.wait_for("wrote new.py");
+    assert!(!screen.contains("apply this change"), "{screen}");
+    assert!(screen.contains("+x = 1"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 1\n"
+    );
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode human");
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode confirm");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn shift_tab_skips_a_mode_the_administrator_forbids_and_says_why_once() {
+    let dir = repo();
+    let message = "Ask the platform team.";
+    let managed = dir.path().join(".git/managed.toml");
+    std::fs::write(
+        &managed,
+        format!("allowed_modes = [\"human\", \"confirm\"]\nmessage = \"{message}\"\n"),
+    )
+    .unwrap();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = match Term::shell(
+        dir.path(),
+        &format!(
+            "AGENT_MANAGED_CONFIG={} {} chat --script {}",
+            managed.display(),
+            env!("CARGO_BIN_EXE_agent"),
+            script.display()
+        ),
+    ) {
+        Some(t) => t,
+        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+    };
+    term.wait_for("mode confirm");
+    term.send(SHIFT_TAB);
+    let screen = term.wait_for(" · mode human");
+    assert!(
+        screen.contains("Your administrator does not allow --mode yolo"),
+        "{screen}"
+    );
+    assert!(screen.contains(message), "{screen}");
+    term.send(SHIFT_TAB);
+    term.wait_for(" · mode confirm");
+    term.send(SHIFT_TAB);
+    let screen = term.wait_for(" · mode human");
+    assert_eq!(
+        screen.matches("Your administrator does not allow").count(),
+        1,
+        "{screen}"
+    );
+    assert!(!screen.contains(" · mode yolo"), "{screen}");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn the_status_line_shows_the_prefill_with_its_eta_then_the_decoding_speed() {
+    let dir = repo();
+    let thought = "reading the whole prompt slowly before I answer ".repeat(8);
+    let call = serde_json::json!({"thought": thought, "tool": "finish", "args": {"answer": "read it all"}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            {"content": call.to_string(), "prefill_ms": 4000, "pace_ms": 150}
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Read everything, then answer");
+    // Tokens read of the prompt's, and the time left at the rate so far...
+    let status = wait_for_status(&term, " (ETA ");
+    assert!(status.contains(" · prefill "), "{status}");
+    let done = figure(&status, " · prefill ");
+    let total = figure(
+        &status,
+        &format!("prefill {}/", agent_base::tokens::thousands(done)),
+    );
+    assert!(0 < done && done < total, "{status}");
+    // ...then the speed while the model writes.
+    term.wait_for(" tokens/s · ");
+    term.wait_for("read it all");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// The input's last row: the one above the status line.
+fn input_row(term: &Term) -> String {
+    let rows = term.rows();
+    let status = rows
+        .iter()
+        .rposition(|r| r.contains(" · mode "))
+        .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()));
+    rows[status - 1].clone()
+}
+
+/// Waits until the input's last row is `wanted`.
+fn wait_for_input(term: &Term, wanted: &str) {
+    let started = Instant::now();
+    while input_row(term) != wanted {
+        assert!(
+            started.elapsed() < WAIT,
+            "the input never read {wanted:?}:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctrl_r_searches_the_history_backwards_enter_takes_esc_cancels() {
+    let dir = repo();
+    let state = common::state_dir(dir.path());
+    std::fs::create_dir_all(&state).unwrap();
+    let entries = ["alpha one", "beta two", "Alpha three", "gamma four"];
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|e| serde_json::json!(e).to_string())
+        .collect();
+    std::fs::write(state.join("tui-history.jsonl"), lines.join("\n") + "\n").unwrap();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send("dra");
+    // Typing narrows to the latest match (case aside); Ctrl-R goes older.
+    term.send("\x12");
+    term.wait_for("search history: ");
+    term.send("alpha");
+    wait_for_input(&term, "› Alpha three");
+    term.send("\x12");
+    wait_for_input(&term, "› alpha one");
+    // Esc: the draft back, the search gone.
+    term.send("\x1b");
+    wait_for_input(&term, "› dra");
+    assert!(
+        !term.screen().contains("search history"),
+        "{}",
+        term.screen()
+    );
+    // Enter takes the match into the editor, unsent.
+    term.send("\x15");
+    term.send("\x12");
+    term.send("bet");
+    wait_for_input(&term, "› beta two");
+    term.send("\r");
+    term.wait_for("/ commands");
+    wait_for_input(&term, "› beta two");
+    assert!(
+        !term.screen().contains("search history"),
+        "{}",
+        term.screen()
+    );
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+#[test]
+fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
+    let dir = repo();
+    // A secret file, and a link to it: never attached.
+    std::fs::write(dir.path().join(".env"), "colour = blue\n").unwrap();
+    std::os::unix::fs::symlink(".env", dir.path().join("notes.txt")).unwrap();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py adds two numbers"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    // Fuzzy over the workspace's files; a secret file is never offered.
+    term.send("What does @clc");
+    let screen = term.wait_for("  @calc.py");
+    assert!(!screen.contains("@README.md"), "{screen}");
+    term.send("\x17");
+    term.send("@env");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!term.screen().contains("  @.env"), "{}", term.screen());
+    term.send("\x17");
+    term.send("@clc");
+    term.wait_for("  @calc.py");
+    term.send("\t");
+    wait_for_input(&term, "› What does @calc.py");
+    term.send("do? not @.env nor @notes.txt\r");
+    term.wait_for("attached calc.py");
+    term.wait_for("calc.py adds two numbers");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+    // The model got the file, as `agent ask --file` gives it.
+    let screen = term.screen();
+    let id = screen
+        .split("continue with `agent chat --resume ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no session id:\n{screen}"));
+    let out = common::agent_bin()
+        .current_dir(dir.path())
+        .args(["sessions", "show", "--json", id])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let stored = String::from_utf8_lossy(&out.stdout);
+    assert!(stored.contains("File `calc.py`:"), "{stored}");
+    assert!(stored.contains("return a + b"), "{stored}");
+    assert!(!stored.contains("colour = blue"), "{stored}");
 }

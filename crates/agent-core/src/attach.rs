@@ -28,6 +28,12 @@ pub fn attachments(paths: &[PathBuf]) -> Result<String> {
 /// One file's fenced block, or a clear refusal (missing, not a regular
 /// file, too large, binary).
 pub fn attachment(path: &Path) -> Result<String> {
+    attachment_as(path, &path.display().to_string())
+}
+
+/// [`attachment`], the file named `shown` (a chat's `@path`: relative to
+/// the workspace).
+pub fn attachment_as(path: &Path, shown: &str) -> Result<String> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if !meta.is_file() {
@@ -48,8 +54,7 @@ pub fn attachment(path: &Path) -> Result<String> {
             path.display()
         );
     }
-    let name = path.display().to_string();
-    Ok(fenced(&name, &String::from_utf8_lossy(&bytes)))
+    Ok(fenced(shown, &String::from_utf8_lossy(&bytes)))
 }
 
 #[cfg(test)]

@@ -57,6 +57,7 @@ use serde_json::{json, Value};
 
 use agent_base::cancel::CancelToken;
 use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling};
+use agent_policy::managed::mode_name;
 use agent_policy::{Mode, Policy};
 use agent_tools::checkpoint::Checkpoints;
 use agent_tools::{
@@ -642,6 +643,42 @@ impl Agent {
         self.auto_compact_off = None;
     }
 
+    /// The permission mode the next request runs in.
+    pub fn mode(&self) -> Mode {
+        self.policy.mode
+    }
+
+    /// Switches the permission mode for the next requests; Err(the
+    /// administrator's refusal) when the managed settings forbid `mode`.
+    pub fn set_mode(&mut self, mode: Mode) -> Result<(), String> {
+        self.config.managed.check_mode(mode)?;
+        let from = self.policy.mode;
+        self.config.mode = mode;
+        self.policy.mode = mode;
+        // An administrator reads who loosened or tightened the asking, and when.
+        self.log.audit(
+            "mode_change",
+            json!({"from": mode_name(&from), "to": mode_name(&mode)}),
+        );
+        Ok(())
+    }
+
+    /// The next mode of the cycle ([`Mode::next`]) the administrator allows,
+    /// now set; and the refusals of the modes skipped on the way.
+    pub fn cycle_mode(&mut self) -> (Mode, Vec<String>) {
+        let mut refusals = Vec::new();
+        let mut mode = self.mode();
+        // At most the two other modes; when neither is allowed it stays.
+        for _ in 0..2 {
+            mode = mode.next();
+            match self.set_mode(mode) {
+                Ok(()) => break,
+                Err(why) => refusals.push(why),
+            }
+        }
+        (self.mode(), refusals)
+    }
+
     /// Undoes the agent's last change, as the user asked (`/undo` in chat).
     pub fn undo(&mut self, cancel: &CancelToken) -> ToolOutput {
         self.log.new_trace();
@@ -911,6 +948,9 @@ a larger --model does better)"
         let completion = self.provider.complete(&request, &mut |event| {
             if cancel.is_cancelled() {
                 return Flow::Stop;
+            }
+            if let Event::Prefill { done, total } = event {
+                ui.prefilling(step + 1, done, total);
             }
             if let Event::Generated(tokens) = event {
                 // Minutes can pass while a call is written: say it goes on.

@@ -31,6 +31,9 @@ pub trait Ui {
     /// every [`PROGRESS_EVERY`] while it does, shown or not (a call being
     /// written shows nothing).
     fn generating(&mut self, _step: usize, _tokens: usize) {}
+    /// The model read `done` of the `total` prompt tokens it had to
+    /// (those its cache did not hold), after each batch of them.
+    fn prefilling(&mut self, _step: usize, _done: usize, _total: usize) {}
     fn step_end(&mut self);
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);

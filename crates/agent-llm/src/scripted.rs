@@ -34,11 +34,14 @@ pub enum ScriptTurn {
         reasoning_content: Option<String>,
     },
     /// The model's output as it wrote it; `pace_ms` between its words
-    /// plays a slow model (progress and Ctrl-C while it generates).
+    /// plays a slow model (progress and Ctrl-C while it generates),
+    /// `prefill_ms` a slow prefill (its progress reported in batches).
     Raw {
         content: String,
         #[serde(default)]
         pace_ms: u64,
+        #[serde(default)]
+        prefill_ms: u64,
     },
     Text(String),
 }
@@ -315,11 +318,19 @@ impl Provider for ScriptedProvider {
         };
         match turn {
             ScriptTurn::Text(_) | ScriptTurn::Raw { .. } => {
-                let (text, pace_ms) = match turn {
-                    ScriptTurn::Raw { content, pace_ms } => (content, pace_ms),
-                    ScriptTurn::Text(text) => (text, 0),
+                let (text, pace_ms, prefill_ms) = match turn {
+                    ScriptTurn::Raw {
+                        content,
+                        pace_ms,
+                        prefill_ms,
+                    } => (content, pace_ms, prefill_ms),
+                    ScriptTurn::Text(text) => (text, 0, 0),
                     ScriptTurn::Parsed { .. } => unreachable!("matched above"),
                 };
+                if play_prefill(prompt_tokens, prefill_ms, on_event) == Flow::Stop {
+                    completion.finish = FinishReason::Cancelled;
+                    return Ok(completion);
+                }
                 let text = match request
                     .stop
                     .iter()
@@ -381,6 +392,30 @@ impl Provider for ScriptedProvider {
     }
 }
 
+/// Batches a slow prefill is reported in.
+const PREFILL_BATCHES: usize = 8;
+
+/// Plays the prefill of `tokens` over `ms` (none when 0), reported after
+/// each batch as the engine does.
+fn play_prefill(tokens: usize, ms: u64, on_event: &mut dyn FnMut(Event<'_>) -> Flow) -> Flow {
+    if ms == 0 {
+        return Flow::Continue;
+    }
+    let pause = std::time::Duration::from_millis(ms / PREFILL_BATCHES as u64);
+    for batch in 1..=PREFILL_BATCHES {
+        std::thread::sleep(pause);
+        let done = tokens * batch / PREFILL_BATCHES;
+        if on_event(Event::Prefill {
+            done,
+            total: tokens,
+        }) == Flow::Stop
+        {
+            return Flow::Stop;
+        }
+    }
+    Flow::Continue
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,7 +465,8 @@ mod tests {
             p.turns[1],
             ScriptTurn::Raw {
                 content: "b".into(),
-                pace_ms: 0
+                pace_ms: 0,
+                prefill_ms: 0
             }
         );
         assert!(

@@ -33,6 +33,18 @@ pub enum Mode {
     Yolo,
 }
 
+impl Mode {
+    /// The mode after this one in the terminal UI's Shift+Tab cycle:
+    /// human → confirm → yolo → human.
+    pub fn next(self) -> Mode {
+        match self {
+            Mode::Human => Mode::Confirm,
+            Mode::Confirm => Mode::Yolo,
+            Mode::Yolo => Mode::Human,
+        }
+    }
+}
+
 impl Policy {
     /// Whether an action of this class asks the user first.
     pub fn needs_approval(&self, access: Access) -> bool {
@@ -56,5 +68,12 @@ mod tests {
         assert!(p.needs_approval(Access::Execute));
         assert!(Policy::builtin(Mode::Human).needs_approval(Access::Read));
         assert!(!Policy::builtin(Mode::Yolo).needs_approval(Access::Execute));
+    }
+
+    #[test]
+    fn the_cycle_visits_every_mode_once() {
+        let cycle = [Mode::Confirm.next(), Mode::Confirm.next().next()];
+        assert_eq!(cycle, [Mode::Yolo, Mode::Human]);
+        assert_eq!(Mode::Human.next(), Mode::Confirm);
     }
 }

@@ -17,6 +17,8 @@ use crate::cells::{self, dim, from_ansi};
 use crate::complete::Completion;
 use crate::editor::Editor;
 use crate::history::History;
+use crate::progress::Progress;
+use crate::search::ReverseSearch;
 use crate::status::{self, Status};
 use crate::term::Screen;
 
@@ -30,6 +32,11 @@ pub enum Event {
     Answer(String),
     Reasoning(String),
     Generating(usize),
+    /// Prompt tokens the model has read of those it must.
+    Prefill {
+        done: usize,
+        total: usize,
+    },
     StepEnd,
     ToolStart {
         tool: String,
@@ -38,6 +45,8 @@ pub enum Event {
     ToolDone(ToolDone),
     Approval(Ask, Sender<char>),
     Status(Status),
+    /// Whether each write's diff is shown under its tool call (yolo).
+    ShowDiffs(bool),
     /// A turn began (true) or ended.
     Busy(bool),
     /// The chat waits for the next request.
@@ -55,6 +64,8 @@ pub struct ToolDone {
 /// What the UI tells the chat's thread.
 pub enum Input {
     Submit(String),
+    /// Shift+Tab between turns: the next permission mode.
+    NextMode,
     Quit,
 }
 
@@ -110,11 +121,13 @@ pub struct App {
     ready: bool,
     step: usize,
     live_tokens: usize,
+    progress: Progress,
     /// The answer's and the reasoning's unfinished last line.
     answer: String,
     reasoning: String,
     tool: Option<(String, String, Instant)>,
     approval: Option<(Ask, Sender<char>)>,
+    search: Option<ReverseSearch>,
     ctrl_c: Option<Instant>,
     note: Option<String>,
     pub show_diffs: bool,
@@ -149,10 +162,12 @@ impl App {
             ready: false,
             step: 0,
             live_tokens: 0,
+            progress: Progress::default(),
             answer: String::new(),
             reasoning: String::new(),
             tool: None,
             approval: None,
+            search: None,
             ctrl_c: None,
             note: None,
             show_diffs,
@@ -197,10 +212,15 @@ impl App {
             Event::StepStart(step) => {
                 self.step = step;
                 self.live_tokens = 0;
+                self.progress.step_start(Instant::now());
             }
             Event::Answer(text) => self.stream(&text, false)?,
             Event::Reasoning(text) => self.stream(&text, true)?,
-            Event::Generating(tokens) => self.live_tokens = tokens,
+            Event::Generating(tokens) => {
+                self.live_tokens = tokens;
+                self.progress.generated(tokens, Instant::now());
+            }
+            Event::Prefill { done, total } => self.progress.prefilled(done, total, Instant::now()),
             Event::StepEnd => self.end_step()?,
             Event::ToolStart { tool, summary } => {
                 self.end_step()?;
@@ -213,9 +233,11 @@ impl App {
                 self.approval = Some((ask, reply));
             }
             Event::Status(status) => self.status = status,
+            Event::ShowDiffs(on) => self.show_diffs = on,
             Event::Busy(on) => {
                 self.busy = on.then(Instant::now);
                 self.live_tokens = 0;
+                self.progress = Progress::default();
                 self.note = None;
             }
             Event::Ready => self.ready = true,
@@ -288,6 +310,9 @@ impl App {
         if self.approval.is_some() {
             return self.answer_approval(key);
         }
+        if self.search.is_some() && !self.search_key(key) {
+            return;
+        }
         match key.code {
             KeyCode::Esc if self.busy.is_some() => {
                 self.cancel.cancel();
@@ -295,6 +320,7 @@ impl App {
             }
             KeyCode::Esc => self.completion.hide(),
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => self.quit(),
+            KeyCode::Char('r') if ctrl => self.start_search(),
             KeyCode::Enter | KeyCode::Char('j') if is_newline(&key) => self.editor.insert('\n'),
             KeyCode::Enter => self.enter(),
             KeyCode::Tab => {
@@ -302,12 +328,7 @@ impl App {
                     self.editor.set(&text);
                 }
             }
-            KeyCode::BackTab => {
-                self.note = Some(format!(
-                    "the mode is set at start: restart with `agent chat --mode human|confirm|yolo` (now {})",
-                    self.status.mode
-                ));
-            }
+            KeyCode::BackTab => self.next_mode(),
             KeyCode::Up if self.completion.visible() => self.completion.move_selection(-1),
             KeyCode::Down if self.completion.visible() => self.completion.move_selection(1),
             KeyCode::Up if self.editor.on_first_line() => {
@@ -372,8 +393,58 @@ impl App {
         let _ = self.input.send(Input::Submit(text));
     }
 
+    fn start_search(&mut self) {
+        self.completion.hide();
+        self.search = Some(ReverseSearch::new(self.editor.text()));
+    }
+
+    /// A key while Ctrl-R searches; true when the search ended and the key
+    /// still does what it does in the editor (an arrow, say).
+    fn search_key(&mut self, key: KeyEvent) -> bool {
+        let Some(search) = self.search.as_mut() else {
+            return true;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('r') if ctrl => search.older(&self.history),
+            KeyCode::Char('g') if ctrl => return self.end_search(false),
+            KeyCode::Char(c) if !ctrl => {
+                search.query.push(c);
+                search.retype(&self.history);
+            }
+            KeyCode::Backspace => {
+                search.query.pop();
+                search.retype(&self.history);
+            }
+            KeyCode::Esc => return self.end_search(false),
+            KeyCode::Enter => return self.end_search(true),
+            _ => {
+                self.end_search(true);
+                return true;
+            }
+        }
+        let text = search.text(&self.history);
+        self.editor.set(&text);
+        false
+    }
+
+    /// Takes the entry found into the editor, or puts the draft back; false:
+    /// the key that ended it is used up.
+    fn end_search(&mut self, take: bool) -> bool {
+        if let Some(search) = self.search.take() {
+            let text = if take {
+                search.text(&self.history)
+            } else {
+                search.draft
+            };
+            self.editor.set(&text);
+        }
+        false
+    }
+
     /// Ctrl-C: stops the turn, or clears the input; twice within two seconds quits.
     fn ctrl_c(&mut self) {
+        self.search = None;
         let again = self.ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_CTRL_C);
         if again {
             if self.busy.is_some() {
@@ -395,6 +466,14 @@ impl App {
             self.completion.hide();
         }
         self.note = Some("Ctrl-C again to quit".into());
+    }
+
+    /// Shift+Tab: asks the chat for the next mode; a turn keeps the mode
+    /// it began in, the chat reads the ask when the turn ends.
+    fn next_mode(&mut self) {
+        self.note = (self.busy.is_some() || !self.ready)
+            .then(|| "the mode changes when this turn ends".into());
+        let _ = self.input.send(Input::NextMode);
     }
 
     fn quit(&mut self) {
@@ -422,10 +501,12 @@ impl App {
         }
         if self.approval.is_some() {
             "y yes · n no · a always".into()
+        } else if self.search.is_some() {
+            "Ctrl-R older · Enter takes it · Esc cancels".into()
         } else if self.busy.is_some() {
             "Esc stops · Ctrl-C twice quits".into()
         } else {
-            "/ commands · Ctrl-J newline · Ctrl-C twice quits".into()
+            "/ commands · @ files · Shift+Tab mode · Ctrl-J newline".into()
         }
     }
 
@@ -463,6 +544,12 @@ impl App {
         if let Some((ask, _)) = &self.approval {
             out.push(question_line(&ask.question));
         }
+        if let Some(search) = &self.search {
+            out.push(Line::styled(
+                search.prompt(),
+                Style::default().fg(Color::Cyan),
+            ));
+        }
         out
     }
 
@@ -476,7 +563,13 @@ impl App {
         let (rows, cursor) = self.editor.layout(width);
         let rows: Vec<String> = rows.into_iter().take(12).collect();
         let menu = self.completion_lines();
-        let status = status::line(&self.status, self.live_tokens, &self.hint());
+        let progress = self.progress.text(Instant::now());
+        let status = status::line(
+            &self.status,
+            self.live_tokens,
+            progress.as_deref(),
+            &self.hint(),
+        );
         let wanted = live.len() + menu.len() + rows.len() + 1;
         let height = (wanted as u16).min(screen_height.saturating_sub(1).max(1));
         self.screen.set_height(height)?;
@@ -510,8 +603,8 @@ impl App {
         self.completion
             .rows()
             .into_iter()
-            .map(|(info, selected)| {
-                let name = format!("  /{:<16}", info.name);
+            .map(|(item, selected)| {
+                let name = format!("  {:<17}", item.label);
                 let style = if selected {
                     Style::default()
                         .fg(Color::Cyan)
@@ -521,7 +614,7 @@ impl App {
                 };
                 Line::from(vec![
                     Span::styled(name, style),
-                    Span::styled(info.description.clone(), dim()),
+                    Span::styled(item.description.clone(), dim()),
                 ])
             })
             .collect()

@@ -67,6 +67,28 @@ impl History {
         }
     }
 
+    /// The latest entry before `before` (of all, when None) containing
+    /// `query`, without telling case apart unless the query has capitals;
+    /// an entry the same as `before`'s is passed over.
+    pub fn find(&self, query: &str, before: Option<usize>) -> Option<usize> {
+        let end = before.unwrap_or(self.entries.len()).min(self.entries.len());
+        let seen = before.and_then(|i| self.entries.get(i));
+        let smart_case = query.chars().any(char::is_uppercase);
+        let query_lower = query.to_lowercase();
+        self.entries[..end].iter().rposition(|entry| {
+            let hit = if smart_case {
+                entry.contains(query)
+            } else {
+                entry.to_lowercase().contains(&query_lower)
+            };
+            hit && Some(entry) != seen
+        })
+    }
+
+    pub fn get(&self, index: usize) -> Option<&str> {
+        self.entries.get(index).map(String::as_str)
+    }
+
     /// The entry before the current one; `current` is the editor's text,
     /// kept as the draft when the recall starts.
     pub fn previous(&mut self, current: &str) -> Option<&str> {
@@ -115,6 +137,21 @@ mod tests {
         assert_eq!(h.next(), Some("typing"));
         assert_eq!(h.next(), None);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn find_goes_to_older_matches_and_passes_over_repeats() {
+        let mut h = History::open(None);
+        for entry in ["alpha one", "beta", "Alpha two", "alpha two", "gamma"] {
+            h.push(entry);
+        }
+        assert_eq!(h.find("alpha", None), Some(3));
+        // "Alpha two" differs in case only: shown, then "alpha one".
+        assert_eq!(h.find("alpha", Some(3)), Some(2));
+        assert_eq!(h.find("alpha", Some(2)), Some(0));
+        assert_eq!(h.find("alpha", Some(0)), None);
+        assert_eq!(h.find("Alpha", None), Some(2));
+        assert_eq!(h.find("delta", None), None);
     }
 
     fn tempfile_dir() -> PathBuf {

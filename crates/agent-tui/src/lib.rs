@@ -22,7 +22,10 @@ mod capture;
 mod cells;
 mod complete;
 mod editor;
+mod files;
 mod history;
+mod progress;
+mod search;
 mod status;
 mod term;
 
@@ -62,6 +65,8 @@ pub struct Options {
     pub state_dir: Option<PathBuf>,
     /// What `/` lists.
     pub commands: Vec<CommandInfo>,
+    /// Where `@` finds the files it lists (None: nowhere).
+    pub workspace: Option<PathBuf>,
     pub status: Status,
     /// The token Esc and Ctrl-C trip (the chat's own).
     pub cancel: CancelToken,
@@ -69,6 +74,14 @@ pub struct Options {
     pub show_diffs: bool,
     /// Thoughts and full tool output too (`-v`).
     pub verbose: bool,
+}
+
+/// What the user asks of the chat between turns.
+pub enum Request {
+    /// A request or a chat command, as typed.
+    Line(String),
+    /// Shift+Tab: the next permission mode the administrator allows.
+    NextMode,
 }
 
 /// The chat's side of the running UI.
@@ -102,7 +115,7 @@ impl Tui {
             input_tx,
             options.cancel,
             history::History::open(options.state_dir.as_deref()),
-            complete::Completion::new(options.commands),
+            complete::Completion::new(options.commands, options.workspace),
             options.status,
             options.show_diffs,
         );
@@ -117,13 +130,20 @@ impl Tui {
         })
     }
 
-    /// The next request typed (a chat command included); None to quit.
-    pub fn read_request(&mut self) -> Option<String> {
+    /// What the user asks next (a request, a chat command, another
+    /// mode); None to quit.
+    pub fn read_request(&mut self) -> Option<Request> {
         self.link.send(Event::Ready);
         match self.input.recv() {
-            Ok(Input::Submit(text)) => Some(text),
+            Ok(Input::Submit(text)) => Some(Request::Line(text)),
+            Ok(Input::NextMode) => Some(Request::NextMode),
             Ok(Input::Quit) | Err(_) => None,
         }
+    }
+
+    /// Whether each write's diff is shown under its tool call (yolo: nothing asked first).
+    pub fn show_diffs(&self, on: bool) {
+        self.link.send(Event::ShowDiffs(on));
     }
 
     /// New figures for the status line.
@@ -233,6 +253,10 @@ impl Ui for TuiUi {
 
     fn generating(&mut self, _step: usize, tokens: usize) {
         self.link.send(Event::Generating(tokens));
+    }
+
+    fn prefilling(&mut self, _step: usize, done: usize, total: usize) {
+        self.link.send(Event::Prefill { done, total });
     }
 
     fn step_end(&mut self) {

@@ -25,8 +25,14 @@ fn short_model(model: &str) -> &str {
 }
 
 /// The line: `model · ctx 1,234/8,192 (15%) · 56 tokens · mode confirm`,
-/// then `hint` (what Esc, Enter, Ctrl-C do now).
-pub fn line(status: &Status, live_tokens: usize, hint: &str) -> Line<'static> {
+/// the step's `progress` (prefill, speed) before the tokens, then `hint`
+/// (what Esc, Enter, Ctrl-C do now).
+pub fn line(
+    status: &Status,
+    live_tokens: usize,
+    progress: Option<&str>,
+    hint: &str,
+) -> Line<'static> {
     let dim = Style::default().add_modifier(Modifier::DIM);
     let percent = status.context_used * 100 / status.context_window.max(1);
     let ctx_style = if percent >= 80 {
@@ -38,7 +44,7 @@ pub fn line(status: &Status, live_tokens: usize, hint: &str) -> Line<'static> {
         "yolo" => Style::default().fg(Color::Red),
         _ => Style::default().fg(Color::Cyan),
     };
-    Line::from(vec![
+    let mut spans = vec![
         Span::styled(short_model(&status.model).to_string(), dim),
         Span::styled(" · ", dim),
         Span::styled(
@@ -50,6 +56,15 @@ pub fn line(status: &Status, live_tokens: usize, hint: &str) -> Line<'static> {
             ctx_style,
         ),
         Span::styled(" · ", dim),
+    ];
+    if let Some(progress) = progress {
+        spans.push(Span::styled(
+            progress.to_string(),
+            Style::default().fg(Color::Cyan),
+        ));
+        spans.push(Span::styled(" · ", dim));
+    }
+    spans.extend([
         Span::styled(
             format!("{} tokens", thousands(status.generated + live_tokens)),
             dim,
@@ -57,7 +72,8 @@ pub fn line(status: &Status, live_tokens: usize, hint: &str) -> Line<'static> {
         Span::styled(" · ", dim),
         Span::styled(format!("mode {}", status.mode), mode_style),
         Span::styled(format!("  {hint}"), dim),
-    ])
+    ]);
+    Line::from(spans)
 }
 
 #[cfg(test)]
@@ -73,7 +89,7 @@ mod tests {
             generated: 50,
             mode: "confirm".into(),
         };
-        let text: String = line(&status, 6, "Esc stops")
+        let text: String = line(&status, 6, None, "Esc stops")
             .spans
             .iter()
             .map(|s| s.content.as_ref())
@@ -81,6 +97,15 @@ mod tests {
         assert_eq!(
             text,
             "SmolLM2-135M.gguf · ctx 1,234/8,192 (15%) · 56 tokens · mode confirm  Esc stops"
+        );
+        let text: String = line(&status, 6, Some("12.0 tokens/s"), "")
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert!(
+            text.contains("(15%) · 12.0 tokens/s · 56 tokens · mode"),
+            "{text}"
         );
     }
 }

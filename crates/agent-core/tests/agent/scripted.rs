@@ -962,3 +962,37 @@ fn a_coding_task_that_changed_nothing_must_say_why() {
         r.outcome.answer
     );
 }
+
+#[test]
+fn the_mode_changes_within_what_the_administrator_allows_and_is_audited() {
+    let dir = repo();
+    let managed = agent_policy::managed::Managed::parse(
+        "allowed_modes = [\"human\", \"confirm\"]\nmessage = \"Ask IT.\"\n",
+        Path::new("/etc/agent/managed.toml"),
+    )
+    .unwrap();
+    let (mut agent, _) = start(dir.path(), Mode::Confirm, &[&finish("ok")], None, |c| {
+        c.managed = managed
+    });
+    let refusal = agent.set_mode(Mode::Yolo).unwrap_err();
+    assert!(refusal.ends_with("Ask IT."), "{refusal}");
+    assert_eq!(agent.mode(), Mode::Confirm);
+    // The cycle skips yolo, and says why.
+    let (mode, refusals) = agent.cycle_mode();
+    assert_eq!((mode, agent.mode()), (Mode::Human, Mode::Human));
+    assert_eq!(refusals, [refusal]);
+    assert_eq!(agent.cycle_mode(), (Mode::Confirm, Vec::new()));
+    ask(&mut agent, "What does add do?").unwrap();
+    let changes: Vec<(String, String)> = events(dir.path(), "audit.jsonl")
+        .iter()
+        .filter(|e| e["event"] == "mode_change")
+        .map(|e| (e["from"].to_string(), e["to"].to_string()))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("\"confirm\"".into(), "\"human\"".into()),
+            ("\"human\"".into(), "\"confirm\"".into())
+        ]
+    );
+}

@@ -21,7 +21,7 @@ Environment: AGENT_MODELS_DIR (models folder), RUST_LOG (log filter).";
 
 #[derive(Debug, Parser)]
 #[command(name = "agent", version, about = "A local-first coding agent", after_help = AFTER_HELP)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// More logs on stderr (-v: info, -vv: debug including llama.cpp, -vvv: trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
@@ -45,7 +45,7 @@ pub struct Cli {
 
 /// `agent` alone: the chat in its terminal UI on a terminal; elsewhere
 /// (a pipe, `TERM=dumb`) a subcommand is needed, as before.
-pub fn default_command() -> Command {
+pub(crate) fn default_command() -> Command {
     use clap::CommandFactory;
     if agent_tui::available() {
         if let Ok(Cli {
@@ -67,7 +67,7 @@ pub fn default_command() -> Command {
 impl Command {
     /// The shared index store a command was given (`--store`), which every
     /// index reader in the process then uses.
-    pub fn index_store(&self) -> Option<&str> {
+    pub(crate) fn index_store(&self) -> Option<&str> {
         match self {
             Command::Ask(a) => a.store.store.as_deref(),
             Command::Chat(a) => a.store.store.as_deref(),
@@ -79,7 +79,7 @@ impl Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Ask a question about the code or give a coding task; the agent uses tools to answer.
     #[command(after_help = ASK_HELP)]
     Ask(Box<AskArgs>),
@@ -183,13 +183,13 @@ Examples:
   agent audit export --since 2026-11-27T00:00:00Z --json";
 
 #[derive(Debug, Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     #[command(subcommand)]
     pub command: ConfigCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
+pub(crate) enum ConfigCommand {
     /// Print the effective configuration of the workspace around the current directory.
     Show {
         /// Say where each setting comes from.
@@ -214,13 +214,13 @@ pub enum ConfigCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     #[command(subcommand)]
     pub command: AuditCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AuditCommand {
+pub(crate) enum AuditCommand {
     /// Check the hash chain; exit 0 when intact, 1 when a record is broken.
     Verify {
         /// An audit file (default: the workspace's own copy and the sink).
@@ -268,7 +268,7 @@ Examples:
 
 /// `agent trust`.
 #[derive(Debug, Args)]
-pub struct TrustArgs {
+pub(crate) struct TrustArgs {
     /// Show what the workspace ships and whether it is trusted; change nothing.
     #[arg(long, conflicts_with = "revoke")]
     pub show: bool,
@@ -314,7 +314,7 @@ Examples:
 
 /// `agent acp`.
 #[derive(Debug, Args)]
-pub struct AcpArgs {
+pub(crate) struct AcpArgs {
     /// Most tokens per model reply.
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_tokens: usize,
@@ -328,13 +328,13 @@ pub struct AcpArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     #[command(subcommand)]
     pub command: McpCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum McpCommand {
+pub(crate) enum McpCommand {
     /// Start each trusted server, list every server's state and tools, stop them again.
     List {
         /// Print JSON instead of a list.
@@ -457,7 +457,7 @@ Examples:
 
 /// `agent init`.
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// Which writes ask first: confirm (default) shows the diff and asks; yolo creates a new
     /// AGENTS.md without asking; replacing an existing one always asks.
     #[arg(long, value_enum, default_value_t = agent_policy::Mode::Confirm)]
@@ -477,7 +477,7 @@ pub struct InitArgs {
 
 /// How the tool loop runs.
 #[derive(Debug, Clone, Args)]
-pub struct AgentArgs {
+pub(crate) struct AgentArgs {
     /// Which actions ask for confirmation first.
     #[arg(long, value_enum, default_value_t = agent_policy::Mode::Confirm)]
     pub mode: agent_policy::Mode,
@@ -498,7 +498,7 @@ pub struct AgentArgs {
 
 impl AskArgs {
     /// The output format, `--json` included.
-    pub fn format(&self) -> OutputFormat {
+    pub(crate) fn format(&self) -> OutputFormat {
         match self.output_format {
             OutputFormat::Text if self.json => OutputFormat::Json,
             f => f,
@@ -508,7 +508,7 @@ impl AskArgs {
 
 /// How `agent ask` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     Text,
     Json,
     StreamJson,
@@ -516,14 +516,14 @@ pub enum OutputFormat {
 
 /// `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Switch {
+pub(crate) enum Switch {
     On,
     Off,
 }
 
 /// When to draft tokens for speculative decoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Speculation {
+pub(crate) enum Speculation {
     Auto,
     On,
     Off,
@@ -531,7 +531,7 @@ pub enum Speculation {
 
 /// Which model answers, and how it runs.
 #[derive(Debug, Clone, Args)]
-pub struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// Any GGUF chat model (default: the SmolLM2-135M file in the models folder).
     #[arg(long, value_name = "PATH", env = "AGENT_MODEL")]
     pub model: Option<PathBuf>,
@@ -595,7 +595,7 @@ pub struct ModelArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct AskArgs {
+pub(crate) struct AskArgs {
     /// The question or instruction.
     #[arg(required = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
@@ -661,7 +661,7 @@ pub struct AskArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ChatArgs {
+pub(crate) struct ChatArgs {
     /// Keep the line mode on a terminal too (it is what a pipe or `TERM=dumb` gets).
     #[arg(long)]
     pub no_tui: bool,
@@ -683,13 +683,13 @@ pub struct ChatArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsArgs {
+pub(crate) struct SessionsArgs {
     #[command(subcommand)]
     pub command: SessionsCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SessionsCommand {
+pub(crate) enum SessionsCommand {
     /// The saved sessions of this workspace, newest first.
     List {
         /// At most this many.
@@ -720,14 +720,14 @@ pub enum SessionsCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct ModelsArgs {
+pub(crate) struct ModelsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Print JSON instead of a checklist.
     #[arg(long)]
     pub json: bool,
@@ -740,7 +740,7 @@ pub struct DoctorArgs {
 
 /// Where the in-process model runs.
 #[derive(Debug, Clone, Default, Args)]
-pub struct GpuArgs {
+pub(crate) struct GpuArgs {
     /// Model layers on the GPU: auto (as many as fit its free memory), all,
     /// or a number; 0 runs on the CPU. Needs a GPU build (`--features vulkan`,
     /// cuda or metal); others run on the CPU and `agent doctor` says why.
@@ -758,7 +758,7 @@ pub struct GpuArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct IndexArgs {
+pub(crate) struct IndexArgs {
     /// Repository to index (default: the enclosing repository of the current directory).
     #[arg(value_name = "PATH")]
     pub path: Option<PathBuf>,
@@ -825,7 +825,7 @@ pub struct IndexArgs {
 
 /// Which index searches read.
 #[derive(Debug, Clone, Args)]
-pub struct StoreArgs {
+pub(crate) struct StoreArgs {
     /// Search the shared index in this store (s3://BUCKET/PREFIX or a
     /// folder), read-only, instead of this repository's own; files that
     /// differ on this machine are indexed locally and searched on top.
@@ -834,7 +834,7 @@ pub struct StoreArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// What to look for: a description, identifiers, or a whole issue text
     /// (`"$(cat issue.md)"`), which is taken apart: its title, the names
     /// and paths it mentions and its prose each count for what they say.
@@ -864,7 +864,7 @@ pub struct SearchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct MapArgs {
+pub(crate) struct MapArgs {
     /// Token budget for the map (default: 1/8 of the model's context window).
     #[arg(long, value_name = "N")]
     pub tokens: Option<usize>,

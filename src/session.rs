@@ -20,13 +20,13 @@ use crate::cli::{AgentArgs, ModelArgs, Switch};
 use crate::cmd::{admin, exit, mcp, search::IndexSearch, trust};
 
 /// An agent and the approver its mode calls for.
-pub struct Session {
+pub(crate) struct Session {
     pub agent: Agent,
     pub approver: Box<dyn Approver>,
 }
 
 /// Builds the agent for the workspace around the current directory.
-pub fn open_agent(
+pub(crate) fn open_agent(
     args: &AgentArgs,
     model: &ModelArgs,
     max_tokens: usize,
@@ -38,7 +38,7 @@ pub fn open_agent(
 }
 
 /// [`open_agent`] with a provider of the caller's (`--print-prompt`).
-pub fn open_agent_with(
+pub(crate) fn open_agent_with(
     provider: Box<dyn Provider>,
     args: &AgentArgs,
     max_tokens: usize,
@@ -62,7 +62,7 @@ pub fn open_agent_with(
 }
 
 /// Asks on the terminal, or (yolo) approves what the policy lets through.
-pub fn terminal_approver(mode: Mode) -> Box<dyn Approver> {
+pub(crate) fn terminal_approver(mode: Mode) -> Box<dyn Approver> {
     match mode {
         Mode::Yolo => Box::new(TerminalApprover::yolo()),
         Mode::Confirm | Mode::Human => Box::new(TerminalApprover::new()),
@@ -71,7 +71,7 @@ pub fn terminal_approver(mode: Mode) -> Box<dyn Approver> {
 
 /// The agent for the workspace at `root` on `provider`, with the
 /// workspace's trusted MCP servers and `extra_mcp` ones (an editor's, over ACP).
-pub fn agent_in(
+pub(crate) fn agent_in(
     root: &Path,
     provider: Box<dyn Provider>,
     args: &AgentArgs,
@@ -120,13 +120,13 @@ pub fn agent_in(
 
 /// Prints what the terminal UI did not already stream: the fallback answer,
 /// what changed, and one dim line of tokens and time.
-pub fn print_outcome(outcome: &Outcome) {
+pub(crate) fn print_outcome(outcome: &Outcome) {
     print_outcome_on(outcome, true)
 }
 
 /// [`print_outcome`]; the fallback answer on stdout or, under the terminal
 /// UI (whose stderr becomes cells), on stderr.
-pub fn print_outcome_on(outcome: &Outcome, stdout: bool) {
+pub(crate) fn print_outcome_on(outcome: &Outcome, stdout: bool) {
     let found = |text: &str| {
         if stdout {
             println!("\n{}", escape_controls(text))
@@ -207,7 +207,7 @@ fn stats_line(outcome: &Outcome) -> String {
 
 /// 0 for an answer; 3 when there is none (the search results shown instead
 /// are not an answer); 130 for Ctrl-C.
-pub fn exit_code(outcome: &Outcome) -> i32 {
+pub(crate) fn exit_code(outcome: &Outcome) -> i32 {
     if outcome.finish == Finish::Cancelled {
         exit::INTERRUPTED
     } else if outcome.finish.unanswered() {

@@ -18,7 +18,7 @@ use agent_llm::{
 use agent_mcp::config::ServerConfig;
 use agent_policy::Mode;
 
-pub fn run(args: &AcpArgs) -> Result<i32> {
+pub(crate) fn run(args: &AcpArgs) -> Result<i32> {
     // Only protocol messages on stdout: whatever else writes there lands in
     // the log (stderr).
     let output = super::mcp::protocol_output()?;

@@ -20,11 +20,11 @@ static MODEL_SHA: Mutex<Option<String>> = Mutex::new(None);
 
 /// Sets a sink for the audit records (tests); the administrator's
 /// `audit_dir` wins over it.
-pub const AUDIT_DIR_ENV: &str = "AGENT_AUDIT_DIR";
+pub(crate) const AUDIT_DIR_ENV: &str = "AGENT_AUDIT_DIR";
 
 /// A refusal by the administrator's rules: printed as it is, exit code 2.
 #[derive(Debug)]
-pub struct Refused(pub String);
+pub(crate) struct Refused(pub String);
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -35,7 +35,7 @@ impl std::fmt::Display for Refused {
 impl std::error::Error for Refused {}
 
 /// Reads the managed file; the error, if any, is kept for `agent doctor`.
-pub fn init() -> Result<(), String> {
+pub(crate) fn init() -> Result<(), String> {
     MANAGED
         .get_or_init(|| Managed::load().map_err(|e| format!("{e:#}")))
         .as_ref()
@@ -45,7 +45,7 @@ pub fn init() -> Result<(), String> {
 
 /// The managed configuration read at start (unrestricted before [`init`]
 /// or after a failed read, which stops every command but `agent doctor`).
-pub fn managed() -> &'static Managed {
+pub(crate) fn managed() -> &'static Managed {
     static NONE: OnceLock<Managed> = OnceLock::new();
     match MANAGED.get() {
         Some(Ok(m)) => m,
@@ -54,13 +54,13 @@ pub fn managed() -> &'static Managed {
 }
 
 /// Why the managed file could not be read, if it could not.
-pub fn load_error() -> Option<&'static str> {
+pub(crate) fn load_error() -> Option<&'static str> {
     MANAGED.get()?.as_ref().err().map(String::as_str)
 }
 
 /// The permission mode and the sandbox switch of a session, as the
 /// administrator allows them.
-pub fn check_agent(args: &AgentArgs) -> anyhow::Result<()> {
+pub(crate) fn check_agent(args: &AgentArgs) -> anyhow::Result<()> {
     let m = managed();
     m.check_mode(args.mode).map_err(Refused)?;
     m.check_sandbox_flag(args.sandbox == Switch::On)
@@ -70,7 +70,7 @@ pub fn check_agent(args: &AgentArgs) -> anyhow::Result<()> {
 
 /// The model a session runs, as the administrator allows it: a `--server`
 /// URL on the list, a GGUF file whose sha256 is on the list.
-pub fn check_model(args: &ModelArgs) -> anyhow::Result<()> {
+pub(crate) fn check_model(args: &ModelArgs) -> anyhow::Result<()> {
     if args.script.is_some() {
         return Ok(());
     }
@@ -108,7 +108,7 @@ pub fn check_model(args: &ModelArgs) -> anyhow::Result<()> {
 }
 
 /// The sink folder: the administrator's `audit_dir`, else `AGENT_AUDIT_DIR`.
-pub fn sink_dir() -> Option<PathBuf> {
+pub(crate) fn sink_dir() -> Option<PathBuf> {
     managed().audit_dir.clone().or_else(|| {
         std::env::var_os(AUDIT_DIR_ENV)
             .filter(|d| !d.is_empty())
@@ -117,7 +117,7 @@ pub fn sink_dir() -> Option<PathBuf> {
 }
 
 /// Who the audit records name and where they also go.
-pub fn audit_config() -> AuditConfig {
+pub(crate) fn audit_config() -> AuditConfig {
     let mut config = AuditConfig::from_env();
     if let Some(user) = account_name() {
         config.user = user;
@@ -203,13 +203,13 @@ fn read_cache() -> serde_json::Map<String, serde_json::Value> {
 }
 
 /// The cached sha256 of a model file, if its size and mtime are unchanged.
-pub fn cached_sha256(path: &Path) -> Option<String> {
+pub(crate) fn cached_sha256(path: &Path) -> Option<String> {
     let key = file_key(path)?;
     read_cache().get(&key)?.as_str().map(String::from)
 }
 
 /// The sha256 of a model file: cached, or hashed now and cached.
-pub fn model_sha256(path: &Path) -> std::io::Result<String> {
+pub(crate) fn model_sha256(path: &Path) -> std::io::Result<String> {
     if let Some(sha) = cached_sha256(path) {
         return Ok(sha);
     }

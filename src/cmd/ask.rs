@@ -19,7 +19,7 @@ use agent_llm::{
 use agent_policy::Mode;
 use agent_tools::SemanticSearch;
 
-pub fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
+pub(crate) fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     super::admin::check_agent(&args.agent)?;
     let question = args.prompt.join(" ");
     if question.trim().is_empty() {

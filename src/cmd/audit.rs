@@ -10,7 +10,7 @@ use super::exit;
 use crate::cli::{AuditArgs, AuditCommand};
 use agent_core::audit;
 
-pub fn run(args: &AuditArgs) -> Result<i32> {
+pub(crate) fn run(args: &AuditArgs) -> Result<i32> {
     match &args.command {
         AuditCommand::Verify { file, head, json } => verify(file.clone(), head.clone(), *json),
         AuditCommand::Export { since, file, json } => export(since, file.clone(), *json),

@@ -18,7 +18,7 @@ use agent_core::Outcome;
 use agent_llm::{PromptCacheUse, Sampling, Speculation};
 use agent_policy::Mode;
 
-pub fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
+pub(crate) fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     // Check the session before loading a model for it.
     let resume = resume_id(args)?;
     let sampling = Sampling {

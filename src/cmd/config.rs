@@ -36,7 +36,7 @@ fn entry(key: &'static str, value: Value, origin: &'static str, source: Option<S
     }
 }
 
-pub fn run(args: &ConfigArgs) -> Result<i32> {
+pub(crate) fn run(args: &ConfigArgs) -> Result<i32> {
     let ConfigCommand::Show {
         origin,
         json,

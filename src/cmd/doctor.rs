@@ -29,7 +29,7 @@ struct Check {
     fix: Option<String>,
 }
 
-pub fn run(args: &DoctorArgs) -> Result<i32> {
+pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     let mut checks = vec![managed_check()];
     let dir = paths::models_dir();
     let statuses = models::verify_all(&dir, |_| {});

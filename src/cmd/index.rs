@@ -13,7 +13,7 @@ use agent_index::{watch, Index, IndexOptions, Progress, UpdateStats};
 use agent_lang::walk::WalkOptions;
 use agent_repomap::{default_cache_path, RepoMap};
 
-pub fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
+pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     // This process only indexes (no searches to keep fast), so all of it
     // runs with the allocator holding no more than it uses.
     let _frugal = agent_base::alloc::Frugal::new();
@@ -279,7 +279,7 @@ fn report(stats: &UpdateStats, json: bool) {
     if stats.vector_index_built {
         println!(
             "built the vector index: from {} chunks on, searches probe it instead of comparing every vector",
-            agent_index::store::ANN_MIN_ROWS
+            agent_index::ANN_MIN_ROWS
         );
     }
     print_skipped(&stats.skipped);

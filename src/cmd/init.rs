@@ -15,7 +15,7 @@ use agent_llm::scripted::ScriptedProvider;
 use agent_llm::Provider;
 use agent_policy::Mode;
 
-pub fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
+pub(crate) fn run(args: &InitArgs, cancel: &CancelToken) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
     let managed = super::admin::managed();
     managed
@@ -78,7 +78,7 @@ fn declined_on_a_terminal(outcome: &InitOutcome) -> bool {
 
 /// Says what happened to AGENTS.md; the exit code (1 when it was not written).
 /// `show_diff`: the approver did not show the diff (it approved without asking).
-pub fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
+pub(crate) fn report(outcome: &InitOutcome, show_diff: bool) -> i32 {
     let mut ui = TerminalUi::new(false, show_diff);
     let call = agent_core::protocol::ToolCall {
         thought: String::new(),

@@ -10,7 +10,7 @@ use agent_repomap::{
     DEFAULT_BUDGET_FRACTION,
 };
 
-pub fn run(args: &MapArgs) -> Result<i32> {
+pub(crate) fn run(args: &MapArgs) -> Result<i32> {
     let root = paths::repo_root(args.root.as_deref())?;
     // The budget is counted with the chat model's own tokenizer; how the
     // model would run (GPU, threads, a server) does not matter here.

@@ -15,7 +15,7 @@ use agent_mcp::trust::TrustStore;
 use agent_mcp::{Hub, ServerState};
 use agent_policy::{Mode, Policy};
 
-pub fn run(args: &McpArgs) -> Result<i32> {
+pub(crate) fn run(args: &McpArgs) -> Result<i32> {
     if let McpCommand::Serve { repo } = &args.command {
         let root = agent_base::paths::repo_root(repo.as_deref())?;
         agent_mcp_server::serve(&root, protocol_output()?)?;
@@ -165,7 +165,7 @@ fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
 /// and left out (the workspace's trust prompt has asked already). `extra`
 /// servers (an editor's, passed over ACP) were chosen by the user in that
 /// editor: they start as trusted.
-pub fn start_for_session(
+pub(crate) fn start_for_session(
     root: &Path,
     policy: &Policy,
     workspace_trusted: bool,

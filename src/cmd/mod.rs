@@ -1,21 +1,21 @@
 //! One module per subcommand. Each `run` returns the process exit code.
 
-pub mod acp;
-pub mod admin;
-pub mod ask;
-pub mod audit;
-pub mod chat;
-pub mod config;
-pub mod doctor;
-pub mod index;
-pub mod init;
-pub mod map;
-pub mod mcp;
-pub mod models;
-pub mod search;
-pub mod sessions;
-pub mod trust;
-pub mod version;
+pub(crate) mod acp;
+pub(crate) mod admin;
+pub(crate) mod ask;
+pub(crate) mod audit;
+pub(crate) mod chat;
+pub(crate) mod config;
+pub(crate) mod doctor;
+pub(crate) mod index;
+pub(crate) mod init;
+pub(crate) mod map;
+pub(crate) mod mcp;
+pub(crate) mod models;
+pub(crate) mod search;
+pub(crate) mod sessions;
+pub(crate) mod trust;
+pub(crate) mod version;
 
 use anyhow::{bail, Result};
 
@@ -30,21 +30,21 @@ use agent_llm::scripted::{PromptPrinter, ScriptedProvider};
 use agent_llm::{ChatFormat, Provider};
 
 /// Exit codes shared by all subcommands.
-pub mod exit {
-    pub const OK: i32 = 0;
-    pub const FAILURE: i32 = 1;
+pub(crate) mod exit {
+    pub(crate) const OK: i32 = 0;
+    pub(crate) const FAILURE: i32 = 1;
     /// Bad usage, as clap exits for a missing argument.
-    pub const USAGE: i32 = 2;
+    pub(crate) const USAGE: i32 = 2;
     /// The request ended without what was asked: no answer within
     /// --max-steps, only the search results shown instead, a declined
     /// change (`agent init`), nothing to undo.
-    pub const NOT_DONE: i32 = 3;
-    pub const INTERRUPTED: i32 = 130;
+    pub(crate) const NOT_DONE: i32 = 3;
+    pub(crate) const INTERRUPTED: i32 = 130;
 }
 
 /// Builds the provider the flags ask for: scripted, remote, or (default) the
 /// in-process engine.
-pub fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
+pub(crate) fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
     admin::check_model(args)?;
     if let Some(script) = &args.script {
         let mut replay = ScriptedProvider::from_file(script)?;
@@ -113,7 +113,7 @@ fn engine_config(args: &ModelArgs) -> EngineConfig {
 /// tokenizer, from the GGUF's header and vocabulary (no weights, no
 /// inference). It replays `--script`'s turns, if any; once they run out the
 /// next request ends the session (through `cancel`).
-pub fn prompt_printer(
+pub(crate) fn prompt_printer(
     args: &ModelArgs,
     json: bool,
     cancel: &CancelToken,
@@ -146,7 +146,7 @@ pub fn prompt_printer(
     Ok(Box::new(replay))
 }
 
-pub use agent_core::ui::spinner;
+pub(crate) use agent_core::ui::spinner;
 
 /// The state folder of the workspace around the current directory
 /// (`paths::state_dir`), when it is one (it has `.git` or team files in

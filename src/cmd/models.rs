@@ -9,7 +9,7 @@ use agent_base::models::{self, FileState};
 use agent_base::paths;
 use agent_engine::gguf;
 
-pub fn run(args: &ModelsArgs) -> Result<i32> {
+pub(crate) fn run(args: &ModelsArgs) -> Result<i32> {
     let dir = paths::models_dir();
     let total: u64 = models::manifest().files.iter().map(|f| f.size).sum();
     let bar = indicatif::ProgressBar::new(total).with_message("verifying sha256");

@@ -12,7 +12,7 @@ use agent_index::{Index, SearchQuery};
 use agent_tools::search::Hit;
 use agent_tools::SemanticSearch;
 
-pub fn run(args: &SearchArgs) -> Result<i32> {
+pub(crate) fn run(args: &SearchArgs) -> Result<i32> {
     let text = args.query.join(" ");
     if text.trim().is_empty() {
         bail!("the query is empty");
@@ -77,14 +77,14 @@ fn truncate(s: &str, max: usize) -> String {
 
 /// `search_semantic` over the workspace's code index, opened on first use
 /// (loading the embedder costs a second; many requests never search).
-pub struct IndexSearch {
+pub(crate) struct IndexSearch {
     root: PathBuf,
     index: Option<Index>,
 }
 
 impl IndexSearch {
     /// None when the workspace has no index (of its own, or shared).
-    pub fn for_workspace(root: &Path) -> Option<Self> {
+    pub(crate) fn for_workspace(root: &Path) -> Option<Self> {
         let has_index =
             agent_index::index_dir(root).is_dir() || agent_index::shared::configured().is_some();
         has_index.then(|| Self {
@@ -95,7 +95,7 @@ impl IndexSearch {
 
     /// Opened now, for one search (`ask --no-tools`); an error when there
     /// is no index to read.
-    pub fn open(root: &Path) -> Result<Self> {
+    pub(crate) fn open(root: &Path) -> Result<Self> {
         Ok(Self {
             root: root.to_path_buf(),
             index: Some(Index::open_reader(root)?),

@@ -12,7 +12,7 @@ use agent_policy::{Mode, Policy};
 use agent_tools::checkpoint::{Checkpoints, Undoable};
 use agent_tools::{AlwaysApprove, ReadLedger, ToolContext, Toolbox, Workspace};
 
-pub fn run(args: &SessionsArgs) -> Result<i32> {
+pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
     let store = SessionStore::open(&agent_base::paths::state_dir(&root))?;
     match &args.command {

@@ -16,7 +16,7 @@ use agent_core::trust::{Inventory, State, TrustStore};
 /// `--trust` on the command line: trusted for this run.
 static FLAG: OnceLock<bool> = OnceLock::new();
 
-pub fn set_flag(trust: bool) {
+pub(crate) fn set_flag(trust: bool) {
     let _ = FLAG.set(trust);
 }
 
@@ -25,7 +25,7 @@ fn flag() -> bool {
 }
 
 /// Everything `root` ships that waits for trust, its MCP servers included.
-pub fn inventory(root: &Path) -> Result<Inventory> {
+pub(crate) fn inventory(root: &Path) -> Result<Inventory> {
     let mut inv = Inventory::collect(root)?;
     for s in agent_mcp::config::load(root)? {
         inv.add_server(&s.name, &s.command, &s.args, &s.env, &s.source);
@@ -35,7 +35,7 @@ pub fn inventory(root: &Path) -> Result<Inventory> {
 
 /// What a session may use of what the workspace ships.
 #[derive(Debug, Clone, Default)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub trusted: bool,
     /// What the sandbox keeps read-only: the files trusted hooks and
     /// servers run (those of servers approved one by one included).
@@ -45,7 +45,7 @@ pub struct Decision {
 /// The workspace's trust for a session: trusted, or trusted now (`--trust`
 /// for this run, or a yes when `ask` may prompt on a terminal), or not,
 /// and then one stderr line names what waits and `agent trust`.
-pub fn for_session(root: &Path, may_ask: bool) -> Result<Decision> {
+pub(crate) fn for_session(root: &Path, may_ask: bool) -> Result<Decision> {
     let inv = inventory(root)?;
     let mut store = TrustStore::open_default()?;
     let state = store.state(root, &inv);
@@ -121,18 +121,18 @@ fn prompt(inv: &Inventory, changed: &[String]) -> Result<bool> {
 
 /// Whether the workspace is trusted as a whole now (`agent trust`, `--trust`,
 /// or nothing to trust).
-pub fn workspace_trusted(root: &Path) -> Result<bool> {
+pub(crate) fn workspace_trusted(root: &Path) -> Result<bool> {
     let inv = inventory(root)?;
     Ok(trusted_now(&TrustStore::open_default()?.state(root, &inv)))
 }
 
 /// Whether `state` lets what the workspace ships run (`--trust` included).
-pub fn trusted_now(state: &State) -> bool {
+pub(crate) fn trusted_now(state: &State) -> bool {
     matches!(state, State::Nothing | State::Trusted) || flag()
 }
 
 /// The state in words, for `agent trust --show` and `agent doctor`.
-pub fn state_words(state: &State) -> &'static str {
+pub(crate) fn state_words(state: &State) -> &'static str {
     match state {
         State::Nothing => "nothing to trust: the workspace ships no hooks, MCP servers, loosening policy or tool-declaring commands",
         State::Trusted => "trusted",
@@ -141,7 +141,7 @@ pub fn state_words(state: &State) -> &'static str {
     }
 }
 
-pub fn run(args: &TrustArgs) -> Result<i32> {
+pub(crate) fn run(args: &TrustArgs) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
     let inv = inventory(&root)?;
     let mut store = TrustStore::open_default()?;

@@ -5,7 +5,7 @@ use serde_json::json;
 
 /// Whether the arguments ask for the JSON version (`--version --json`, in
 /// either order, and nothing else).
-pub fn wants_json(args: &[String]) -> bool {
+pub(crate) fn wants_json(args: &[String]) -> bool {
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     args.sort_unstable();
     matches!(args.as_slice(), ["--json", "--version" | "-V"])
@@ -15,7 +15,7 @@ pub fn wants_json(args: &[String]) -> bool {
 /// it (`AGENT_GIT_COMMIT`, as `scripts/bundle` records it in its
 /// BUILD-INFO.json instead): reading git from a build script would rebuild
 /// the binary and every test binary at each commit.
-pub fn report() -> serde_json::Value {
+pub(crate) fn report() -> serde_json::Value {
     let features: Vec<&str> = [
         ("cuda", cfg!(feature = "cuda")),
         ("vulkan", cfg!(feature = "vulkan")),

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-pub struct LlamaServer {
+pub(crate) struct LlamaServer {
     child: std::process::Child,
     /// `http://127.0.0.1:PORT`, without `/v1`.
     pub url: String,
@@ -12,7 +12,7 @@ pub struct LlamaServer {
 impl LlamaServer {
     /// Starts `binary -m <tiny model> --host 127.0.0.1 --port P` plus `args`,
     /// its stderr into `stderr`, and waits until `/health` answers.
-    pub fn start(
+    pub(crate) fn start(
         binary: &std::ffi::OsStr,
         args: &[&std::ffi::OsStr],
         stderr: std::process::Stdio,
@@ -55,7 +55,7 @@ impl Drop for LlamaServer {
 }
 
 /// `GET url` answered 200.
-pub fn http_ok(url: &str) -> bool {
+pub(crate) fn http_ok(url: &str) -> bool {
     use std::io::{Read, Write};
     let Some(rest) = url.strip_prefix("http://") else {
         return false;

@@ -3,14 +3,14 @@
 
 mod llama_server;
 mod model;
-pub use llama_server::*;
-pub use model::*;
+pub(crate) use llama_server::*;
+pub(crate) use model::*;
 
 /// The binary, run from a neutral directory so that no repository index
 /// around the test's working directory leaks into its prompts, with a home
 /// of the test's own for its state, configuration and caches
 /// ([`test_home`]): no test reads the user's, and none shares another's.
-pub fn agent_bin() -> std::process::Command {
+pub(crate) fn agent_bin() -> std::process::Command {
     let neutral = std::env::temp_dir().join("agent-tests-cwd");
     std::fs::create_dir_all(&neutral).expect("a neutral working directory");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agent"));
@@ -25,7 +25,7 @@ pub fn agent_bin() -> std::process::Command {
 /// This test's own home for the agent's XDG folders: named after the test
 /// (libtest names each test's thread), in a folder of this process that is
 /// removed when it exits.
-pub fn test_home() -> std::path::PathBuf {
+pub(crate) fn test_home() -> std::path::PathBuf {
     static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let root = ROOT.get_or_init(|| {
         extern "C" fn remove_homes() {
@@ -58,7 +58,7 @@ fn homes_root() -> std::path::PathBuf {
 
 /// The state and cache homes of [`agent_bin`], for a command that starts
 /// the binary itself (a client, `script`).
-pub fn state_env() -> [(&'static str, std::path::PathBuf); 2] {
+pub(crate) fn state_env() -> [(&'static str, std::path::PathBuf); 2] {
     let home = test_home();
     [
         ("XDG_STATE_HOME", home.join("state")),
@@ -68,7 +68,7 @@ pub fn state_env() -> [(&'static str, std::path::PathBuf); 2] {
 
 /// Where the binary run by [`agent_bin`] in this test keeps its state for
 /// `workspace` (as `agent_base::paths::state_dir` computes it there).
-pub fn state_dir(workspace: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn state_dir(workspace: &std::path::Path) -> std::path::PathBuf {
     test_home()
         .join("state/agent/workspaces")
         .join(agent_base::paths::workspace_key(workspace))
@@ -77,13 +77,13 @@ pub fn state_dir(workspace: &std::path::Path) -> std::path::PathBuf {
 /// A temp folder for a test that runs the agent's code in this process,
 /// whose state then goes to this process's own homes
 /// (`agent_base::paths::isolate_for_tests`).
-pub fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     agent_base::paths::isolate_for_tests();
     tempfile::tempdir().unwrap()
 }
 
 /// Fails with the command's stderr unless it exited with 0.
-pub fn assert_success(out: &std::process::Output) {
+pub(crate) fn assert_success(out: &std::process::Output) {
     assert!(
         out.status.success(),
         "{}",
@@ -93,7 +93,10 @@ pub fn assert_success(out: &std::process::Output) {
 
 /// Runs `cmd` with `input` on its stdin (then closed), capturing stdout
 /// and stderr.
-pub fn output_with_input(cmd: &mut std::process::Command, input: &[u8]) -> std::process::Output {
+pub(crate) fn output_with_input(
+    cmd: &mut std::process::Command,
+    input: &[u8],
+) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = cmd

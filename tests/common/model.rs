@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// The real default chat model. Tests that need it fail (not skip) when it is
 /// missing: the README's test command fetches it first.
-pub fn tiny_model() -> PathBuf {
+pub(crate) fn tiny_model() -> PathBuf {
     let path = agent_base::paths::default_chat_model();
     assert!(
         path.is_file(),
@@ -20,7 +20,7 @@ pub fn tiny_model() -> PathBuf {
 /// The real model with its weights (the back 70% of the file, all tensor
 /// data) overwritten by 0xFF bytes, NaN as f16 and f32, header intact: a
 /// model that loads and computes NaN. Written as `dir/nan.gguf`.
-pub fn nan_model(dir: &std::path::Path) -> PathBuf {
+pub(crate) fn nan_model(dir: &std::path::Path) -> PathBuf {
     let mut bytes = std::fs::read(tiny_model()).unwrap();
     let from = bytes.len() * 3 / 10;
     bytes[from..].fill(0xFF);

@@ -393,7 +393,7 @@ fn an_old_state_file_keeps_its_embedding_cache() {
         )
         .unwrap();
     }
-    let state = agent_index::state::State::open(&path).unwrap();
+    let state = agent_index::bench::State::open(&path).unwrap();
     assert_eq!(state.cached_vector_count().unwrap(), 1);
     assert_eq!(
         state.cached_vectors(&["k".into()]).unwrap()["k"],

@@ -24,7 +24,7 @@ use agent_tools::{Approval, Approver, Decision, ToolOutput};
 const MAX_OUTPUT_CHARS: usize = 4_000;
 
 /// What the UI and the approver share for one prompt.
-pub struct Turn {
+pub(crate) struct Turn {
     peer: Arc<Peer>,
     session: String,
     workspace: PathBuf,
@@ -36,7 +36,7 @@ pub struct Turn {
 }
 
 impl Turn {
-    pub fn new(peer: Arc<Peer>, session: &str, workspace: &Path) -> Rc<RefCell<Turn>> {
+    pub(crate) fn new(peer: Arc<Peer>, session: &str, workspace: &Path) -> Rc<RefCell<Turn>> {
         Rc::new(RefCell::new(Turn {
             peer,
             session: session.to_string(),
@@ -57,14 +57,14 @@ impl Turn {
 }
 
 /// Sends one `session/update`.
-pub fn send_update(peer: &Peer, session: &str, update: SessionUpdate) {
+pub(crate) fn send_update(peer: &Peer, session: &str, update: SessionUpdate) {
     peer.notify(
         "session/update",
         json!({"sessionId": session, "update": update}),
     );
 }
 
-pub struct AcpUi(pub Rc<RefCell<Turn>>);
+pub(crate) struct AcpUi(pub Rc<RefCell<Turn>>);
 
 impl Ui for AcpUi {
     fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
@@ -215,7 +215,7 @@ fn cut(text: &str, max: usize) -> String {
 /// Asks the client. "Allow always" covers the rest of the session for that
 /// kind of action (writes, commands, reads, MCP tools), except actions the
 /// policy asks about whatever the mode (they carry a `why`).
-pub struct AcpApprover {
+pub(crate) struct AcpApprover {
     pub turn: Rc<RefCell<Turn>>,
     pub cancel: CancelToken,
     /// `--mode yolo`: only the actions asked about whatever the mode reach the client.

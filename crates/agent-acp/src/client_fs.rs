@@ -19,13 +19,13 @@ use agent_tools::FileAccess;
 
 /// What the client's `clientCapabilities.fs` offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Offered {
+pub(crate) struct Offered {
     pub read: bool,
     pub write: bool,
 }
 
 impl Offered {
-    pub fn from_capabilities(capabilities: &Value) -> Self {
+    pub(crate) fn from_capabilities(capabilities: &Value) -> Self {
         let fs = &capabilities["fs"];
         Self {
             read: fs["readTextFile"].as_bool().unwrap_or(false),
@@ -33,13 +33,13 @@ impl Offered {
         }
     }
 
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.read || self.write
     }
 }
 
 /// One session's view of the client's files.
-pub struct ClientFiles {
+pub(crate) struct ClientFiles {
     pub peer: Arc<Peer>,
     pub session: String,
     pub offered: Offered,

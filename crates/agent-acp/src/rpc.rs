@@ -19,23 +19,23 @@ use serde_json::{json, Value};
 
 use agent_base::cancel::CancelToken;
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 /// ACP's code for a request the prompt's cancellation ended.
-pub const REQUEST_CANCELLED: i64 = -32800;
+pub(crate) const REQUEST_CANCELLED: i64 = -32800;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone)]
-pub struct RpcError {
+pub(crate) struct RpcError {
     pub code: i64,
     pub message: String,
 }
 
 impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -49,7 +49,7 @@ impl RpcError {
 
 /// A request or notification from the client, for the main thread.
 #[derive(Debug)]
-pub struct Incoming {
+pub(crate) struct Incoming {
     /// None for a notification.
     pub id: Option<Value>,
     pub method: String,
@@ -58,7 +58,7 @@ pub struct Incoming {
 
 /// The agent's side of the connection: writes messages, numbers its own
 /// requests and hands their answers back.
-pub struct Peer {
+pub(crate) struct Peer {
     out: Mutex<Box<dyn Write + Send>>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, Sender<Result<Value, RpcError>>>>,
@@ -67,7 +67,7 @@ pub struct Peer {
 }
 
 impl Peer {
-    pub fn new(out: Box<dyn Write + Send>) -> Arc<Self> {
+    pub(crate) fn new(out: Box<dyn Write + Send>) -> Arc<Self> {
         Arc::new(Self {
             out: Mutex::new(out),
             next_id: AtomicU64::new(0),
@@ -86,11 +86,11 @@ impl Peer {
         }
     }
 
-    pub fn notify(&self, method: &str, params: impl Serialize) {
+    pub(crate) fn notify(&self, method: &str, params: impl Serialize) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
-    pub fn respond(&self, id: Value, result: Result<Value, RpcError>) {
+    pub(crate) fn respond(&self, id: Value, result: Result<Value, RpcError>) {
         let message = match result {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
@@ -100,7 +100,7 @@ impl Peer {
 
     /// Sends a request; its answer arrives on the receiver (which closes
     /// unanswered when the client goes away).
-    pub fn request(
+    pub(crate) fn request(
         &self,
         method: &str,
         params: impl Serialize,
@@ -117,7 +117,7 @@ impl Peer {
 
     /// Sends a request and waits for its answer, but not past a
     /// cancellation of the prompt or the client's departure.
-    pub fn ask(
+    pub(crate) fn ask(
         &self,
         method: &str,
         params: impl Serialize,
@@ -190,7 +190,7 @@ impl Peer {
 }
 
 /// Reads the client's messages on a thread of its own until its input ends.
-pub fn start_reader(
+pub(crate) fn start_reader(
     input: Box<dyn BufRead + Send>,
     peer: Arc<Peer>,
 ) -> (Receiver<Incoming>, std::thread::JoinHandle<()>) {

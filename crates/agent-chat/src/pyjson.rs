@@ -12,7 +12,7 @@ use minijinja::Value;
 
 /// The options of `json.dumps` that templates use.
 #[derive(Debug, Clone, Default)]
-pub struct DumpOptions {
+pub(crate) struct DumpOptions {
     /// `indent=`: a newline and this text per level between items.
     pub indent: Option<String>,
     /// `separators=(item, key)`; Python's defaults depend on `indent`.
@@ -23,7 +23,7 @@ pub struct DumpOptions {
 
 /// `json.dumps(value, ...)` for a template value. Sequences, tuples and other
 /// iterables (a `map(...)` result) become lists; undefined becomes `null`.
-pub fn dumps(value: &Value, options: &DumpOptions) -> String {
+pub(crate) fn dumps(value: &Value, options: &DumpOptions) -> String {
     let (item_sep, key_sep) = match &options.separators {
         Some((item, key)) => (item.clone(), key.clone()),
         None if options.indent.is_some() => (",".to_string(), ": ".to_string()),
@@ -40,12 +40,12 @@ pub fn dumps(value: &Value, options: &DumpOptions) -> String {
 }
 
 /// `json.dumps(value, ensure_ascii=False)` of a JSON value.
-pub fn dumps_json(value: &serde_json::Value) -> String {
+pub(crate) fn dumps_json(value: &serde_json::Value) -> String {
     dumps(&to_value(value), &DumpOptions::default())
 }
 
 /// A JSON value as a template value, keeping the key order of objects.
-pub fn to_value(json: &serde_json::Value) -> Value {
+pub(crate) fn to_value(json: &serde_json::Value) -> Value {
     use serde_json::Value as Json;
     match json {
         Json::Null => Value::from(()),
@@ -202,7 +202,7 @@ fn number(value: &Value, out: &mut String) {
 /// Python's `repr(float)`: the shortest digits that round-trip, positional
 /// for decimal exponents in -4..16, else scientific with a signed two-digit
 /// (or longer) exponent.
-pub fn float_repr(f: f64) -> String {
+pub(crate) fn float_repr(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }

@@ -66,7 +66,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.txt");
         std::fs::write(&path, "hello\n\n").unwrap();
-        let text = attachments(&[path.clone()]).unwrap();
+        let text = attachments(std::slice::from_ref(&path)).unwrap();
         assert_eq!(
             text,
             format!("File `{}`:\n```\nhello\n```\n\n", path.display())

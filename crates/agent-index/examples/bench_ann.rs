@@ -22,8 +22,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use agent_index::bench::{AnnKind, AnnSearch, Row, Store};
 use agent_index::embed::{Embedder, DIM};
-use agent_index::store::{AnnKind, AnnSearch, Row, Store};
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;

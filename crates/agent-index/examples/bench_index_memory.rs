@@ -23,9 +23,9 @@
 use std::path::Path;
 use std::time::Instant;
 
+use agent_index::bench::State;
+use agent_index::bench::{Row, Store};
 use agent_index::embed::{Embedder, DIM};
-use agent_index::state::State;
-use agent_index::store::{Row, Store};
 use agent_index::{chunk_file, chunk_key, index_dir};
 use agent_lang::lang::Lang;
 use agent_lang::walk::{walk, WalkOptions};

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use agent_index::store::Store;
+use agent_index::bench::Store;
 use agent_index::{index_dir, Index, SearchQuery};
 use serde_json::Value;
 

@@ -2,7 +2,8 @@
 //! incrementally, and searched by `agent search` and the agent's
 //! `search_semantic` tool.
 //!
-//! On disk, under `<repo>/.agent/index/`:
+//! On disk, under `index/` in the workspace's state folder
+//! (`agent_base::paths::state_dir`, outside the repository):
 //! - `lance/`: the chunk table (LanceDB) with vectors and a BM25 index;
 //! - `state.sqlite`: per-file hashes and mtimes;
 //! - `embeddings.sqlite`: the embedding cache (its own file: it survives damage to the rest);
@@ -21,9 +22,20 @@
 pub mod embed;
 pub mod search;
 pub mod shared;
-pub mod state;
-pub mod store;
+mod state;
+mod store;
 pub mod watch;
+
+pub use store::ANN_MIN_ROWS;
+
+/// The storage layers under [`Index`], for the benchmarks in `examples/`
+/// and the index's own integration tests: not API. (A `bench` feature would
+/// compile the crate and everything above it a second time.)
+#[doc(hidden)]
+pub mod bench {
+    pub use crate::state::State;
+    pub use crate::store::{AnnKind, AnnSearch, Row, Store};
+}
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;

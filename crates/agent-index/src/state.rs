@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 const SCHEMA_VERSION: i64 = 3;
 
 /// The embedding cache's file, beside the state file.
-pub const CACHE_FILE: &str = "embeddings.sqlite";
+pub(crate) const CACHE_FILE: &str = "embeddings.sqlite";
 
 /// Meta key: the embedder, also kept with the state (the cache's copy is the
 /// one a writer checks; readers of a shared index have only the state).
@@ -54,7 +54,7 @@ fn connect(path: &Path) -> Result<Connection> {
 }
 
 /// Removes a SQLite file with its WAL and shared-memory files.
-pub fn remove_db(path: &Path) {
+pub(crate) fn remove_db(path: &Path) {
     let name = path.as_os_str().to_os_string();
     for suffix in ["", "-wal", "-shm"] {
         let mut p = name.clone();

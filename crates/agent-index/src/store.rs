@@ -1150,7 +1150,7 @@ async fn collect_hits(
 }
 
 /// A `lang = '...'` filter in the store's SQL dialect.
-pub fn lang_filter(lang: &str) -> String {
+pub(crate) fn lang_filter(lang: &str) -> String {
     format!("lang = {}", sql_string(lang))
 }
 

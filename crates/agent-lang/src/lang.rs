@@ -549,7 +549,7 @@ mod grammars {
 
     macro_rules! grammar {
         ($name:ident, $feature:literal, $language:expr) => {
-            pub fn $name() -> Option<Language> {
+            pub(super) fn $name() -> Option<Language> {
                 #[cfg(feature = $feature)]
                 return Some($language.into());
                 #[cfg(not(feature = $feature))]
@@ -559,7 +559,7 @@ mod grammars {
     }
     macro_rules! tags {
         ($name:ident, $feature:literal, $($part:expr),+) => {
-            pub fn $name() -> Option<String> {
+            pub(super) fn $name() -> Option<String> {
                 #[cfg(feature = $feature)]
                 return Some([$($part),+].join("\n"));
                 #[cfg(not(feature = $feature))]

@@ -141,7 +141,7 @@ pub struct Prepared {
 /// Builds the ruleset and the plan for the child. This runs in the parent,
 /// since opening paths allocates, which is not safe between fork and exec;
 /// the child only calls [`enforce`].
-pub fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
+pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     // SAFETY: getuid/getgid/getpid cannot fail and touch no memory.
     let (uid, gid, parent) = unsafe { (libc::getuid(), libc::getgid(), libc::getpid()) };
     let offline = (!sandbox.allow_network).then(|| {
@@ -288,7 +288,7 @@ fn device_access() -> (u64, u64) {
     (write.bits(), file.bits())
 }
 
-pub fn command(prepared: Prepared, program: &str) -> Command {
+pub(crate) fn command(prepared: Prepared, program: &str) -> Command {
     let mut cmd = Command::new(program);
     let mut prepared = Some(prepared);
     // SAFETY: runs in the child between fork and exec; `enforce` only makes
@@ -350,7 +350,7 @@ fn host_sockets(proc_net_unix: &str, writable: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Restricts the calling process (the command's child, before exec).
-pub fn enforce(prepared: Prepared) -> std::io::Result<()> {
+pub(crate) fn enforce(prepared: Prepared) -> std::io::Result<()> {
     // SAFETY: only system calls on what `prepare` built (see `child`).
     unsafe { child::enforce(&prepared.child)? };
     prepared

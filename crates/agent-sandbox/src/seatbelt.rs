@@ -31,7 +31,10 @@ const WRITABLE_DEVICES: &str = r##"    (literal "/dev/null")
 /// (the writable folders, so no path is ever quoted into the profile text).
 /// Paths must be the real ones (`/private/tmp`, not `/tmp`): Seatbelt
 /// matches after symlinks are resolved.
-pub fn profile(writable: &[PathBuf], allow_network: bool) -> (String, Vec<(String, String)>) {
+pub(crate) fn profile(
+    writable: &[PathBuf],
+    allow_network: bool,
+) -> (String, Vec<(String, String)>) {
     let params: Vec<(String, String)> = writable
         .iter()
         .enumerate()

@@ -17,7 +17,7 @@ pub(crate) type ArgResult<T> = Result<T, ToolOutput>;
 
 impl<'a> Args<'a> {
     /// `null` counts as `{}`; anything but an object is an error.
-    pub fn new(value: &'a Value, tool: &'a str, example: &'a str) -> ArgResult<Self> {
+    pub(crate) fn new(value: &'a Value, tool: &'a str, example: &'a str) -> ArgResult<Self> {
         let obj = match value {
             Value::Object(m) => Some(m),
             Value::Null => None,
@@ -38,7 +38,7 @@ impl<'a> Args<'a> {
         self.obj.and_then(|m| m.get(key)).filter(|v| !v.is_null())
     }
 
-    pub fn error(&self, msg: impl std::fmt::Display) -> ToolOutput {
+    pub(crate) fn error(&self, msg: impl std::fmt::Display) -> ToolOutput {
         ToolOutput::error(
             ErrorClass::InvalidArgs,
             format!("{}: {msg}. Send e.g. {}", self.tool, self.example),
@@ -60,13 +60,13 @@ impl<'a> Args<'a> {
         ))
     }
 
-    pub fn req_str(&self, key: &str) -> ArgResult<String> {
+    pub(crate) fn req_str(&self, key: &str) -> ArgResult<String> {
         self.opt_str(key)?
             .ok_or_else(|| self.missing(key, "string"))
     }
 
     /// A string; numbers and booleans are taken as their text.
-    pub fn opt_str(&self, key: &str) -> ArgResult<Option<String>> {
+    pub(crate) fn opt_str(&self, key: &str) -> ArgResult<Option<String>> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -76,7 +76,7 @@ impl<'a> Args<'a> {
     }
 
     /// An integer; `"12"` and `12.0` are accepted.
-    pub fn opt_int(&self, key: &str) -> ArgResult<Option<i64>> {
+    pub(crate) fn opt_int(&self, key: &str) -> ArgResult<Option<i64>> {
         let bad = |v: &Value| {
             self.error(format_args!(
                 "`{key}` must be an integer like 12, not {}",
@@ -103,7 +103,7 @@ impl<'a> Args<'a> {
     }
 
     /// A boolean; `"true"`/`"false"`/`"yes"`/`"no"`, 1 and 0 are accepted.
-    pub fn opt_bool(&self, key: &str) -> ArgResult<Option<bool>> {
+    pub(crate) fn opt_bool(&self, key: &str) -> ArgResult<Option<bool>> {
         let bad = |v: &Value| {
             self.error(format_args!(
                 "`{key}` must be true or false, not {}",

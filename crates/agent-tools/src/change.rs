@@ -25,14 +25,14 @@ pub struct FileChange {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Added,
     Modified,
     Deleted,
 }
 
 #[derive(Debug, Clone)]
-pub struct FileStat {
+pub(crate) struct FileStat {
     pub rel: String,
     pub kind: Kind,
     pub added: usize,
@@ -41,7 +41,7 @@ pub struct FileStat {
 
 impl FileStat {
     /// `M src/a.rs (+3 -1)`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let k = match self.kind {
             Kind::Added => "A",
             Kind::Modified => "M",
@@ -52,7 +52,7 @@ impl FileStat {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub diff: String,
     pub stats: Vec<FileStat>,
     /// Errors the change brought into the files it wrote ([`diagnose`]).
@@ -61,7 +61,7 @@ pub struct Applied {
 
 impl Applied {
     /// A tool's result text with the diagnostics after it.
-    pub fn report(&self, content: String) -> String {
+    pub(crate) fn report(&self, content: String) -> String {
         if self.diagnostics.is_empty() {
             return content;
         }
@@ -77,7 +77,7 @@ fn text(bytes: &Option<Vec<u8>>) -> String {
 }
 
 /// The diff of one change and its stats.
-pub fn describe(c: &FileChange) -> (String, FileStat) {
+pub(crate) fn describe(c: &FileChange) -> (String, FileStat) {
     let d = diff::file_diff(
         c.old.is_some().then_some(c.rel.as_str()),
         c.new.is_some().then_some(c.rel.as_str()),
@@ -105,7 +105,7 @@ pub fn describe(c: &FileChange) -> (String, FileStat) {
 /// approval (when the mode wants it) with the combined diff, checkpoints the
 /// files for `undo`, writes atomically, updates the read ledger. On any
 /// failure nothing is left changed.
-pub fn apply(
+pub(crate) fn apply(
     ctx: &mut ToolContext<'_>,
     changes: Vec<FileChange>,
     summary: &str,
@@ -115,7 +115,7 @@ pub fn apply(
 
 /// Applies a change set that restores a checkpoint (`undo`): as [`apply`],
 /// but saves no checkpoint of its own (undoing an undo is not offered).
-pub fn restore(
+pub(crate) fn restore(
     ctx: &mut ToolContext<'_>,
     changes: Vec<FileChange>,
     summary: &str,

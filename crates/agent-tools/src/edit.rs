@@ -14,7 +14,7 @@ use super::fs::{check_fresh, not_found, resolve_writable};
 use super::grep::cut;
 use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
-pub struct Edit;
+pub(crate) struct Edit;
 
 /// Candidate lines listed when `old_text` is not found.
 const CANDIDATES: usize = 5;
@@ -177,7 +177,7 @@ fn line_of(content: &str, offset: usize) -> usize {
 
 /// Says where `old_text` probably is: lines equal to its first non-blank line
 /// after trimming, else the most similar lines.
-pub fn no_match_message(rel: &str, content: &str, old_text: &str) -> String {
+pub(crate) fn no_match_message(rel: &str, content: &str, old_text: &str) -> String {
     let first = old_text
         .lines()
         .map(str::trim)

@@ -15,14 +15,18 @@ use super::{sha256_hex, Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolS
 /// (dependencies, caches, build output), unless asked for directly; and
 /// those never listed, searched or written (the agent's state and git's).
 /// One list with the index's walk, which skips both.
-pub use agent_lang::walk::{HEAVY_DIRS, HIDDEN_DIRS};
+pub(crate) use agent_lang::walk::{HEAVY_DIRS, HIDDEN_DIRS};
 
 /// An `ignore` walker from `start` (a resolved path inside the workspace):
 /// .gitignore/.ignore/.agentignore honoured (also outside git), hidden files
 /// included, symlinks not followed, `.git/` and `.agent/` never entered.
 /// Heavy folders are entered only when `start` is inside one; with
 /// `show_heavy` they are still yielded (for `list_dir`).
-pub fn walker(start: &Path, max_depth: Option<usize>, show_heavy: bool) -> ignore::WalkBuilder {
+pub(crate) fn walker(
+    start: &Path,
+    max_depth: Option<usize>,
+    show_heavy: bool,
+) -> ignore::WalkBuilder {
     let mut b = ignore::WalkBuilder::new(start);
     let start = start.to_path_buf();
     b.hidden(false)
@@ -147,9 +151,9 @@ fn human_size(bytes: u64) -> String {
 // ---------------------------------------------------------------------------
 
 /// `list_dir`: a tree of a folder.
-pub struct ListDir;
+pub(crate) struct ListDir;
 
-pub const LIST_CAP: usize = 200;
+pub(crate) const LIST_CAP: usize = 200;
 const LIST_COUNT_LIMIT: usize = 100_000;
 
 impl Tool for ListDir {
@@ -260,14 +264,14 @@ impl Tool for ListDir {
 // ---------------------------------------------------------------------------
 
 /// `read_file`: numbered lines of a text file.
-pub struct ReadFile;
+pub(crate) struct ReadFile;
 
 /// Lines per call.
-pub const READ_MAX_LINES: usize = 400;
+pub(crate) const READ_MAX_LINES: usize = 400;
 /// Bytes of text per call.
-pub const READ_MAX_BYTES: usize = 24 * 1024;
+pub(crate) const READ_MAX_BYTES: usize = 24 * 1024;
 /// A longer line is cut.
-pub const READ_MAX_LINE_BYTES: usize = 2000;
+pub(crate) const READ_MAX_LINE_BYTES: usize = 2000;
 
 impl Tool for ReadFile {
     fn spec(&self) -> ToolSpec {
@@ -395,7 +399,7 @@ impl Tool for ReadFile {
 }
 
 /// What [`read_range`] found.
-pub struct RangeRead {
+pub(crate) struct RangeRead {
     /// The lines from the start (lossy UTF-8, `\r` stripped, long lines cut).
     pub lines: Vec<String>,
     pub total_lines: usize,
@@ -407,7 +411,7 @@ pub struct RangeRead {
 /// Streams a file once: hashes all of it, counts its lines and keeps lines
 /// `start..=end` within the per-call caps. `None` for binary files (a NUL in
 /// the first 8 KiB).
-pub fn read_range(
+pub(crate) fn read_range(
     mut f: impl Read,
     start: usize,
     end: Option<usize>,
@@ -504,13 +508,13 @@ fn finish_line(kept: &[u8], full_len: usize) -> String {
 // ---------------------------------------------------------------------------
 
 /// `glob`: files whose path matches a pattern.
-pub struct Glob;
+pub(crate) struct Glob;
 
-pub const GLOB_CAP: usize = 100;
+pub(crate) const GLOB_CAP: usize = 100;
 
 /// Compiles a user glob: without a `/` it matches file names anywhere
 /// (`*.rs`), with one it matches workspace-relative paths (`src/**/*.rs`).
-pub fn compile_glob(pattern: &str) -> Result<(globset::GlobMatcher, bool), String> {
+pub(crate) fn compile_glob(pattern: &str) -> Result<(globset::GlobMatcher, bool), String> {
     let p = pattern.trim().trim_start_matches("./");
     let by_name = !p.contains('/');
     let glob = globset::GlobBuilder::new(p)
@@ -592,7 +596,7 @@ impl Tool for Glob {
 // ---------------------------------------------------------------------------
 
 /// `write_file`: creates a file, or replaces one the model has read.
-pub struct WriteFile;
+pub(crate) struct WriteFile;
 
 impl Tool for WriteFile {
     fn spec(&self) -> ToolSpec {

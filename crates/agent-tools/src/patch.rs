@@ -33,7 +33,7 @@ use super::grep::cut;
 use super::{Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tag {
+pub(crate) enum Tag {
     Keep,
     Remove,
     Add,
@@ -41,7 +41,7 @@ pub enum Tag {
 
 /// One `@@` hunk of an Update.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     /// The text after `@@`: a line that comes before the hunk.
     pub context: Option<String>,
     pub lines: Vec<(Tag, String)>,
@@ -52,7 +52,7 @@ pub struct Chunk {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Add {
         path: String,
         lines: Vec<String>,
@@ -68,7 +68,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             Op::Add { path, .. } | Op::Update { path, .. } | Op::Delete { path } => path,
         }
@@ -78,7 +78,7 @@ impl Op {
 const FORMAT_HINT: &str = "The format is:\n*** Begin Patch\n*** Update File: path\n@@ optional line before the change\n context line\n-removed line\n+added line\n*** End Patch\n(also *** Add File: path with + lines, *** Delete File: path)";
 
 /// Parses a patch; errors name the patch line.
-pub fn parse(text: &str) -> Result<Vec<Op>, String> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Op>, String> {
     let all: Vec<&str> = text
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
@@ -326,7 +326,7 @@ fn hunk_context(rest: &str) -> Option<String> {
 /// Finds `pattern` in `lines` at or after `from`: exactly, then ignoring
 /// trailing whitespace, then ignoring surrounding whitespace. With `eof`, a
 /// match at the very end is preferred.
-pub fn seek(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<usize> {
+pub(crate) fn seek(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<usize> {
     if pattern.is_empty() {
         return Some(if eof {
             lines.len()
@@ -392,7 +392,7 @@ fn split_lines(content: &str) -> Lines {
 
 /// Applies an Update's hunks to a file's content; errors say which hunk failed
 /// and show the nearest lines.
-pub fn apply_chunks(content: &str, chunks: &[Chunk], path: &str) -> Result<String, String> {
+pub(crate) fn apply_chunks(content: &str, chunks: &[Chunk], path: &str) -> Result<String, String> {
     let Lines {
         mut lines,
         eol,
@@ -516,7 +516,7 @@ fn hunk_error(
     msg
 }
 
-pub struct ApplyPatch;
+pub(crate) struct ApplyPatch;
 
 impl Tool for ApplyPatch {
     fn spec(&self) -> ToolSpec {

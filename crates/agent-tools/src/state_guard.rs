@@ -64,7 +64,7 @@ impl Node {
 }
 
 /// The team's folder as it was before a command.
-pub struct StateGuard {
+pub(crate) struct StateGuard {
     dir: PathBuf,
     /// Settings file → its bytes.
     settings: BTreeMap<PathBuf, Vec<u8>>,
@@ -78,7 +78,7 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 
 impl StateGuard {
     /// Snapshots `team_dir` (`.agent/`, which need not exist).
-    pub fn snapshot(team_dir: &Path) -> Self {
+    pub(crate) fn snapshot(team_dir: &Path) -> Self {
         let mut guard = Self {
             dir: team_dir.to_path_buf(),
             settings: BTreeMap::new(),
@@ -128,7 +128,7 @@ impl StateGuard {
 
     /// Puts the settings back and says, per file, what the command did.
     /// Empty when it left `.agent/` alone.
-    pub fn restore(self) -> Vec<String> {
+    pub(crate) fn restore(self) -> Vec<String> {
         let rel = |p: &Path| {
             let inner = p.strip_prefix(&self.dir).unwrap_or(p);
             format!(".agent/{}", inner.display())
@@ -220,11 +220,11 @@ fn restore_note(rel: &str, now: &Node, restore: impl FnOnce() -> bool) -> String
 /// instructions: what they say changes what the agent runs (MCP servers) or
 /// what it is told. The user owns them: a tool's write asks even in yolo
 /// mode, and a command's change is undone.
-pub const AGENT_FILES: &[&str] = &[".mcp.json", "AGENTS.md"];
+pub(crate) const AGENT_FILES: &[&str] = &[".mcp.json", "AGENTS.md"];
 
 /// Why a change to this workspace-relative path needs the user's yes even in
 /// yolo mode, if it does: `.mcp.json` at the root, `AGENTS.md` anywhere.
-pub fn agent_file(rel: &str) -> Option<String> {
+pub(crate) fn agent_file(rel: &str) -> Option<String> {
     let path = Path::new(rel);
     let name = path.file_name()?.to_str()?;
     if name == "AGENTS.md" {
@@ -237,14 +237,14 @@ pub fn agent_file(rel: &str) -> Option<String> {
 }
 
 /// The root's agent files and `.git/config` as they were before a command.
-pub struct ConfigGuard {
+pub(crate) struct ConfigGuard {
     root: PathBuf,
     /// File → what it was (bytes, a symlink, nothing).
     files: BTreeMap<PathBuf, Node>,
 }
 
 impl ConfigGuard {
-    pub fn snapshot(root: &Path) -> Self {
+    pub(crate) fn snapshot(root: &Path) -> Self {
         let files = AGENT_FILES
             .iter()
             .map(|name| root.join(name))
@@ -263,7 +263,7 @@ impl ConfigGuard {
     /// Undoes what the command did to the agent files, and to `.git/config`
     /// if it added a key that runs a program; says so, per file. A file it
     /// turned into a symlink is reported, never written through.
-    pub fn restore(self) -> Vec<String> {
+    pub(crate) fn restore(self) -> Vec<String> {
         let mut notes = Vec::new();
         for (path, before) in &self.files {
             let now = Node::read(path);

@@ -10,7 +10,7 @@ use super::checkpoint::{ChangeSet, Undoable};
 use super::{sha256_hex, Access, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// `undo`: reverts the last change set.
-pub struct Undo;
+pub(crate) struct Undo;
 
 /// Why the last change is not undone here: it is another run's, named with
 /// the command that undoes it.

@@ -23,7 +23,7 @@ use crate::status::{self, Status};
 use crate::term::Screen;
 
 /// What the chat's thread tells the UI.
-pub enum Event {
+pub(crate) enum Event {
     /// What was printed on stderr (SGR colours kept).
     Output(String),
     /// Finished lines for the scrollback.
@@ -55,14 +55,14 @@ pub enum Event {
     Close,
 }
 
-pub struct ToolDone {
+pub(crate) struct ToolDone {
     pub ok: bool,
     pub content: String,
     pub diff: Option<String>,
 }
 
 /// What the UI tells the chat's thread.
-pub enum Input {
+pub(crate) enum Input {
     Submit(String),
     /// Shift+Tab between turns: the next permission mode.
     NextMode,
@@ -72,13 +72,13 @@ pub enum Input {
 /// The chat's end of the UI: events go through here, after whatever was
 /// printed on stderr before them, so the scrollback keeps their order.
 #[derive(Clone)]
-pub struct Link {
+pub(crate) struct Link {
     pub tx: Sender<Event>,
     pub capture: Arc<Mutex<Capture>>,
 }
 
 impl Link {
-    pub fn send(&self, event: Event) {
+    pub(crate) fn send(&self, event: Event) {
         let mut capture = self.capture.lock().unwrap_or_else(|e| e.into_inner());
         let printed = capture.drain();
         if !printed.is_empty() {
@@ -88,7 +88,7 @@ impl Link {
     }
 
     /// Forwards what was printed (from any thread) since the last time.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let mut capture = self.capture.lock().unwrap_or_else(|e| e.into_inner());
         let printed = capture.drain();
         if !printed.is_empty() {
@@ -105,7 +105,7 @@ const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 
-pub struct App {
+pub(crate) struct App {
     pub screen: Screen,
     pub link: Link,
     pub events: Receiver<Event>,
@@ -137,7 +137,7 @@ pub struct App {
 
 impl App {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         screen: Screen,
         link: Link,
         events: Receiver<Event>,
@@ -177,7 +177,7 @@ impl App {
     }
 
     /// Runs until the chat closes the UI (or the user quits at once).
-    pub fn run(mut self) -> std::io::Result<()> {
+    pub(crate) fn run(mut self) -> std::io::Result<()> {
         while !self.closed {
             self.link.flush();
             while let Ok(event) = self.events.try_recv() {

@@ -18,7 +18,7 @@ use crate::app::{Event, Link};
 use crate::cells::{diff_lines, styled};
 
 /// A question for the user, with the lines shown before it.
-pub struct Ask {
+pub(crate) struct Ask {
     pub shown: Vec<Line<'static>>,
     pub question: String,
 }
@@ -124,7 +124,7 @@ impl Approver for TuiApprover {
 }
 
 /// The question's line in the live area.
-pub fn question_line(question: &str) -> Line<'static> {
+pub(crate) fn question_line(question: &str) -> Line<'static> {
     Line::from(vec![
         Span::styled(
             "? ",
@@ -141,7 +141,7 @@ pub fn question_line(question: &str) -> Line<'static> {
 }
 
 /// The answer, as it stays in the scrollback.
-pub fn answered_line(question: &str, answer: char) -> Line<'static> {
+pub(crate) fn answered_line(question: &str, answer: char) -> Line<'static> {
     let (word, color) = match answer {
         'y' => ("yes", Color::Green),
         'a' => ("always", Color::Green),

@@ -5,7 +5,7 @@
 
 use std::os::fd::RawFd;
 
-pub struct Capture {
+pub(crate) struct Capture {
     /// The real stderr, put back by [`Capture::restore`].
     saved: RawFd,
     /// The pipe's read end (non-blocking).
@@ -24,7 +24,7 @@ fn check(ret: libc::c_int) -> std::io::Result<libc::c_int> {
 }
 
 impl Capture {
-    pub fn start() -> std::io::Result<Self> {
+    pub(crate) fn start() -> std::io::Result<Self> {
         let mut fds = [0; 2];
         // SAFETY: plain syscalls on descriptors this function owns; fd 2 is
         // replaced by dup2, which is atomic.
@@ -45,7 +45,7 @@ impl Capture {
     }
 
     /// What was written since the last call (complete characters only).
-    pub fn drain(&mut self) -> String {
+    pub(crate) fn drain(&mut self) -> String {
         let mut bytes = std::mem::take(&mut self.carry);
         let mut buf = [0u8; 8192];
         loop {
@@ -66,7 +66,7 @@ impl Capture {
     }
 
     /// Puts the real stderr back; returns what was still in the pipe.
-    pub fn restore(&mut self) -> String {
+    pub(crate) fn restore(&mut self) -> String {
         if self.restored {
             return String::new();
         }

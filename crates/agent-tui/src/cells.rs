@@ -10,19 +10,19 @@ use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
 /// Lines of a tool's result shown under its call.
-pub const RESULT_LINES: usize = 4;
+pub(crate) const RESULT_LINES: usize = 4;
 
-pub fn dim() -> Style {
+pub(crate) fn dim() -> Style {
     Style::default().add_modifier(Modifier::DIM)
 }
 
 /// One line in one style; control characters escaped.
-pub fn styled(text: &str, style: Style) -> Line<'static> {
+pub(crate) fn styled(text: &str, style: Style) -> Line<'static> {
     Line::from(Span::styled(escape_line(text).into_owned(), style))
 }
 
 /// The request as it was sent, under a `›`.
-pub fn request(text: &str) -> Vec<Line<'static>> {
+pub(crate) fn request(text: &str) -> Vec<Line<'static>> {
     let mut out = vec![Line::default()];
     for (i, line) in text.lines().enumerate() {
         let lead = if i == 0 { "› " } else { "  " };
@@ -38,7 +38,11 @@ pub fn request(text: &str) -> Vec<Line<'static>> {
 }
 
 /// The header of a tool call: `● tool summary`, and how it ended.
-pub fn tool_header(tool: &str, summary: &str, end: Option<(bool, Duration)>) -> Line<'static> {
+pub(crate) fn tool_header(
+    tool: &str,
+    summary: &str,
+    end: Option<(bool, Duration)>,
+) -> Line<'static> {
     let mut spans = vec![
         Span::styled("● ", Style::default().fg(Color::Cyan)),
         Span::styled(
@@ -63,7 +67,7 @@ pub fn tool_header(tool: &str, summary: &str, end: Option<(bool, Duration)>) -> 
 
 /// A finished tool call: its header, the diff it made (when shown), and
 /// the first lines of its result.
-pub fn tool_done(
+pub(crate) fn tool_done(
     tool: &str,
     summary: &str,
     ok: bool,
@@ -97,7 +101,7 @@ pub fn tool_done(
 }
 
 /// A unified diff, coloured: additions green, removals red, hunks cyan.
-pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
+pub(crate) fn diff_lines(diff: &str) -> Vec<Line<'static>> {
     diff.lines()
         .map(|text| {
             let style = if text.starts_with("+++ ") || text.starts_with("--- ") {
@@ -118,7 +122,7 @@ pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
 
 /// Text that carries SGR colour sequences (what a chat command printed on
 /// stderr) as styled lines; every other control character is escaped.
-pub fn from_ansi(text: &str) -> Vec<Line<'static>> {
+pub(crate) fn from_ansi(text: &str) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut style = Style::default();
     for raw in text.trim_end_matches('\n').split('\n') {
@@ -179,7 +183,7 @@ fn sgr(mut style: Style, params: &str) -> Style {
 }
 
 /// `line` cut into rows of at most `width` columns, styles kept.
-pub fn wrap(line: &Line<'static>, width: u16) -> Vec<Line<'static>> {
+pub(crate) fn wrap(line: &Line<'static>, width: u16) -> Vec<Line<'static>> {
     let width = usize::from(width).max(1);
     let mut rows = Vec::new();
     let mut row: Vec<Span<'static>> = Vec::new();

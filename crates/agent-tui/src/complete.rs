@@ -16,16 +16,16 @@ pub struct CommandInfo {
 
 /// A row of the list: what it shows, and the editor's text Tab makes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
+pub(crate) struct Item {
     pub label: String,
     pub description: String,
     text: String,
 }
 
 /// The list's rows at most.
-pub const SHOWN: usize = 12;
+pub(crate) const SHOWN: usize = 12;
 
-pub struct Completion {
+pub(crate) struct Completion {
     commands: Vec<CommandInfo>,
     files: Files,
     /// The rows matching what is typed, and the one selected.
@@ -35,7 +35,7 @@ pub struct Completion {
 
 impl Completion {
     /// `workspace`: where `@` finds files (None: `@` lists nothing).
-    pub fn new(commands: Vec<CommandInfo>, workspace: Option<PathBuf>) -> Self {
+    pub(crate) fn new(commands: Vec<CommandInfo>, workspace: Option<PathBuf>) -> Self {
         Self {
             commands,
             files: Files::new(workspace),
@@ -46,7 +46,7 @@ impl Completion {
 
     /// Follows the editor's text: a list while it is `/` and a partial
     /// name, or ends in `@` and a partial path.
-    pub fn update(&mut self, text: &str) {
+    pub(crate) fn update(&mut self, text: &str) {
         let before = self.matches.get(self.selected).map(|i| i.label.clone());
         self.matches = match text.strip_prefix('/') {
             Some(typed) if !typed.contains(char::is_whitespace) => self.command_items(typed),
@@ -89,15 +89,15 @@ impl Completion {
             .collect()
     }
 
-    pub fn visible(&self) -> bool {
+    pub(crate) fn visible(&self) -> bool {
         !self.matches.is_empty()
     }
 
-    pub fn hide(&mut self) {
+    pub(crate) fn hide(&mut self) {
         self.matches.clear();
     }
 
-    pub fn move_selection(&mut self, delta: i32) {
+    pub(crate) fn move_selection(&mut self, delta: i32) {
         let n = self.matches.len();
         if n > 0 {
             self.selected = (self.selected as i64 + i64::from(delta)).rem_euclid(n as i64) as usize;
@@ -105,13 +105,13 @@ impl Completion {
     }
 
     /// Tab: the editor's text with the selected row filled in.
-    pub fn complete(&self) -> Option<String> {
+    pub(crate) fn complete(&self) -> Option<String> {
         self.matches.get(self.selected).map(|i| i.text.clone())
     }
 
     /// The rows shown (a window of [`SHOWN`] around the selection), each
     /// with whether it is the selected one.
-    pub fn rows(&self) -> Vec<(&Item, bool)> {
+    pub(crate) fn rows(&self) -> Vec<(&Item, bool)> {
         let start = self.selected.saturating_sub(SHOWN - 1);
         self.matches
             .iter()

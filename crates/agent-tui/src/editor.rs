@@ -4,44 +4,44 @@
 use unicode_width::UnicodeWidthChar;
 
 /// The prompt before the first row, and the indent of the others.
-pub const PROMPT: &str = "› ";
+pub(crate) const PROMPT: &str = "› ";
 const INDENT: &str = "  ";
 
 /// Multi-line text with a cursor (a byte offset on a char boundary).
 #[derive(Debug, Default, Clone)]
-pub struct Editor {
+pub(crate) struct Editor {
     text: String,
     cursor: usize,
 }
 
 impl Editor {
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.text.is_empty()
     }
 
     /// Replaces the text; the cursor goes to its end.
-    pub fn set(&mut self, text: &str) {
+    pub(crate) fn set(&mut self, text: &str) {
         self.text = text.to_string();
         self.cursor = self.text.len();
     }
 
     /// Empties the editor and gives back what it held.
-    pub fn take(&mut self) -> String {
+    pub(crate) fn take(&mut self) -> String {
         self.cursor = 0;
         std::mem::take(&mut self.text)
     }
 
-    pub fn insert(&mut self, c: char) {
+    pub(crate) fn insert(&mut self, c: char) {
         self.text.insert(self.cursor, c);
         self.cursor += c.len_utf8();
     }
 
     /// Inserts a paste as it is (line breaks kept, `\r\n` and `\r` read as `\n`).
-    pub fn insert_str(&mut self, s: &str) {
+    pub(crate) fn insert_str(&mut self, s: &str) {
         let s = s.replace("\r\n", "\n").replace('\r', "\n");
         self.text.insert_str(self.cursor, &s);
         self.cursor += s.len();
@@ -49,7 +49,7 @@ impl Editor {
 
     /// Enter after a trailing `\`: the backslash becomes a line break.
     /// Returns whether it did.
-    pub fn continue_line(&mut self) -> bool {
+    pub(crate) fn continue_line(&mut self) -> bool {
         if self.cursor == self.text.len() && self.text.ends_with('\\') {
             self.text.pop();
             self.cursor -= 1;
@@ -59,26 +59,26 @@ impl Editor {
         false
     }
 
-    pub fn backspace(&mut self) {
+    pub(crate) fn backspace(&mut self) {
         if let Some(c) = self.text[..self.cursor].chars().next_back() {
             self.cursor -= c.len_utf8();
             self.text.remove(self.cursor);
         }
     }
 
-    pub fn delete(&mut self) {
+    pub(crate) fn delete(&mut self) {
         if self.cursor < self.text.len() {
             self.text.remove(self.cursor);
         }
     }
 
-    pub fn left(&mut self) {
+    pub(crate) fn left(&mut self) {
         if let Some(c) = self.text[..self.cursor].chars().next_back() {
             self.cursor -= c.len_utf8();
         }
     }
 
-    pub fn right(&mut self) {
+    pub(crate) fn right(&mut self) {
         if let Some(c) = self.text[self.cursor..].chars().next() {
             self.cursor += c.len_utf8();
         }
@@ -94,29 +94,29 @@ impl Editor {
             .map_or(self.text.len(), |i| self.cursor + i)
     }
 
-    pub fn home(&mut self) {
+    pub(crate) fn home(&mut self) {
         self.cursor = self.line_start();
     }
 
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         self.cursor = self.line_end();
     }
 
     /// Ctrl-U: deletes from the start of the line to the cursor.
-    pub fn kill_to_start(&mut self) {
+    pub(crate) fn kill_to_start(&mut self) {
         let start = self.line_start();
         self.text.replace_range(start..self.cursor, "");
         self.cursor = start;
     }
 
     /// Ctrl-K: deletes from the cursor to the end of the line.
-    pub fn kill_to_end(&mut self) {
+    pub(crate) fn kill_to_end(&mut self) {
         let end = self.line_end();
         self.text.replace_range(self.cursor..end, "");
     }
 
     /// Ctrl-W: deletes the word before the cursor.
-    pub fn delete_word(&mut self) {
+    pub(crate) fn delete_word(&mut self) {
         let before = &self.text[..self.cursor];
         let trimmed = before.trim_end_matches([' ', '\t']);
         let start = trimmed
@@ -127,17 +127,17 @@ impl Editor {
     }
 
     /// Whether the cursor is on the first line (Up then recalls history).
-    pub fn on_first_line(&self) -> bool {
+    pub(crate) fn on_first_line(&self) -> bool {
         !self.text[..self.cursor].contains('\n')
     }
 
     /// Whether the cursor is on the last line (Down then recalls history).
-    pub fn on_last_line(&self) -> bool {
+    pub(crate) fn on_last_line(&self) -> bool {
         !self.text[self.cursor..].contains('\n')
     }
 
     /// Moves to the line above or below (`delta` -1 or 1), keeping the column.
-    pub fn vertical(&mut self, delta: i32) {
+    pub(crate) fn vertical(&mut self, delta: i32) {
         let column = self.text[self.line_start()..self.cursor].chars().count();
         let target = if delta < 0 {
             let start = self.line_start();
@@ -164,7 +164,7 @@ impl Editor {
 
     /// The text as rows of at most `width` columns (the prompt included),
     /// and the cursor's (row, column).
-    pub fn layout(&self, width: u16) -> (Vec<String>, (u16, u16)) {
+    pub(crate) fn layout(&self, width: u16) -> (Vec<String>, (u16, u16)) {
         let width = usize::from(width).max(4);
         let mut rows = Vec::new();
         let mut cursor = (0, PROMPT.chars().count());

@@ -12,7 +12,7 @@ const MOST_FILES: usize = 50_000;
 /// Matches offered at most.
 const MOST_MATCHES: usize = 50;
 
-pub struct Files {
+pub(crate) struct Files {
     root: Option<PathBuf>,
     /// Walked on the first `@`: the chat may never need them.
     paths: Option<Vec<String>>,
@@ -20,7 +20,7 @@ pub struct Files {
 }
 
 impl Files {
-    pub fn new(root: Option<PathBuf>) -> Self {
+    pub(crate) fn new(root: Option<PathBuf>) -> Self {
         Self {
             root,
             paths: None,
@@ -29,7 +29,7 @@ impl Files {
     }
 
     /// The files best matching `query`, best first.
-    pub fn matches(&mut self, query: &str) -> Vec<String> {
+    pub(crate) fn matches(&mut self, query: &str) -> Vec<String> {
         let root = self.root.clone();
         let paths = self
             .paths
@@ -58,7 +58,7 @@ fn list(root: &Path) -> Vec<String> {
 }
 
 /// The `@` word at the end of `text`: what follows the `@`.
-pub fn at_word(text: &str) -> Option<&str> {
+pub(crate) fn at_word(text: &str) -> Option<&str> {
     let word = text.rsplit(char::is_whitespace).next()?;
     word.strip_prefix('@')
 }

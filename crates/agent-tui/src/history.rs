@@ -11,7 +11,7 @@ pub const FILE: &str = "tui-history.jsonl";
 /// Entries kept in memory (the file keeps every one).
 const KEPT: usize = 1000;
 
-pub struct History {
+pub(crate) struct History {
     path: Option<PathBuf>,
     entries: Vec<String>,
     /// Where Up/Down is: an index into `entries`, or None for the draft.
@@ -22,7 +22,7 @@ pub struct History {
 
 impl History {
     /// The history in `state_dir`; empty when the file is missing or unreadable.
-    pub fn open(state_dir: Option<&Path>) -> Self {
+    pub(crate) fn open(state_dir: Option<&Path>) -> Self {
         let path = state_dir.map(|d| d.join(FILE));
         let mut entries: Vec<String> = path
             .as_deref()
@@ -42,7 +42,7 @@ impl History {
     }
 
     /// Adds a sent request (not a repeat of the last one) and appends it to the file.
-    pub fn push(&mut self, entry: &str) {
+    pub(crate) fn push(&mut self, entry: &str) {
         self.at = None;
         if entry.trim().is_empty() || self.entries.last().is_some_and(|l| l == entry) {
             return;
@@ -70,7 +70,7 @@ impl History {
     /// The latest entry before `before` (of all, when None) containing
     /// `query`, without telling case apart unless the query has capitals;
     /// an entry the same as `before`'s is passed over.
-    pub fn find(&self, query: &str, before: Option<usize>) -> Option<usize> {
+    pub(crate) fn find(&self, query: &str, before: Option<usize>) -> Option<usize> {
         let end = before.unwrap_or(self.entries.len()).min(self.entries.len());
         let seen = before.and_then(|i| self.entries.get(i));
         let smart_case = query.chars().any(char::is_uppercase);
@@ -85,13 +85,13 @@ impl History {
         })
     }
 
-    pub fn get(&self, index: usize) -> Option<&str> {
+    pub(crate) fn get(&self, index: usize) -> Option<&str> {
         self.entries.get(index).map(String::as_str)
     }
 
     /// The entry before the current one; `current` is the editor's text,
     /// kept as the draft when the recall starts.
-    pub fn previous(&mut self, current: &str) -> Option<&str> {
+    pub(crate) fn previous(&mut self, current: &str) -> Option<&str> {
         let next = match self.at {
             None if self.entries.is_empty() => return None,
             None => {
@@ -106,7 +106,7 @@ impl History {
     }
 
     /// The entry after the current one, or the draft after the last.
-    pub fn next(&mut self) -> Option<&str> {
+    pub(crate) fn next(&mut self) -> Option<&str> {
         let i = self.at?;
         if i + 1 < self.entries.len() {
             self.at = Some(i + 1);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use agent_base::tokens::thousands;
 
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// When the step began: the prefill rate is measured from here.
     started: Option<Instant>,
     prefill: Option<Prefill>,
@@ -26,7 +26,7 @@ struct Prefill {
 }
 
 impl Progress {
-    pub fn step_start(&mut self, now: Instant) {
+    pub(crate) fn step_start(&mut self, now: Instant) {
         *self = Self {
             started: Some(now),
             decoding_since: Some(now),
@@ -34,7 +34,7 @@ impl Progress {
         };
     }
 
-    pub fn prefilled(&mut self, done: usize, total: usize, now: Instant) {
+    pub(crate) fn prefilled(&mut self, done: usize, total: usize, now: Instant) {
         let since = self.started.unwrap_or(now);
         let seconds = now.duration_since(since).as_secs_f64().max(1e-3);
         self.prefill = Some(Prefill {
@@ -49,7 +49,7 @@ impl Progress {
     }
 
     /// `tokens` generated in this step so far.
-    pub fn generated(&mut self, tokens: usize, now: Instant) {
+    pub(crate) fn generated(&mut self, tokens: usize, now: Instant) {
         let Some(since) = self.decoding_since else {
             return;
         };
@@ -60,7 +60,7 @@ impl Progress {
     }
 
     /// `prefill 512/2,048 (ETA 3s)` while the prompt is read, then `18.5 tokens/s`.
-    pub fn text(&self, now: Instant) -> Option<String> {
+    pub(crate) fn text(&self, now: Instant) -> Option<String> {
         if let Some(p) = self.prefill.filter(|p| p.done < p.total) {
             let mut text = format!("prefill {}/{}", thousands(p.done), thousands(p.total));
             if p.rate > 0.0 {

@@ -4,7 +4,7 @@
 
 use crate::history::History;
 
-pub struct ReverseSearch {
+pub(crate) struct ReverseSearch {
     pub query: String,
     /// The entry shown: its index in the history.
     found: Option<usize>,
@@ -15,7 +15,7 @@ pub struct ReverseSearch {
 }
 
 impl ReverseSearch {
-    pub fn new(draft: &str) -> Self {
+    pub(crate) fn new(draft: &str) -> Self {
         Self {
             query: String::new(),
             found: None,
@@ -26,7 +26,7 @@ impl ReverseSearch {
 
     /// The query changed: the latest entry matching it; on a miss the
     /// last match stays in view.
-    pub fn retype(&mut self, history: &History) {
+    pub(crate) fn retype(&mut self, history: &History) {
         let found = history.find(&self.query, None);
         self.failed = found.is_none();
         if found.is_some() {
@@ -35,7 +35,7 @@ impl ReverseSearch {
     }
 
     /// Ctrl-R again: the next older match; the current one stays when there is none.
-    pub fn older(&mut self, history: &History) {
+    pub(crate) fn older(&mut self, history: &History) {
         let older = match self.found {
             Some(at) => history.find(&self.query, Some(at)),
             None => history.find(&self.query, None),
@@ -47,7 +47,7 @@ impl ReverseSearch {
     }
 
     /// What the editor shows: the entry found, else the draft.
-    pub fn text(&self, history: &History) -> String {
+    pub(crate) fn text(&self, history: &History) -> String {
         self.found
             .and_then(|i| history.get(i))
             .unwrap_or(&self.draft)
@@ -55,7 +55,7 @@ impl ReverseSearch {
     }
 
     /// The line above the input.
-    pub fn prompt(&self) -> String {
+    pub(crate) fn prompt(&self) -> String {
         let state = if self.failed {
             "no match"
         } else {

@@ -27,7 +27,7 @@ fn short_model(model: &str) -> &str {
 /// The line: `model · ctx 1,234/8,192 (15%) · 56 tokens · mode confirm`,
 /// the step's `progress` (prefill, speed) before the tokens, then `hint`
 /// (what Esc, Enter, Ctrl-C do now).
-pub fn line(
+pub(crate) fn line(
     status: &Status,
     live_tokens: usize,
     progress: Option<&str>,

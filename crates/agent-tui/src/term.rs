@@ -24,14 +24,14 @@ type Backend = CrosstermBackend<Stdout>;
 /// Whether the keyboard protocol was pushed (popped again on restore).
 static ENHANCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-pub struct Screen {
+pub(crate) struct Screen {
     terminal: Terminal<Backend>,
     height: u16,
 }
 
 /// Puts the terminal back as it was: cooked mode, no paste brackets, the
 /// keyboard protocol popped, the cursor shown. Safe to call twice.
-pub fn restore() {
+pub(crate) fn restore() {
     let mut out = std::io::stdout();
     if ENHANCED.swap(false, std::sync::atomic::Ordering::SeqCst) {
         let _ = queue!(out, PopKeyboardEnhancementFlags);
@@ -42,7 +42,7 @@ pub fn restore() {
 
 impl Screen {
     /// Raw mode on, and an inline viewport of `height` rows under the cursor.
-    pub fn open(height: u16) -> std::io::Result<Self> {
+    pub(crate) fn open(height: u16) -> std::io::Result<Self> {
         enable_raw_mode()?;
         let mut out = std::io::stdout();
         execute!(out, EnableBracketedPaste)?;
@@ -73,14 +73,14 @@ impl Screen {
     }
 
     /// The terminal's width and height.
-    pub fn size(&self) -> (u16, u16) {
+    pub(crate) fn size(&self) -> (u16, u16) {
         let size = self.terminal.size().unwrap_or_default();
         (size.width, size.height)
     }
 
     /// Makes the live area `height` rows: the old one is cleared and a new
     /// viewport starts where it began (scrolling up if it must).
-    pub fn set_height(&mut self, height: u16) -> std::io::Result<()> {
+    pub(crate) fn set_height(&mut self, height: u16) -> std::io::Result<()> {
         let height = height.clamp(1, self.size().1.max(1));
         if height == self.height {
             return Ok(());
@@ -97,7 +97,7 @@ impl Screen {
     }
 
     /// Puts `lines` into the scrollback above the live area, wrapped to the width.
-    pub fn insert(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
+    pub(crate) fn insert(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
         let (width, screen) = self.size();
         let rows: Vec<Line<'static>> = lines.iter().flat_map(|l| wrap(l, width)).collect();
         // In pieces of a screen at most: each is one buffer of cells.
@@ -112,14 +112,14 @@ impl Screen {
         Ok(())
     }
 
-    pub fn draw(&mut self, render: impl FnOnce(&mut ratatui::Frame)) -> std::io::Result<()> {
+    pub(crate) fn draw(&mut self, render: impl FnOnce(&mut ratatui::Frame)) -> std::io::Result<()> {
         self.terminal.draw(render)?;
         Ok(())
     }
 
     /// Clears the live area and leaves the cursor at its start, for what
     /// is printed after the UI.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         let top = self.terminal.get_frame().area().y;
         let _ = execute!(
             std::io::stdout(),

@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each example uses its own subset
 
 /// The `p` quantile (0..=1) of `v`, nearest rank.
-pub fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
+pub(crate) fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
@@ -19,16 +19,16 @@ fn status_mb(key: &str) -> f64 {
 }
 
 /// Peak RSS of this process (since the last [`reset_peak_rss`]), in MB.
-pub fn peak_rss_mb() -> f64 {
+pub(crate) fn peak_rss_mb() -> f64 {
     status_mb("VmHWM:")
 }
 
 /// Resident memory now, in MB.
-pub fn rss_mb() -> f64 {
+pub(crate) fn rss_mb() -> f64 {
     status_mb("VmRSS:")
 }
 
 /// Linux resets VmHWM to the current RSS on "5" (proc(5), clear_refs).
-pub fn reset_peak_rss() {
+pub(crate) fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 /// What `prepare` built for the child.
-pub struct Plan {
+pub(super) struct Plan {
     /// The agent's pid: a child whose parent is no longer it was orphaned
     /// before it could arm its death signal, and must not run.
     pub parent: libc::pid_t,
@@ -64,7 +64,7 @@ fn errno() -> io::Error {
 
 /// # Safety
 /// Only system calls on `plan`; safe between fork and exec.
-pub unsafe fn enforce(plan: &Plan) -> io::Result<()> {
+pub(super) unsafe fn enforce(plan: &Plan) -> io::Result<()> {
     die_with(plan.parent);
     if let Some(procs) = &plan.cgroup_procs {
         // Before leaving the host's user namespace: "0" is this process.
@@ -532,7 +532,7 @@ unsafe fn write_file(path: &CStr, data: &[u8]) -> bool {
 /// Whether a child can get the namespaces the sandbox uses and make its
 /// mounts private there: with a user namespace (`user`), or as root
 /// without one. Tried in a throwaway child, so this process is unchanged.
-pub fn probe(user: bool) -> bool {
+pub(super) fn probe(user: bool) -> bool {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let uid_map = format!("{uid} {uid} 1\n");
@@ -583,7 +583,7 @@ pub fn probe(user: bool) -> bool {
 /// controller's folder for this process in cgroup v1, or a cgroup v2 one
 /// that delegates `pids` to its children. None where no such folder is
 /// writable (most unprivileged setups, where RLIMIT_NPROC does the job).
-pub fn pids_cgroup_base() -> Option<PathBuf> {
+pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount_of = |v2: bool| {
@@ -631,7 +631,7 @@ pub fn pids_cgroup_base() -> Option<PathBuf> {
 /// threads: its `cgroup.procs`, for the child to join. The folders of
 /// earlier commands are removed once empty (a command's child joins its
 /// folder as it starts, so only folders older than a few seconds are tried).
-pub fn pids_cgroup(max: u64) -> Option<CString> {
+pub(super) fn pids_cgroup(max: u64) -> Option<CString> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
     use std::time::{Duration, Instant};

@@ -110,7 +110,7 @@ except SyntaxError as e:\n    print(f'{e.lineno or 0}\\t{e.msg}')\n";
 
 /// Every problem in `src`, tree-sitter's first, then Python's when it
 /// names a line tree-sitter did not.
-pub fn problems(path: &Path, src: &str) -> Vec<Problem> {
+pub(super) fn problems(path: &Path, src: &str) -> Vec<Problem> {
     let lang = Lang::from_path(path);
     let mut found = parse_errors(lang, src);
     if lang == Lang::Python {

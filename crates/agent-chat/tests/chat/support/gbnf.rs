@@ -21,12 +21,12 @@ enum Expr {
     Repeat(Box<Expr>, usize, Option<usize>),
 }
 
-pub struct Grammar {
+pub(super) struct Grammar {
     rules: HashMap<String, Expr>,
 }
 
 impl Grammar {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(super) fn parse(text: &str) -> Result<Self, String> {
         let mut rules = HashMap::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -78,7 +78,7 @@ impl Grammar {
     }
 
     /// Whether all of `input` matches `rule`.
-    pub fn matches(&self, rule: &str, input: &str) -> bool {
+    pub(super) fn matches(&self, rule: &str, input: &str) -> bool {
         let input: Vec<char> = input.chars().collect();
         let matcher = Matcher {
             grammar: self,

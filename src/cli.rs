@@ -810,7 +810,7 @@ pub(crate) struct IndexArgs {
         requires = "embed_server"
     )]
     pub embed_model: Option<String>,
-    /// Write the index to a shared store instead of .agent/index/:
+    /// Write the index to a shared store instead of this machine's state folder:
     /// s3://BUCKET/PREFIX (any S3-compatible service; credentials, region and
     /// endpoint from the usual AWS_* variables; needs a build with
     /// `--features s3`) or a folder on a shared disk. This is the job that

@@ -1,4 +1,5 @@
-//! Sessions and their messages in SQLite (`.agent/sessions.sqlite`).
+//! Sessions and their messages in SQLite (`sessions.sqlite` in the workspace's state folder,
+//! `agent_base::paths::state_dir`).
 //!
 //! Every message is written as soon as it exists, so a crash or Ctrl-C loses
 //! at most the step in flight, and `agent chat --resume` continues where the

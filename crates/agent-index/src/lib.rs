@@ -80,7 +80,7 @@ pub struct IndexOptions {
     /// named).
     pub embedder: embed::Choice,
     /// A shared store to write the index to (`agent index --store`), instead
-    /// of the repository's `.agent/index/`.
+    /// of `index/` in the workspace's state folder.
     pub store: Option<String>,
     /// Index only these files (the rest count as absent): a shared index's
     /// local overlay holds just the files that differ here.

@@ -1,6 +1,6 @@
 //! The index's bookkeeping in SQLite: what was indexed from each file
-//! (`.agent/index/state.sqlite`), and the embedding cache
-//! (`.agent/index/embeddings.sqlite`).
+//! (`index/state.sqlite` in the workspace's state folder), and the embedding
+//! cache (`index/embeddings.sqlite`).
 //!
 //! The embedding cache maps a hash of a chunk's symbol and text to its vector,
 //! so identical text is embedded once: across files, across runs, and across

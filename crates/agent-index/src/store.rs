@@ -1,4 +1,4 @@
-//! Chunk storage in LanceDB (`.agent/index/lance/`): one `chunks` table with
+//! Chunk storage in LanceDB (`index/lance/` in the workspace's state folder): one `chunks` table with
 //! the text, metadata and vector of every chunk, plus a full-text (BM25)
 //! index over an identifier-aware copy of the text.
 //!

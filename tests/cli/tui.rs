@@ -790,3 +790,47 @@ fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
     assert!(stored.contains("return a + b"), "{stored}");
     assert!(!stored.contains("colour = blue"), "{stored}");
 }
+
+/// An approval rings (OSC 9) only while the terminal reports that it is not
+/// focused: the user who looked away is told, the one watching is not.
+#[test]
+fn an_approval_notifies_only_when_the_terminal_is_not_focused() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "other.py", "content": "y = 2\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote other.py"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    assert!(
+        term.raw().contains("\x1b[?1004h"),
+        "focus reports are not asked for"
+    );
+    let osc9 = "\x1b]9;agent: an approval is waiting\x07";
+    // Focused (the terminal's state until it says otherwise): no notification.
+    term.submit("Create new.py with x = 1");
+    term.wait_for("apply this change to new.py?");
+    assert!(!term.raw().contains(osc9), "notified while focused");
+    term.send("y");
+    term.wait_for("wrote new.py");
+    // The user looks away (CSI O: focus lost), and the next approval rings.
+    term.send("\x1b[O");
+    term.submit("Create other.py with y = 2");
+    term.wait_for("apply this change to other.py?");
+    let started = Instant::now();
+    while !term.raw().contains(osc9) {
+        assert!(started.elapsed() < WAIT, "no OSC 9 while not focused");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    term.send("\x1b[I");
+    term.send("y");
+    term.wait_for("wrote other.py");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+    assert!(term.raw().contains("\x1b[?1004l"), "focus reports left on");
+}

@@ -1,6 +1,7 @@
 //! The UI thread: its state, the events it gets from the chat's thread
 //! and the keys it reads, and the live area it draws.
 
+use std::io::Write;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use crate::cells::{self, dim, from_ansi};
 use crate::complete::Completion;
 use crate::editor::Editor;
 use crate::history::History;
+use crate::notify::{Notify, LONG_TURN};
 use crate::progress::Progress;
 use crate::search::ReverseSearch;
 use crate::status::{self, Status};
@@ -133,6 +135,9 @@ pub(crate) struct App {
     pub show_diffs: bool,
     closed: bool,
     started: Instant,
+    /// The terminal has the user's eyes (until it reports focus lost).
+    focused: bool,
+    notify: Notify,
 }
 
 impl App {
@@ -173,6 +178,8 @@ impl App {
             show_diffs,
             closed: false,
             started: Instant::now(),
+            focused: true,
+            notify: Notify::from_env(),
         }
     }
 
@@ -197,6 +204,8 @@ impl App {
                         self.editor.insert_str(&text);
                         self.completion.update(self.editor.text());
                     }
+                    TermEvent::FocusLost => self.focused = false,
+                    TermEvent::FocusGained => self.focused = true,
                     _ => {}
                 }
             }
@@ -229,12 +238,18 @@ impl App {
             Event::ToolDone(done) => self.tool_done(done)?,
             Event::Approval(ask, reply) => {
                 self.end_step()?;
+                self.notify("agent: an approval is waiting")?;
                 self.screen.insert(&ask.shown)?;
                 self.approval = Some((ask, reply));
             }
             Event::Status(status) => self.status = status,
             Event::ShowDiffs(on) => self.show_diffs = on,
             Event::Busy(on) => {
+                if let (false, Some(started)) = (on, self.busy) {
+                    if started.elapsed() >= LONG_TURN {
+                        self.notify("agent: the turn is done")?;
+                    }
+                }
                 self.busy = on.then(Instant::now);
                 self.live_tokens = 0;
                 self.progress = Progress::default();
@@ -244,6 +259,16 @@ impl App {
             Event::Close => self.closed = true,
         }
         Ok(())
+    }
+
+    /// Tells a user who looked away (the terminal is not focused).
+    fn notify(&mut self, message: &str) -> std::io::Result<()> {
+        if self.focused {
+            return Ok(());
+        }
+        let mut out = std::io::stdout();
+        out.write_all(self.notify.sequence(message).as_bytes())?;
+        out.flush()
     }
 
     /// Streamed text: whole lines go to the scrollback, the last stays live.

@@ -24,6 +24,7 @@ mod complete;
 mod editor;
 mod files;
 mod history;
+mod notify;
 mod progress;
 mod search;
 mod status;

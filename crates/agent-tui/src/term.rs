@@ -1,4 +1,4 @@
-//! The terminal: raw mode, bracketed paste and the keyboard protocol on,
+//! The terminal: raw mode, bracketed paste, focus reports and the keyboard protocol on,
 //! an inline viewport at the bottom (no alternate screen: what is finished
 //! goes into the terminal's own scrollback), and everything put back on
 //! exit, panic included.
@@ -6,8 +6,8 @@
 use std::io::{Stdout, Write};
 
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode, Clear, ClearType};
 use crossterm::{cursor, execute, queue};
@@ -36,7 +36,7 @@ pub(crate) fn restore() {
     if ENHANCED.swap(false, std::sync::atomic::Ordering::SeqCst) {
         let _ = queue!(out, PopKeyboardEnhancementFlags);
     }
-    let _ = execute!(out, DisableBracketedPaste, cursor::Show);
+    let _ = execute!(out, DisableFocusChange, DisableBracketedPaste, cursor::Show);
     let _ = disable_raw_mode();
 }
 
@@ -45,7 +45,8 @@ impl Screen {
     pub(crate) fn open(height: u16) -> std::io::Result<Self> {
         enable_raw_mode()?;
         let mut out = std::io::stdout();
-        execute!(out, EnableBracketedPaste)?;
+        // Focus reports: a notification only when the user looked away.
+        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         // Shift+Enter is only told apart from Enter under the keyboard protocol.
         if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
             execute!(

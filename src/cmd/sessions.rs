@@ -77,10 +77,10 @@ pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
                     if m.kind == "system" {
                         // The same few KB opens every session: folded, so
                         // the conversation starts on the first screen.
+                        let size = m.content.chars().count();
                         println!(
-                            "\n── system · {} ── ({} characters; `agent sessions show {} --json` has it whole)",
+                            "\n── system · {} ── ({size} characters; `agent sessions show {} --json` has it whole)",
                             untrusted(&m.ts),
-                            m.content.chars().count(),
                             untrusted(&info.id)
                         );
                         continue;

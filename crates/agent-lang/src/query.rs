@@ -69,7 +69,7 @@ pub enum Shape {
     Issue,
 }
 
-/// Most words a query of names has (`Config.getoption getini`).
+/// Most words a query of names has (`Config.getoption addinivalue_line`).
 const MAX_NAMES_IN_A_QUERY: usize = 3;
 
 /// The shape of a query: a long text is an issue; one word, or up to three
@@ -520,7 +520,7 @@ mod tests {
             "getfixturevalue",
             "`FixtureRequest.getfixturevalue`",
             "parse_into()",
-            "Config.getoption getini",
+            "Config.getoption addinivalue_line",
             "cache",
         ] {
             assert_eq!(shape(names), Shape::Names, "{names}");
@@ -530,6 +530,7 @@ mod tests {
             "how does the cache provider decide which tests failed",
             "cache provider",
             "What does getfixturevalue return?",
+            "Config.getoption getini",
         ] {
             assert_eq!(shape(prose), Shape::Prose, "{prose}");
         }

@@ -12,7 +12,7 @@ prompt-lookup speculative decoding (issue 31).
 
 Usage: bench_speed.py [--reps N] [--model PATH] [--only cache|speculation]
                       [--threads N] [--cases a,b]   (AGENT_BIN: the binary)
-Writes bench-results/speed.json.
+Writes bench-results/speed.json (a run of one part keeps the other's figures).
 """
 
 import argparse
@@ -274,18 +274,23 @@ def main():
     )
     parser.add_argument("--cases", help="comma-separated speculation cases (default: all)")
     args = parser.parse_args()
-    report = {"agent": AGENT, "reps": args.reps}
+    report = {"agent": AGENT}
     if args.only in (None, "cache"):
+        report["prompt_cache_reps"] = args.reps
         print("prompt cache: fresh `agent ask` processes, cold and warm alternating", flush=True)
         report["prompt_cache"] = prompt_cache(args.reps, args.model)
     if args.only in (None, "speculation"):
         print("speculative decoding: on and off alternating", flush=True)
         cases = args.cases.split(",") if args.cases else None
         report["threads"] = args.threads
+        report["speculation_reps"] = args.reps
         report["speculation"] = speculation(args.reps, args.model, args.threads, cases)
     out = ROOT / "bench-results/speed.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    # A run of one part (--only) keeps the other part's last figures.
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    previous.pop("reps", None)  # before the parts kept their own
+    out.write_text(json.dumps({**previous, **report}, indent=2) + "\n")
     print(f"wrote {out}")
 
 

@@ -78,11 +78,7 @@ pub fn shape(text: &str) -> Shape {
     if is_long(text) {
         return Shape::Issue;
     }
-    let words: Vec<&str> = text
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '?' | ',' | ';' | '!')))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = query_words(text);
     let is_name = |w: &str| {
         let bare = w.trim_end_matches("()");
         !bare.is_empty()
@@ -103,6 +99,15 @@ pub fn shape(text: &str) -> Shape {
         }
         _ => Shape::Prose,
     }
+}
+
+/// A one-line query's words, without the quotes, backticks and
+/// punctuation a question wraps names in.
+fn query_words(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '?' | ',' | ';' | '!')))
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 /// Takes a long query apart (see the module docs).
@@ -348,11 +353,7 @@ pub fn named_identifiers(text: &str) -> Vec<String> {
         let last = w.rsplit(['.', ':']).next()?;
         (last.len() > 2 && is_ident(last)).then(|| last.to_string())
     };
-    let words: Vec<&str> = text
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '?' | ',' | ';' | '!')))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = query_words(text);
     let mut names: Vec<String> = match words.as_slice() {
         [one] => last_part(one).into_iter().collect(),
         _ => words

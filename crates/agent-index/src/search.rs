@@ -217,6 +217,8 @@ struct SearchPlan {
     depth: usize,
     /// An issue text, taken apart; None for a one-line query.
     long: Option<query::LongQuery>,
+    /// Names, prose or an issue: how hybrid search fuses the legs.
+    shape: query::Shape,
 }
 
 impl SearchPlan {
@@ -237,7 +239,8 @@ impl SearchPlan {
             (k * 4).max(40)
         };
         // An issue text is taken apart; a one-line query is used as it is.
-        let long = query::is_long(&query.text).then(|| query::analyze(&query.text));
+        let shape = query::shape(&query.text);
+        let long = (shape == query::Shape::Issue).then(|| query::analyze(&query.text));
         let depth = if long.is_some() {
             depth.max(LONG_QUERY_DEPTH)
         } else {
@@ -249,6 +252,7 @@ impl SearchPlan {
             k,
             depth,
             long,
+            shape,
         })
     }
 }
@@ -276,10 +280,7 @@ fn fuse_legs(
                 (h, score)
             })
             .collect(),
-        SearchMode::Hybrid => match query
-            .fusion
-            .unwrap_or_else(|| fusion_for(query::shape(&query.text)))
-        {
+        SearchMode::Hybrid => match query.fusion.unwrap_or_else(|| fusion_for(plan.shape)) {
             Fusion::Rrf { vector_weight } => {
                 fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], depth)
             }

@@ -9,7 +9,7 @@ use agent_base::cancel::CancelToken;
 use agent_base::term::{untrusted, untrusted_text};
 use agent_core::session::SessionStore;
 use agent_policy::{Mode, Policy};
-use agent_tools::checkpoint::{Checkpoints, Undoable};
+use agent_tools::checkpoint::Checkpoints;
 use agent_tools::{AlwaysApprove, ReadLedger, ToolContext, Toolbox, Workspace};
 
 pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
@@ -121,11 +121,6 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
     let policy = Policy::load(&workspace.team_dir(), Mode::default())?;
     let mut checkpoints = Checkpoints::open(&state)?;
     checkpoints.set_session(id);
-    if matches!(checkpoints.undoable()?, Undoable::Nothing) {
-        // Nothing was undone: not a success a script should build on.
-        eprintln!("nothing to undo: no change of this workspace is recorded");
-        return Ok(exit::NOT_DONE);
-    }
     let mut ledger = ReadLedger::default();
     let cancel = CancelToken::new();
     let toolbox = Toolbox::standard();
@@ -145,7 +140,12 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
     }
     if out.ok {
         eprintln!("{}", agent_base::term::untrusted_text(&out.content));
-        Ok(exit::OK)
+        // Nothing to undo is not a success a script should build on.
+        Ok(if out.changed.is_empty() {
+            exit::NOT_DONE
+        } else {
+            exit::OK
+        })
     } else {
         eprintln!("error: {}", agent_base::term::untrusted_text(&out.content));
         Ok(exit::FAILURE)

@@ -88,7 +88,7 @@ ensure_ctags
 if [ -n "${BENCH_MAP_BIN:-}" ]; then
     BIN="$BENCH_MAP_BIN"
 else
-    build_release --workspace --example bench_map
+    build_release --example bench_map
     BIN="$CARGO_TARGET_DIR/release/examples/bench_map"
 fi
 log "preparing corpora in $WORK"

@@ -196,9 +196,12 @@ ensure_cyclonedx() {
     fi
 }
 
+# Always over the whole workspace, as `cargo test --workspace` resolves it:
+# built alone, the `agent` binary gets agent-lang without its `default`
+# feature, and the test build after it recompiles every crate of ours.
 build_release() {
     log "building (release; target dir $CARGO_TARGET_DIR)"
-    (cd "$ROOT" && cargo build --release --locked "$@")
+    (cd "$ROOT" && cargo build --release --locked --workspace "$@")
     prune_stale_binaries
 }
 

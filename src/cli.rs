@@ -542,7 +542,7 @@ pub(crate) struct ModelArgs {
     #[command(flatten)]
     pub gpu: GpuArgs,
     /// CPU threads for llama.cpp (default: all cores).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "AGENT_THREADS")]
     pub threads: Option<i32>,
     /// Use an OpenAI-compatible server instead of the in-process engine, e.g. http://gpu-box:8080/v1.
     #[arg(long, value_name = "URL", conflicts_with = "script")]
@@ -786,7 +786,7 @@ pub(crate) struct IndexArgs {
     pub max_total_mb: u64,
     /// CPU threads for embedding (default: all cores). Fewer leave room for
     /// other work while a large repository indexes.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", env = "AGENT_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// Embed on a server instead of this machine's CPU: any server with
     /// OpenAI's embeddings API (llama-server --embeddings,

@@ -54,7 +54,9 @@ use agent_llm::{
 /// When to draft tokens by prompt lookup (greedy decoding only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Speculative {
-    /// As many as pay on this machine, measured as it runs.
+    /// As many as pay on this machine: what a drafted token costs here as
+    /// earlier runs measured it (a default share before), against the share
+    /// of drafts the model confirms as it runs.
     Auto,
     /// Always the longest draft (tests, benchmarks).
     On,
@@ -391,6 +393,10 @@ pub struct LlamaEngine {
     draft: Vec<LlamaToken>,
     drafted: usize,
     policy: speculative::Policy,
+    /// Decode steps timed in this process, for the draft cost the next
+    /// process uses (on the CPU; a GPU's steps return before they finish).
+    step_times: Option<speculative::StepTimes>,
+    steps_saved: bool,
     /// Prefill throughput: the file it is kept in, and the latest smoothed
     /// value (from the file at load, then from this process's prefills).
     rates: Option<RateBook>,
@@ -548,7 +554,14 @@ impl LlamaEngine {
             disk_entry: None,
             draft: Vec::new(),
             drafted: 0,
-            policy: speculative::Policy::new(on_gpu),
+            policy: speculative::Policy::new(on_gpu).with_measured_cost(
+                rates
+                    .as_ref()
+                    .filter(|_| !on_gpu)
+                    .and_then(RateBook::read_draft_cost),
+            ),
+            step_times: (!on_gpu).then(speculative::StepTimes::default),
+            steps_saved: false,
             rates,
             measured_rate,
         })
@@ -858,6 +871,7 @@ impl LlamaEngine {
             on_event,
         );
         self.drop_draft();
+        self.save_decode_steps();
         let finish = finish?;
         result.finish = finish;
         turn.end(finish, on_event);
@@ -1135,12 +1149,31 @@ impl LlamaEngine {
                 .add(t, (self.cached.len() + i) as i32, &[0], true)
                 .map_err(|e| LlmError::Backend(e.to_string()))?;
         }
+        let step = Instant::now();
         self.decode(&mut batch)?;
+        if let Some(times) = &mut self.step_times {
+            times.add(1 + draft.len(), step.elapsed().as_secs_f64());
+        }
         self.cached.push(token);
         result.draft_tokens += draft.len();
         self.drafted = draft.len();
         self.draft = draft;
         Ok(0)
+    }
+
+    /// Once per process, after its first answer, the decode steps it timed
+    /// go to the rate file, for the next process's [`speculative::Policy`]
+    /// (this one keeps the cost it began with: see there why it never
+    /// follows the load).
+    fn save_decode_steps(&mut self) {
+        if self.steps_saved {
+            return;
+        }
+        if let (Some(steps), Some(book)) = (&self.step_times, &self.rates) {
+            tracing::debug!("speculation: decode steps timed {steps:?}");
+            book.record_steps(steps);
+            self.steps_saved = true;
+        }
     }
 
     /// Forgets the unconfirmed drafts, and their keys and values.

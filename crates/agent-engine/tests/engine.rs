@@ -225,6 +225,54 @@ fn kv_reuse_gives_the_same_tokens_as_a_fresh_context_and_prefills_only_the_suffi
     assert!(second.prefilled_tokens < second.prompt_tokens / 3);
 }
 
+/// The intent gate's side request between two turns decodes in its own KV
+/// sequence from the prefix it shares: it answers as a fresh context would,
+/// and the next turn still reuses the conversation's whole cached prompt
+/// (before, the side request took the cache, and the turn after it
+/// prefilled everything past the system prompt again).
+#[test]
+fn a_side_request_between_turns_leaves_the_conversations_cache_whole() {
+    let system = Message::system(
+        "You are a helpful assistant for a Rust code base. ".repeat(20) + "Answer briefly.",
+    );
+    let turn1 = vec![system.clone(), Message::user("What is a trait?")];
+    let mut warm = engine();
+    let first = ask(&mut warm, turn1.clone(), 24);
+
+    let mut side = CompletionRequest::new(vec![
+        system.clone(),
+        Message::user("Reply with one word: is this a greeting? Message: hello there"),
+    ]);
+    side.max_tokens = 6;
+    side.aside = true;
+    let aside = warm.complete(&side, &mut |_| Flow::Continue).unwrap();
+    assert!(
+        aside.reused_tokens > 0,
+        "the shared system prompt was not reused"
+    );
+    let fresh_side = engine().complete(&side, &mut |_| Flow::Continue).unwrap();
+    assert_eq!(
+        aside.tokens, fresh_side.tokens,
+        "the side sequence changed the output"
+    );
+
+    let mut turn2 = turn1;
+    turn2.push(Message::assistant(first.text.clone()));
+    turn2.push(Message::user("And what is a lifetime?"));
+    let second = ask(&mut warm, turn2.clone(), 24);
+    assert!(
+        second.reused_tokens >= first.prompt_tokens,
+        "reused {} of turn 1's {} prompt tokens after the side request",
+        second.reused_tokens,
+        first.prompt_tokens
+    );
+    let fresh = ask(&mut engine(), turn2, 24);
+    assert_eq!(
+        second.tokens, fresh.tokens,
+        "the side request changed the turn"
+    );
+}
+
 #[test]
 fn the_same_prompt_twice_reuses_all_but_one_token() {
     let mut e = engine();

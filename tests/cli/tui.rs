@@ -181,6 +181,20 @@ impl Term {
     fn raw(&self) -> String {
         String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
     }
+
+    /// The cell where `needle` first shows on the screen (a row without wide characters).
+    fn cell_of(&self, needle: &str) -> vt100::Cell {
+        let parser = self.parser.lock().unwrap();
+        let screen = parser.screen();
+        let (_, cols) = screen.size();
+        for (row, text) in screen.rows(0, cols.get()).enumerate() {
+            if let Some(at) = text.find(needle) {
+                let col = text[..at].chars().count();
+                return screen.cell(row as u16, col as u16).unwrap().clone();
+            }
+        }
+        panic!("{needle:?} is not on the screen:\n{}", screen.contents())
+    }
 }
 
 impl Drop for Term {
@@ -833,4 +847,76 @@ fn an_approval_notifies_only_when_the_terminal_is_not_focused() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
     assert!(term.raw().contains("\x1b[?1004l"), "focus reports left on");
+}
+
+/// The answer's Markdown as the user sees it: a heading without its `#`,
+/// bold as the bold attribute, a fenced code block coloured by its grammar
+/// while the prose around it keeps the terminal's own colour.
+#[test]
+fn an_answer_shows_its_markdown_and_a_highlighted_code_block() {
+    let dir = repo();
+    let answer = "# Summary\n\nThe **fix** is small:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nplain words here";
+    let finish = serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer}});
+    let script = write_script(dir.path(), serde_json::json!([finish.to_string()]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Explain add");
+    term.wait_for("plain words here");
+    let rows = term.rows();
+    assert!(rows.iter().any(|r| r == "Summary"), "{rows:#?}");
+    assert!(!rows.iter().any(|r| r.contains("# Summary")), "{rows:#?}");
+    assert!(term.cell_of("Summary").bold());
+    assert!(rows.iter().any(|r| r == "The fix is small:"), "{rows:#?}");
+    assert!(term.cell_of("fix is").bold());
+    assert!(!term.cell_of("The fix").bold());
+    // `def` is a keyword; the prose has no colour of its own.
+    assert_ne!(term.cell_of("def add").fgcolor(), vt100::Color::Default);
+    assert_eq!(term.cell_of("plain words").fgcolor(), vt100::Color::Default);
+    assert_eq!(term.cell_of("words here").fgcolor(), vt100::Color::Default);
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// An edit's approval shows which words of a changed line changed.
+#[test]
+fn an_approval_highlights_the_changed_words_of_an_edit() {
+    let dir = repo();
+    let content = "def add(a, b):\n    \"\"\"Sum of two numbers.\"\"\"\n    return a + c\n";
+    let call = serde_json::json!({"thought": "t", "tool": "write_file", "args": {"path": "calc.py", "content": content}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            call.to_string(),
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "changed"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Make add use c");
+    term.wait_for("apply this change to calc.py?");
+    // The old line's `b` and the new line's `c` are marked, the rest of them not.
+    let old = term.cell_of("-    return a + b");
+    assert!(!old.inverse() && old.fgcolor() != vt100::Color::Default);
+    assert!(inverse_at(&term, "-    return a + b", 16));
+    assert!(!inverse_at(&term, "-    return a + b", 5));
+    assert!(inverse_at(&term, "+    return a + c", 16));
+    assert!(!inverse_at(&term, "+    return a + c", 5));
+    term.send("n");
+    term.wait_for("apply this change to calc.py? no");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// Whether the cell `offset` columns into `needle` on the screen is reversed.
+fn inverse_at(term: &Term, needle: &str, offset: u16) -> bool {
+    let parser = term.parser.lock().unwrap();
+    let screen = parser.screen();
+    for (row, text) in screen.rows(0, COLS).enumerate() {
+        if let Some(at) = text.find(needle) {
+            let col = text[..at].chars().count() as u16 + offset;
+            return screen.cell(row as u16, col).unwrap().inverse();
+        }
+    }
+    panic!("{needle:?} is not on the screen:\n{}", screen.contents())
 }

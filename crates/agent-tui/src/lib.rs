@@ -21,9 +21,13 @@ mod approval;
 mod capture;
 mod cells;
 mod complete;
+mod diff;
 mod editor;
 mod files;
+mod fold;
+mod highlight;
 mod history;
+mod markdown;
 mod notify;
 mod progress;
 mod search;
@@ -119,6 +123,7 @@ impl Tui {
             complete::Completion::new(options.commands, options.workspace),
             options.status,
             options.show_diffs,
+            options.verbose,
         );
         let thread = std::thread::Builder::new()
             .name("tui".into())

@@ -182,6 +182,22 @@ impl Term {
         String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
     }
 
+    /// The terminal is resized to `rows`×`cols`: the program gets SIGWINCH.
+    fn resize(&self, rows: u16, cols: u16) {
+        self.parser.lock().unwrap().screen_mut().set_size(
+            std::num::NonZeroU16::new(rows).unwrap(),
+            std::num::NonZeroU16::new(cols).unwrap(),
+        );
+        self._master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+    }
+
     /// The cell where `needle` first shows on the screen (a row without wide characters).
     fn cell_of(&self, needle: &str) -> vt100::Cell {
         let parser = self.parser.lock().unwrap();
@@ -919,4 +935,109 @@ fn inverse_at(term: &Term, needle: &str, offset: u16) -> bool {
         }
     }
     panic!("{needle:?} is not on the screen:\n{}", screen.contents())
+}
+
+/// The status line, once, last, and nothing of the old live area left
+/// over: one input row, one request.
+fn assert_one_live_area(term: &Term) {
+    let screen = term.rows();
+    let status: Vec<usize> = (0..screen.len())
+        .filter(|&i| screen[i].contains(" · mode "))
+        .collect();
+    assert_eq!(status, [screen.len() - 1], "{screen:#?}");
+    assert!(
+        screen[status[0]].starts_with("scripted · ctx"),
+        "{screen:#?}"
+    );
+    assert_eq!(
+        screen.iter().filter(|r| r.starts_with('›')).count(),
+        2,
+        "{screen:#?}"
+    );
+}
+
+/// A resize (SIGWINCH) redraws the live area at the new size, once, with
+/// the session above it intact, and the input still works.
+#[test]
+fn a_resize_redraws_the_live_area_without_garbage() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py defines add, which sums two numbers"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("hello");
+    term.wait_for("calc.py defines add");
+    wait_for_status(&term, " tokens · mode");
+    term.send("draft");
+    for (rows, cols) in [(30, 80), (40, 110), (24, 60)] {
+        term.resize(rows, cols);
+        let started = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let screen = term.rows();
+            let status = screen.iter().filter(|r| r.contains(" · mode ")).count();
+            if status == 1 && screen.iter().any(|r| r == "› draft") {
+                break;
+            }
+            assert!(started.elapsed() < WAIT, "not redrawn:\n{screen:#?}");
+        }
+        // The session (the request, the answer) is still above the live area.
+        let screen = term.screen();
+        assert!(screen.contains("› hello"), "{screen}");
+        assert!(screen.contains("calc.py defines add"), "{screen}");
+        assert_one_live_area(&term);
+        assert_eq!(term.parser.lock().unwrap().screen().size().0.get(), rows);
+    }
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// A 5,000-line answer goes into the terminal's scrollback, in order, and the
+/// UI still answers keys at once afterwards.
+#[test]
+fn a_five_thousand_line_answer_scrolls_into_the_scrollback() {
+    let dir = repo();
+    let answer: Vec<String> = (1..=5000)
+        .map(|i| format!("answer row {i} of the long one"))
+        .collect();
+    let finish = serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer.join("\n")}});
+    let script = write_script(dir.path(), serde_json::json!([finish.to_string()]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Tell me a lot");
+    term.wait_for("answer row 5000 of the long one");
+    wait_for_status(&term, " tokens · mode");
+    // The scrollback holds the rows before the screen's, in order.
+    {
+        let mut parser = term.parser.lock().unwrap();
+        let screen = parser.screen_mut();
+        screen.set_scrollback(2000);
+        let rows: Vec<String> = screen.rows(0, COLS).collect();
+        screen.set_scrollback(0);
+        let numbers: Vec<usize> = rows
+            .iter()
+            .filter_map(|r| r.strip_prefix("answer row "))
+            .map(|r| r.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(numbers.len(), usize::from(ROWS), "{rows:#?}");
+        assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
+        assert!(numbers[0] < 5000 - 2000 + 10, "{numbers:?}");
+    }
+    // Still responsive: what is typed shows at once.
+    let started = Instant::now();
+    term.send("still here");
+    wait_for_input(&term, "› still here");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }

@@ -645,9 +645,10 @@ impl App {
             let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
             Paragraph::new(lines).render(area, frame.buffer_mut());
             let y = (input_top + cursor.0).saturating_sub(skip as u16);
-            if y < area.height {
+            (y < area.height).then(|| {
                 frame.set_cursor_position((area.x + cursor.1, area.y + y));
-            }
+                y
+            })
         })
     }
 

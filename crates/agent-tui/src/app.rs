@@ -18,6 +18,7 @@ use crate::cells::{self, dim, from_ansi};
 use crate::complete::Completion;
 use crate::editor::Editor;
 use crate::fold::{self, Fold};
+use crate::frames::FrameTimes;
 use crate::history::History;
 use crate::markdown::Markdown;
 use crate::notify::{Notify, LONG_TURN};
@@ -143,6 +144,7 @@ pub(crate) struct App {
     /// The terminal has the user's eyes (until it reports focus lost).
     focused: bool,
     notify: Notify,
+    frames: FrameTimes,
 }
 
 impl App {
@@ -188,6 +190,7 @@ impl App {
             started: Instant::now(),
             focused: true,
             notify: Notify::from_env(),
+            frames: FrameTimes::from_env(),
         }
     }
 
@@ -204,7 +207,9 @@ impl App {
             if self.closed {
                 break;
             }
+            let frame = self.frames.start();
             self.draw()?;
+            self.frames.end(frame);
             if event::poll(TICK)? {
                 match event::read()? {
                     TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
@@ -219,6 +224,7 @@ impl App {
             }
         }
         self.screen.close();
+        self.frames.save();
         Ok(())
     }
 

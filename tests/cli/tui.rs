@@ -1041,3 +1041,38 @@ fn a_five_thousand_line_answer_scrolls_into_the_scrollback() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// A tool's result is folded to its first lines; Ctrl-T prints it whole,
+/// and a second Ctrl-T folds the next ones again.
+#[test]
+fn ctrl_t_shows_a_folded_tool_result_whole() {
+    let dir = repo();
+    let defs: String = (1..=9)
+        .map(|i| format!("def helper_{i}():\n    pass\n"))
+        .collect();
+    std::fs::write(dir.path().join("helpers.py"), defs).unwrap();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def helper_", "path": "helpers.py"}}"#,
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "nine helpers are defined"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Which helpers are there?");
+    let screen = term.wait_for("nine helpers are defined");
+    assert!(screen.contains("helper_4"), "{screen}");
+    assert!(!screen.contains("helper_9"), "{screen}");
+    assert!(
+        screen.contains("5 more lines · Ctrl-T shows them"),
+        "{screen}"
+    );
+    term.send("\x14");
+    let screen = term.wait_for("helper_9");
+    assert!(screen.contains("output in full · Ctrl-T folds"), "{screen}");
+    term.send("\x14");
+    term.wait_for("output folded · Ctrl-T expands");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

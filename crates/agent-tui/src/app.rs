@@ -353,9 +353,9 @@ impl App {
             let _ = self.screen.insert(&whole);
         }
         self.note = Some(if self.fold.expanded {
-            format!("reasoning and tool output in full · {} folds", fold::KEY)
+            format!("output in full · {} folds", fold::KEY)
         } else {
-            format!("reasoning and tool output folded · {} expands", fold::KEY)
+            format!("output folded · {} expands", fold::KEY)
         });
     }
 

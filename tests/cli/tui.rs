@@ -1068,6 +1068,8 @@ fn ctrl_t_shows_a_folded_tool_result_whole() {
         screen.contains("5 more lines · Ctrl-T shows them"),
         "{screen}"
     );
+    // The turn is over (its stats line printed): the note stays until the next.
+    term.wait_for(" generated · ");
     term.send("\x14");
     let screen = term.wait_for("helper_9");
     assert!(screen.contains("output in full · Ctrl-T folds"), "{screen}");

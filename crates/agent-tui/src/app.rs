@@ -564,7 +564,12 @@ impl App {
         } else if self.search.is_some() {
             "Ctrl-R older · Enter takes it · Esc cancels".into()
         } else if self.busy.is_some() {
-            format!("Esc stops · {} expands · Ctrl-C twice quits", fold::KEY)
+            let action = if self.fold.expanded {
+                "folds"
+            } else {
+                "expands"
+            };
+            format!("Esc stops · {} {action} · Ctrl-C twice quits", fold::KEY)
         } else {
             "/ commands · @ files · Shift+Tab mode · Ctrl-J newline".into()
         }
@@ -574,7 +579,12 @@ impl App {
     fn live_lines(&self) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         // The reasoning's latest line, while it lasts.
-        if let Some(last) = self.reasoning.trim_end().lines().last() {
+        let reasoning = self.reasoning.trim_end();
+        if let Some(last) = reasoning
+            .rsplit('\n')
+            .next()
+            .filter(|_| !reasoning.is_empty())
+        {
             out.push(cells::styled(&last.replace('\t', "    "), dim()));
         }
         if !self.answer.is_empty() {

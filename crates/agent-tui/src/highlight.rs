@@ -158,6 +158,18 @@ mod tests {
     }
 
     #[test]
+    fn every_linked_grammar_s_query_compiles() {
+        for name in Lang::names() {
+            let lang = Lang::from_name(name).unwrap();
+            if lang.grammar().is_some() && lang.highlights_query().is_some() {
+                let started = std::time::Instant::now();
+                assert!(configure(lang).is_some(), "{name}'s highlights.scm");
+                eprintln!("{name}: {:?}", started.elapsed());
+            }
+        }
+    }
+
+    #[test]
     fn fence_names_map_to_languages() {
         assert_eq!(lang_of("python"), Some(Lang::Python));
         assert_eq!(lang_of("py"), Some(Lang::Python));

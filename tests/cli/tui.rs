@@ -1078,3 +1078,43 @@ fn ctrl_t_shows_a_folded_tool_result_whole() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// A model's reasoning is dimmed and folded to its first lines; Ctrl-T
+/// prints it whole (turns in Qwen3's own syntax, thinking first).
+#[test]
+fn reasoning_is_dimmed_and_folded_and_ctrl_t_shows_it_whole() {
+    let dir = repo();
+    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/agent-chat/tests/fixtures/templates/Qwen-Qwen3-0.6B.jinja");
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            "<think>\nthe user asks where add is\nit is a small repository\ncalc.py looks likely\nso I answer from it\n</think>\n\nadd is defined in calc.py"
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!(
+            "chat --script {} --chat-template-file {}",
+            script.display(),
+            template.display()
+        )
+    );
+    term.wait_for("mode confirm");
+    term.submit("Where is add?");
+    let screen = term.wait_for("add is defined in calc.py");
+    assert!(screen.contains("the user asks where add is"), "{screen}");
+    assert!(screen.contains("it is a small repository"), "{screen}");
+    assert!(!screen.contains("calc.py looks likely"), "{screen}");
+    assert!(
+        screen.contains("2 more lines · Ctrl-T shows them"),
+        "{screen}"
+    );
+    assert!(term.cell_of("the user asks").dim());
+    assert!(!term.cell_of("add is defined").dim());
+    term.wait_for(" generated · ");
+    term.send("\x14");
+    term.wait_for("so I answer from it");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

@@ -111,7 +111,7 @@ impl Screen {
             // the cursor in sight, down to fill from its scrollback): the
             // cursor moved with them, and the viewport's top is where it is now.
             if let Some(row) = self.cursor_row {
-                top = cursor::position()?.1.saturating_sub(row);
+                top = cursor::position().map_or(top, |(_, y)| y.saturating_sub(row));
             }
             self.size = self.size();
         }

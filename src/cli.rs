@@ -418,6 +418,8 @@ On a terminal the chat is a terminal UI (`agent` alone opens it too): Enter send
 Shift+Enter or a trailing \\ starts a new line, a paste is one message, Up/Down recall earlier
 requests (kept per workspace), / lists the commands and Tab completes one, Esc stops the current
 step, Ctrl-C twice quits; edits and commands are approved in place (y, n, a for always).
+Answers show their Markdown; reasoning and tool output are folded to their first lines, Ctrl-T
+prints the last folded one in full and keeps the next ones whole (Ctrl-T again folds).
 A pipe, TERM=dumb or --no-tui get the line mode:
 
 Type a request and press Enter; /exit or Ctrl-D ends the chat (empty lines are ignored). Ctrl-C

@@ -41,6 +41,7 @@ pub mod native;
 pub mod plain;
 pub mod prompt;
 pub mod protocol;
+pub mod rewind;
 mod run;
 pub mod session;
 pub mod settings;

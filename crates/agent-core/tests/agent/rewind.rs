@@ -168,3 +168,28 @@ fn rewinding_to_the_first_request_keeps_the_session_and_its_context() {
     assert!(rewound.files_restored.is_empty());
     assert_ne!(tree(dir.path()), before);
 }
+
+#[test]
+fn a_file_changed_since_the_agent_wrote_it_is_restored_and_named_as_undo_does() {
+    let dir = repo();
+    let turns = [
+        call(
+            "write_file",
+            serde_json::json!({"path": "one.txt", "content": "1\n"}),
+        ),
+        finish("wrote one.txt"),
+    ];
+    let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
+    let (mut agent, _) = start(dir.path(), Mode::Yolo, &turns, None, |_| {});
+    let before = tree(dir.path());
+    ask(&mut agent, "Create one.txt with 1").unwrap();
+    std::fs::write(dir.path().join("one.txt"), "1, and the user's line\n").unwrap();
+    let rewound = agent.rewind(1, true, &CancelToken::new()).unwrap();
+    assert_eq!(rewound.files_restored, ["one.txt"]);
+    let notes = rewound.notes.join("\n");
+    assert!(
+        notes.contains("one.txt had changed after that change"),
+        "{notes}"
+    );
+    assert_eq!(tree(dir.path()), before);
+}

@@ -418,6 +418,8 @@ On a terminal the chat is a terminal UI (`agent` alone opens it too): Enter send
 Shift+Enter or a trailing \\ starts a new line, a paste is one message, Up/Down recall earlier
 requests (kept per workspace), / lists the commands and Tab completes one, Esc stops the current
 step, Ctrl-C twice quits; edits and commands are approved in place (y, n, a for always).
+Answers show their Markdown; reasoning and tool output are folded to their first lines, Ctrl-T
+prints the last folded one in full and keeps the next ones whole (Ctrl-T again folds).
 A pipe, TERM=dumb or --no-tui get the line mode:
 
 Type a request and press Enter; /exit or Ctrl-D ends the chat (empty lines are ignored). Ctrl-C
@@ -542,7 +544,7 @@ pub(crate) struct ModelArgs {
     #[command(flatten)]
     pub gpu: GpuArgs,
     /// CPU threads for llama.cpp (default: all cores).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "AGENT_THREADS")]
     pub threads: Option<i32>,
     /// Use an OpenAI-compatible server instead of the in-process engine, e.g. http://gpu-box:8080/v1.
     #[arg(long, value_name = "URL", conflicts_with = "script")]
@@ -786,7 +788,7 @@ pub(crate) struct IndexArgs {
     pub max_total_mb: u64,
     /// CPU threads for embedding (default: all cores). Fewer leave room for
     /// other work while a large repository indexes.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", env = "AGENT_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// Embed on a server instead of this machine's CPU: any server with
     /// OpenAI's embeddings API (llama-server --embeddings,

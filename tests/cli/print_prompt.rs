@@ -347,7 +347,17 @@ fn print_prompt_sizes_the_first_prompt_as_the_real_run_does_and_says_by_what() {
     let question = "Where is add defined in calc.py?";
     let real = || {
         let out = agent_in(dir.path())
-            .args(["ask", "--json", "--max-steps", "1", "--model"])
+            // The sizes are decided before the first token: a short reply
+            // is all the check needs.
+            .args([
+                "ask",
+                "--json",
+                "--max-steps",
+                "1",
+                "--max-tokens",
+                "16",
+                "--model",
+            ])
             .arg(common::tiny_model())
             .arg(question)
             .output()

@@ -170,6 +170,24 @@ fn speculation_is_reported_and_can_be_turned_off() {
     let accepted = on["speculative"]["accepted"].as_u64().unwrap();
     assert!(accepted > 0, "{on}");
     assert!(on["speculative"]["acceptance"].as_f64().unwrap() > 0.0);
+    // The steps were timed: lone and batched ones add up in the rate file
+    // (beside the prefill rate) into what a drafted token costs here, for
+    // later runs' `--speculative auto`.
+    let rates =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("cache/prefill.json")).unwrap();
+    let rates: Value = serde_json::from_str(&rates).unwrap();
+    let steps: Vec<&Value> = rates
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| &r["decode_steps"])
+        .collect();
+    assert!(
+        steps.len() == 1
+            && steps[0]["lone_steps"].as_u64() > Some(0)
+            && steps[0]["batch_steps"].as_u64() > Some(0),
+        "decode steps not timed: {rates}"
+    );
 }
 
 /// `agent chat` on the real model in `dir` with `input` on stdin (`-v`);

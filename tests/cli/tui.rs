@@ -181,6 +181,36 @@ impl Term {
     fn raw(&self) -> String {
         String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
     }
+
+    /// The terminal is resized to `rows`×`cols`: the program gets SIGWINCH.
+    fn resize(&self, rows: u16, cols: u16) {
+        self.parser.lock().unwrap().screen_mut().set_size(
+            std::num::NonZeroU16::new(rows).unwrap(),
+            std::num::NonZeroU16::new(cols).unwrap(),
+        );
+        self._master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+    }
+
+    /// The cell where `needle` first shows on the screen (a row without wide characters).
+    fn cell_of(&self, needle: &str) -> vt100::Cell {
+        let parser = self.parser.lock().unwrap();
+        let screen = parser.screen();
+        let (_, cols) = screen.size();
+        for (row, text) in screen.rows(0, cols.get()).enumerate() {
+            if let Some(at) = text.find(needle) {
+                let col = text[..at].chars().count();
+                return screen.cell(row as u16, col as u16).unwrap().clone();
+            }
+        }
+        panic!("{needle:?} is not on the screen:\n{}", screen.contents())
+    }
 }
 
 impl Drop for Term {
@@ -833,6 +863,260 @@ fn an_approval_notifies_only_when_the_terminal_is_not_focused() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
     assert!(term.raw().contains("\x1b[?1004l"), "focus reports left on");
+}
+
+/// The answer's Markdown as the user sees it: a heading without its `#`,
+/// bold as the bold attribute, a fenced code block coloured by its grammar
+/// while the prose around it keeps the terminal's own colour.
+#[test]
+fn an_answer_shows_its_markdown_and_a_highlighted_code_block() {
+    let dir = repo();
+    let answer = "# Summary\n\nThe **fix** is small:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nplain words here";
+    let finish = serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer}});
+    let script = write_script(dir.path(), serde_json::json!([finish.to_string()]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Explain add");
+    term.wait_for("plain words here");
+    let rows = term.rows();
+    assert!(rows.iter().any(|r| r == "Summary"), "{rows:#?}");
+    assert!(!rows.iter().any(|r| r.contains("# Summary")), "{rows:#?}");
+    assert!(term.cell_of("Summary").bold());
+    assert!(rows.iter().any(|r| r == "The fix is small:"), "{rows:#?}");
+    assert!(term.cell_of("fix is").bold());
+    assert!(!term.cell_of("The fix").bold());
+    // `def` is a keyword; the prose has no colour of its own.
+    assert_ne!(term.cell_of("def add").fgcolor(), vt100::Color::Default);
+    assert_eq!(term.cell_of("plain words").fgcolor(), vt100::Color::Default);
+    assert_eq!(term.cell_of("words here").fgcolor(), vt100::Color::Default);
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// An edit's approval shows which words of a changed line changed.
+#[test]
+fn an_approval_highlights_the_changed_words_of_an_edit() {
+    let dir = repo();
+    let content = "def add(a, b):\n    \"\"\"Sum of two numbers.\"\"\"\n    return a + c\n";
+    let call = serde_json::json!({"thought": "t", "tool": "write_file", "args": {"path": "calc.py", "content": content}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            call.to_string(),
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "changed"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Make add use c");
+    term.wait_for("apply this change to calc.py?");
+    // The old line's `b` and the new line's `c` are marked, the rest of them not.
+    let old = term.cell_of("-    return a + b");
+    assert!(!old.inverse() && old.fgcolor() != vt100::Color::Default);
+    assert!(inverse_at(&term, "-    return a + b", 16));
+    assert!(!inverse_at(&term, "-    return a + b", 5));
+    assert!(inverse_at(&term, "+    return a + c", 16));
+    assert!(!inverse_at(&term, "+    return a + c", 5));
+    term.send("n");
+    term.wait_for("apply this change to calc.py? no");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// Whether the cell `offset` columns into `needle` on the screen is reversed.
+fn inverse_at(term: &Term, needle: &str, offset: u16) -> bool {
+    let parser = term.parser.lock().unwrap();
+    let screen = parser.screen();
+    for (row, text) in screen.rows(0, COLS).enumerate() {
+        if let Some(at) = text.find(needle) {
+            let col = text[..at].chars().count() as u16 + offset;
+            return screen.cell(row as u16, col).unwrap().inverse();
+        }
+    }
+    panic!("{needle:?} is not on the screen:\n{}", screen.contents())
+}
+
+/// The status line, once, last, and nothing of the old live area left
+/// over: one input row, one request.
+fn assert_one_live_area(term: &Term) {
+    let screen = term.rows();
+    let status: Vec<usize> = (0..screen.len())
+        .filter(|&i| screen[i].contains(" · mode "))
+        .collect();
+    assert_eq!(status, [screen.len() - 1], "{screen:#?}");
+    assert!(
+        screen[status[0]].starts_with("scripted · ctx"),
+        "{screen:#?}"
+    );
+    assert_eq!(
+        screen.iter().filter(|r| r.starts_with('›')).count(),
+        2,
+        "{screen:#?}"
+    );
+}
+
+/// A resize (SIGWINCH) redraws the live area at the new size, once, with
+/// the session above it intact, and the input still works.
+#[test]
+fn a_resize_redraws_the_live_area_without_garbage() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py defines add, which sums two numbers"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("hello");
+    term.wait_for("calc.py defines add");
+    wait_for_status(&term, " tokens · mode");
+    term.send("draft");
+    for (rows, cols) in [(30, 80), (40, 110), (24, 60)] {
+        term.resize(rows, cols);
+        let started = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let screen = term.rows();
+            let status = screen.iter().filter(|r| r.contains(" · mode ")).count();
+            if status == 1 && screen.iter().any(|r| r == "› draft") {
+                break;
+            }
+            assert!(started.elapsed() < WAIT, "not redrawn:\n{screen:#?}");
+        }
+        // The session (the request, the answer) is still above the live area.
+        let screen = term.screen();
+        assert!(screen.contains("› hello"), "{screen}");
+        assert!(screen.contains("calc.py defines add"), "{screen}");
+        assert_one_live_area(&term);
+        assert_eq!(term.parser.lock().unwrap().screen().size().0.get(), rows);
+    }
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// A 5,000-line answer goes into the terminal's scrollback, in order, and the
+/// UI still answers keys at once afterwards.
+#[test]
+fn a_five_thousand_line_answer_scrolls_into_the_scrollback() {
+    let dir = repo();
+    let answer: Vec<String> = (1..=5000)
+        .map(|i| format!("answer row {i} of the long one"))
+        .collect();
+    let finish = serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer.join("\n")}});
+    let script = write_script(dir.path(), serde_json::json!([finish.to_string()]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Tell me a lot");
+    term.wait_for("answer row 5000 of the long one");
+    wait_for_status(&term, " tokens · mode");
+    // The scrollback holds the rows before the screen's, in order.
+    {
+        let mut parser = term.parser.lock().unwrap();
+        let screen = parser.screen_mut();
+        screen.set_scrollback(2000);
+        let rows: Vec<String> = screen.rows(0, COLS).collect();
+        screen.set_scrollback(0);
+        let numbers: Vec<usize> = rows
+            .iter()
+            .filter_map(|r| r.strip_prefix("answer row "))
+            .map(|r| r.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(numbers.len(), usize::from(ROWS), "{rows:#?}");
+        assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
+        assert!(numbers[0] < 5000 - 2000 + 10, "{numbers:?}");
+    }
+    // Still responsive: what is typed shows at once.
+    let started = Instant::now();
+    term.send("still here");
+    wait_for_input(&term, "› still here");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    term.send("\x15");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// A tool's result is folded to its first lines; Ctrl-T prints it whole,
+/// and a second Ctrl-T folds the next ones again.
+#[test]
+fn ctrl_t_shows_a_folded_tool_result_whole() {
+    let dir = repo();
+    let defs: String = (1..=9)
+        .map(|i| format!("def helper_{i}():\n    pass\n"))
+        .collect();
+    std::fs::write(dir.path().join("helpers.py"), defs).unwrap();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def helper_", "path": "helpers.py"}}"#,
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "nine helpers are defined"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Which helpers are there?");
+    let screen = term.wait_for("nine helpers are defined");
+    assert!(screen.contains("helper_4"), "{screen}");
+    assert!(!screen.contains("helper_9"), "{screen}");
+    assert!(
+        screen.contains("5 more lines · Ctrl-T shows them"),
+        "{screen}"
+    );
+    // The turn is over (its stats line printed): the note stays until the next.
+    term.wait_for(" generated · ");
+    term.send("\x14");
+    let screen = term.wait_for("helper_9");
+    assert!(screen.contains("output in full · Ctrl-T folds"), "{screen}");
+    term.send("\x14");
+    term.wait_for("output folded · Ctrl-T expands");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// A model's reasoning is dimmed and folded to its first lines; Ctrl-T
+/// prints it whole (turns in Qwen3's own syntax, thinking first).
+#[test]
+fn reasoning_is_dimmed_and_folded_and_ctrl_t_shows_it_whole() {
+    let dir = repo();
+    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/agent-chat/tests/fixtures/templates/Qwen-Qwen3-0.6B.jinja");
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            "<think>\nthe user asks where add is\nit is a small repository\ncalc.py looks likely\nso I answer from it\n</think>\n\nadd is defined in calc.py"
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!(
+            "chat --script {} --chat-template-file {}",
+            script.display(),
+            template.display()
+        )
+    );
+    term.wait_for("mode confirm");
+    term.submit("Where is add?");
+    let screen = term.wait_for("add is defined in calc.py");
+    assert!(screen.contains("the user asks where add is"), "{screen}");
+    assert!(screen.contains("it is a small repository"), "{screen}");
+    assert!(!screen.contains("calc.py looks likely"), "{screen}");
+    assert!(
+        screen.contains("2 more lines · Ctrl-T shows them"),
+        "{screen}"
+    );
+    assert!(term.cell_of("the user asks").dim());
+    assert!(!term.cell_of("add is defined").dim());
+    term.wait_for(" generated · ");
+    term.send("\x14");
+    term.wait_for("so I answer from it");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
 
 #[test]

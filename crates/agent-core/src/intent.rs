@@ -157,6 +157,8 @@ UNCERTAIN: none of these clearly.\n"
     req.grammar = Some(Grammar::one_of(&labels));
     // A label, not a problem to think through.
     req.thinking = Some(false);
+    // Between turns: the conversation's cached prompt must outlive it.
+    req.aside = true;
     let completion = model.complete(&req, &mut |_| {
         if cancel.is_cancelled() {
             Flow::Stop

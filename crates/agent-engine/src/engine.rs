@@ -54,7 +54,9 @@ use agent_llm::{
 /// When to draft tokens by prompt lookup (greedy decoding only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Speculative {
-    /// As many as pay on this machine, measured as it runs.
+    /// As many as pay on this machine: what a drafted token costs here as
+    /// earlier runs measured it (a default share before), against the share
+    /// of drafts the model confirms as it runs.
     Auto,
     /// Always the longest draft (tests, benchmarks).
     On,
@@ -391,6 +393,18 @@ pub struct LlamaEngine {
     draft: Vec<LlamaToken>,
     drafted: usize,
     policy: speculative::Policy,
+    /// Decode steps timed in this process, for the draft cost the next
+    /// process uses (on the CPU; a GPU's steps return before they finish).
+    step_times: Option<speculative::StepTimes>,
+    steps_saved: bool,
+    /// The KV sequence requests decode in: [`CONVERSATION`], or [`ASIDE`]
+    /// during a side request.
+    seq: i32,
+    /// Whether the context has the second sequence side requests use.
+    asides: bool,
+    /// How often the whole cache was emptied: a side request that saw it
+    /// happen knows the conversation's cells went too.
+    clears: u64,
     /// Prefill throughput: the file it is kept in, and the latest smoothed
     /// value (from the file at load, then from this process's prefills).
     rates: Option<RateBook>,
@@ -475,8 +489,14 @@ impl LlamaEngine {
 
         let (n_ctx, threads, n_batch) = context_shape(config, &plan);
         let on_gpu = plan.gpu_layers > 0;
+        // A second sequence for side requests, sharing the cells of one
+        // cache (unified: the conversation keeps the whole window). A
+        // recurrent state cannot share a prefix, so those models keep one.
+        let asides = !model.is_recurrent() && !model.is_hybrid();
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_seq_max(if asides { 2 } else { 1 })
+            .with_kv_unified(true)
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
@@ -522,7 +542,7 @@ impl LlamaEngine {
             .map(|(cache, file)| {
                 // Everything that shapes the saved state: the context's size and
                 // where its KV cache lives.
-                let context = format!("n_ctx={n_ctx} offload_kqv={on_gpu} seq=0");
+                let context = format!("n_ctx={n_ctx} offload_kqv={on_gpu} seq=0 asides={asides}");
                 PromptCache::new(cache, file.key(&context))
             });
         let rates = model_file
@@ -548,7 +568,17 @@ impl LlamaEngine {
             disk_entry: None,
             draft: Vec::new(),
             drafted: 0,
-            policy: speculative::Policy::new(on_gpu),
+            policy: speculative::Policy::new(on_gpu).with_measured_cost(
+                rates
+                    .as_ref()
+                    .filter(|_| !on_gpu)
+                    .and_then(RateBook::read_draft_cost),
+            ),
+            step_times: (!on_gpu).then(speculative::StepTimes::default),
+            seq: CONVERSATION,
+            asides,
+            clears: 0,
+            steps_saved: false,
             rates,
             measured_rate,
         })
@@ -589,6 +619,7 @@ impl LlamaEngine {
     /// Empties the KV cache, as if the context were new.
     pub fn clear_cache(&mut self) {
         self.ctx.clear_kv_cache();
+        self.clears += 1;
         self.cached.clear();
         self.draft.clear();
         self.drafted = 0;
@@ -694,7 +725,7 @@ impl LlamaEngine {
         if keep < self.cached.len() {
             if self
                 .ctx
-                .kv_cache_seq_rm(0, Some(keep as u32), None)
+                .kv_cache_seq_rm(self.seq, Some(keep as u32), None)
                 .is_err()
             {
                 // Some architectures (recurrent) cannot drop a tail.
@@ -807,8 +838,63 @@ impl Provider for LlamaEngine {
     }
 }
 
+/// The KV sequence of the conversation, the one the prompt cache keeps.
+const CONVERSATION: i32 = 0;
+/// The KV sequence of side requests ([`CompletionRequest::aside`]).
+const ASIDE: i32 = 1;
+
 impl LlamaEngine {
     fn complete_once(
+        &mut self,
+        request: &CompletionRequest,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Completion, LlmError> {
+        if request.aside && self.asides {
+            return self.complete_aside(request, on_event);
+        }
+        self.complete_in_sequence(request, on_event)
+    }
+
+    /// A side request in the second sequence: it starts from the cells of
+    /// the prefix it shares with the conversation (copied, not decoded
+    /// again), and the conversation's cells and tokens are as before when
+    /// it ends, so the next turn reuses them all.
+    fn complete_aside(
+        &mut self,
+        request: &CompletionRequest,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Completion, LlmError> {
+        let rendered = self.format.render(request);
+        let prompt = self.tokenize_prompt(&rendered.text);
+        let conversation = std::mem::take(&mut self.cached);
+        let shared = conversation
+            .iter()
+            .zip(&prompt)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let clears = self.clears;
+        let _ = self.ctx.kv_cache_seq_rm(ASIDE, None, None);
+        let copied = self
+            .ctx
+            .copy_kv_cache_seq(CONVERSATION, ASIDE, None, Some(shared as u32))
+            .is_ok();
+        self.cached = conversation[..if copied { shared } else { 0 }].to_vec();
+        self.seq = ASIDE;
+        let result = self.complete_in_sequence(request, on_event);
+        let _ = self.ctx.kv_cache_seq_rm(ASIDE, None, None);
+        self.seq = CONVERSATION;
+        self.draft.clear();
+        self.drafted = 0;
+        // Emptied meanwhile (a failed decode): the conversation's cells too.
+        self.cached = if self.clears == clears {
+            conversation
+        } else {
+            Vec::new()
+        };
+        result
+    }
+
+    fn complete_in_sequence(
         &mut self,
         request: &CompletionRequest,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
@@ -858,6 +944,7 @@ impl LlamaEngine {
             on_event,
         );
         self.drop_draft();
+        self.save_decode_steps();
         let finish = finish?;
         result.finish = finish;
         turn.end(finish, on_event);
@@ -906,7 +993,7 @@ impl LlamaEngine {
             for (i, &token) in chunk.iter().enumerate() {
                 let is_last = done + i + 1 == suffix.len();
                 batch
-                    .add(token, (self.cached.len() + i) as i32, &[0], is_last)
+                    .add(token, (self.cached.len() + i) as i32, &[self.seq], is_last)
                     .map_err(|e| LlmError::Backend(e.to_string()))?;
             }
             self.decode(&mut batch)?;
@@ -1083,7 +1170,7 @@ impl LlamaEngine {
                 .add(
                     token,
                     (self.cached.len() + i) as i32,
-                    &[0],
+                    &[self.seq],
                     i + 1 == tokens.len(),
                 )
                 .map_err(|e| LlmError::Backend(e.to_string()))?;
@@ -1132,15 +1219,34 @@ impl LlamaEngine {
         let mut batch = LlamaBatch::new(1 + draft.len(), 1);
         for (i, &t) in std::iter::once(&token).chain(&draft).enumerate() {
             batch
-                .add(t, (self.cached.len() + i) as i32, &[0], true)
+                .add(t, (self.cached.len() + i) as i32, &[self.seq], true)
                 .map_err(|e| LlmError::Backend(e.to_string()))?;
         }
+        let step = Instant::now();
         self.decode(&mut batch)?;
+        if let Some(times) = &mut self.step_times {
+            times.add(1 + draft.len(), step.elapsed().as_secs_f64());
+        }
         self.cached.push(token);
         result.draft_tokens += draft.len();
         self.drafted = draft.len();
         self.draft = draft;
         Ok(0)
+    }
+
+    /// Once per process, after its first answer, the decode steps it timed
+    /// go to the rate file, for the next process's [`speculative::Policy`]
+    /// (this one keeps the cost it began with: see there why it never
+    /// follows the load).
+    fn save_decode_steps(&mut self) {
+        if self.steps_saved {
+            return;
+        }
+        if let (Some(steps), Some(book)) = (&self.step_times, &self.rates) {
+            tracing::debug!("speculation: decode steps timed {steps:?}");
+            book.record_steps(steps);
+            self.steps_saved = true;
+        }
     }
 
     /// Forgets the unconfirmed drafts, and their keys and values.
@@ -1156,7 +1262,7 @@ impl LlamaEngine {
         self.draft.clear();
         if self
             .ctx
-            .kv_cache_seq_rm(0, Some(self.cached.len() as u32), None)
+            .kv_cache_seq_rm(self.seq, Some(self.cached.len() as u32), None)
             .is_err()
         {
             self.clear_cache();
@@ -1167,6 +1273,9 @@ impl LlamaEngine {
     /// prefix with `prompt`, when it holds more than the KV cache already
     /// does (`reused`). Returns the prompt tokens it provides.
     fn load_from_disk(&mut self, prompt: &[LlamaToken], reused: usize) -> usize {
+        if self.seq != CONVERSATION {
+            return 0;
+        }
         let started = Instant::now();
         let Some((entry, keep, state)) = self.read_from_disk(prompt, reused) else {
             return 0;
@@ -1177,7 +1286,7 @@ impl LlamaEngine {
         // digest written with them.
         let restored = unsafe {
             self.ctx
-                .state_seq_set_data_ext(&state, 0, LlamaStateSeqFlags::empty())
+                .state_seq_set_data_ext(&state, CONVERSATION, LlamaStateSeqFlags::empty())
         };
         if !restored {
             tracing::info!(
@@ -1191,7 +1300,7 @@ impl LlamaEngine {
         self.cached = entry.tokens.iter().map(|&t| LlamaToken(t)).collect();
         let dropped = self
             .ctx
-            .kv_cache_seq_rm(0, Some(keep as u32), None)
+            .kv_cache_seq_rm(CONVERSATION, Some(keep as u32), None)
             .is_err();
         if dropped {
             self.clear_cache();
@@ -1231,7 +1340,7 @@ impl LlamaEngine {
     /// worth rewriting (see [`SaveWhen`]); an entry this process last saved
     /// or loaded that it extends is replaced. Returns the tokens saved.
     fn save_to_disk(&mut self, when: SaveWhen) -> usize {
-        let Some(disk) = &self.disk else {
+        let Some(disk) = self.disk.as_ref().filter(|_| self.seq == CONVERSATION) else {
             return 0;
         };
         let tokens: Vec<i32> = self.cached.iter().map(|t| t.0).collect();
@@ -1253,12 +1362,12 @@ impl LlamaEngine {
             return 0;
         }
         let flags = LlamaStateSeqFlags::empty();
-        let size = self.ctx.state_seq_get_size_ext(0, flags);
+        let size = self.ctx.state_seq_get_size_ext(CONVERSATION, flags);
         let mut state = vec![0u8; size];
         // SAFETY: the buffer holds the size llama.cpp just reported.
         let written = unsafe {
             self.ctx
-                .state_seq_get_data_ext(state.as_mut_ptr(), 0, flags)
+                .state_seq_get_data_ext(state.as_mut_ptr(), CONVERSATION, flags)
         };
         if written != size {
             tracing::warn!("prompt cache: llama.cpp gave {written} of {size} bytes; not saved");

@@ -1,6 +1,8 @@
 //! How fast this machine prefills prompts with a model, remembered across
-//! processes in a small JSON file (`.agent/cache/prefill.json`), so the
-//! first prompt of the next run can be sized to it.
+//! processes in a small JSON file (`cache/prefill.json` in the state
+//! folder), so the first prompt of the next run can be sized to it; and,
+//! beside it, what a drafted token costs a decode step, so speculative
+//! decoding drafts only as much as pays here.
 //!
 //! One entry per model file, placement (GPU layers, device), thread count
 //! and batch size: the key is the prompt cache's model identity
@@ -15,6 +17,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::speculative::StepTimes;
 
 /// Prefills shorter than this say more about fixed costs than throughput.
 pub const MIN_TOKENS: usize = 64;
@@ -41,6 +45,12 @@ pub struct Rate {
     pub model: String,
     #[serde(default)]
     pub placement: String,
+    /// Decode steps timed over runs ([`StepTimes`]), and the share of a lone
+    /// step a drafted token adds that they give (for a reader of the file).
+    #[serde(default, skip_serializing_if = "StepTimes::is_empty")]
+    pub decode_steps: StepTimes,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_cost: Option<f64>,
 }
 
 /// The rates file and this engine's key in it.
@@ -93,6 +103,8 @@ impl RateBook {
                 samples: 1,
                 model: String::new(),
                 placement: String::new(),
+                decode_steps: StepTimes::default(),
+                draft_cost: None,
             });
         rate.model.clone_from(&self.model);
         rate.placement.clone_from(&self.placement);
@@ -101,6 +113,33 @@ impl RateBook {
             tracing::info!("prefill rate not saved to {} ({e})", self.path.display());
         }
         Some(smoothed)
+    }
+}
+
+impl RateBook {
+    /// The share of a lone step a drafted token adds here, once enough
+    /// steps were timed.
+    pub fn read_draft_cost(&self) -> Option<f64> {
+        read_all(&self.path)
+            .remove(&self.key)
+            .and_then(|r| r.decode_steps.extra_cost())
+    }
+
+    /// Adds this run's timed decode steps to the entry (the prefill rate's:
+    /// a run decodes only after a prefill), until they are settled.
+    pub fn record_steps(&self, steps: &StepTimes) {
+        let mut all = read_all(&self.path);
+        let Some(rate) = all.get_mut(&self.key) else {
+            return;
+        };
+        if steps.is_empty() || rate.decode_steps.settled() {
+            return;
+        }
+        rate.decode_steps.merge(steps);
+        rate.draft_cost = rate.decode_steps.extra_cost();
+        if let Err(e) = write_atomically(&self.path, &all) {
+            tracing::info!("decode timings not saved to {} ({e})", self.path.display());
+        }
     }
 }
 
@@ -162,6 +201,30 @@ mod tests {
         book(dir.path(), "b").record(64, 2.0);
         assert_eq!(a.read(), Some(200.0));
         assert_eq!(book(dir.path(), "b").read(), Some(32.0));
+    }
+
+    #[test]
+    fn decode_steps_add_up_over_runs_into_a_draft_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = book(dir.path(), "a");
+        let mut run = StepTimes::default();
+        for _ in 0..6 {
+            run.add(1, 0.010);
+        }
+        run.add(5, 0.014);
+        run.add(5, 0.014);
+        a.record_steps(&run);
+        assert_eq!(a.read_draft_cost(), None, "no prefill timed yet: no entry");
+        a.record(100, 1.0);
+        a.record_steps(&run);
+        assert_eq!(a.read_draft_cost(), None, "too few steps in one run");
+        a.record_steps(&run);
+        let cost = a.read_draft_cost().unwrap();
+        assert!((cost - 0.1).abs() < 1e-9, "{cost}");
+        assert_eq!(book(dir.path(), "b").read_draft_cost(), None);
+        // The prefill rate goes on as before beside it.
+        assert_eq!(a.record(300, 1.0), Some(200.0));
+        assert!((a.read_draft_cost().unwrap() - 0.1).abs() < 1e-9);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! (BENCHMARKS.md; the long-context engine test runs on one thread).
 
 use llama_cpp_2::token::LlamaToken;
+use serde::{Deserialize, Serialize};
 
 /// Tokens that must match (the new token and those before it) for a draft.
 const NGRAM: usize = 3;
@@ -43,12 +44,15 @@ pub fn draft(history: &[LlamaToken], next: LlamaToken, room: usize) -> Vec<Llama
 /// process: a draft of `k` tokens costs a batch of `k + 1`, a single step
 /// plus `k` times [`Policy::extra_cost`] of one, and yields the tokens the
 /// model confirms (a run of them, each as likely as the acceptance rate).
-/// The cost is a fixed share, not a timing: a length chosen from timings
-/// would follow the machine's load, and with it where batches and lone
-/// tokens fall, which llama.cpp rounds differently past 512 cells of KV
-/// cache on more than one thread (see the module's comment), so greedy
-/// output would change from run to run. Chosen from the text alone, the
-/// same request gives the same answer every time.
+/// The cost is this machine's, measured in earlier processes with this model
+/// and placement ([`StepTimes`], kept beside the prefill rate), else a
+/// default share; it is fixed for the process and settles once enough steps
+/// were timed, never following the load from step to step: a length chosen from live
+/// timings would move where batches and lone tokens fall, which llama.cpp
+/// rounds differently past 512 cells of KV cache on more than one thread
+/// (see the module's comment), so greedy output would change from run to
+/// run. Where a drafted token costs about as much as a lone step (a
+/// loaded or memory-starved CPU), no length pays and `auto` drafts nothing.
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// What a drafted token adds to a decode, as a share of a one-token
@@ -68,6 +72,78 @@ const CPU_EXTRA_COST: f64 = 0.35;
 const GPU_EXTRA_COST: f64 = 0.1;
 
 const DECAY: f64 = 0.8;
+/// Bounds of a measured share: timings this far out are noise (a batch can
+/// not be cheaper than nothing, nor a drafted token dearer than two steps).
+const MIN_EXTRA_COST: f64 = 0.02;
+const MAX_EXTRA_COST: f64 = 2.0;
+
+/// Decode steps timed: lone tokens, and batches of a token with its draft.
+/// Enough of both give what a drafted token adds to a step on this machine,
+/// as a share of a lone step (for [`Policy`]). A process times its own steps;
+/// the rate file sums them over runs ([`crate::prefill_rate`]), since one
+/// answer may draft only a few times.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTimes {
+    lone_secs: f64,
+    lone_steps: u32,
+    batch_secs: f64,
+    batch_steps: u32,
+    drafted_tokens: u32,
+}
+
+/// Steps of each kind before the share is trusted.
+const MIN_LONE_STEPS: u32 = 8;
+const MIN_BATCH_STEPS: u32 = 4;
+/// Steps of each kind after which the sums stop growing, so the share stays
+/// put and a request decodes the same way on every later run.
+const SETTLED_LONE_STEPS: u32 = 256;
+const SETTLED_BATCH_STEPS: u32 = 32;
+
+impl StepTimes {
+    /// A decode of `tokens` (1: a lone token) that took `secs`.
+    pub fn add(&mut self, tokens: usize, secs: f64) {
+        if tokens <= 1 {
+            self.lone_secs += secs;
+            self.lone_steps += 1;
+        } else {
+            self.batch_secs += secs;
+            self.batch_steps += 1;
+            self.drafted_tokens += tokens as u32 - 1;
+        }
+    }
+
+    /// Adds another run's steps, unless these are settled.
+    pub fn merge(&mut self, other: &StepTimes) {
+        if self.settled() {
+            return;
+        }
+        self.lone_secs += other.lone_secs;
+        self.lone_steps += other.lone_steps;
+        self.batch_secs += other.batch_secs;
+        self.batch_steps += other.batch_steps;
+        self.drafted_tokens += other.drafted_tokens;
+    }
+
+    pub fn settled(&self) -> bool {
+        self.lone_steps >= SETTLED_LONE_STEPS && self.batch_steps >= SETTLED_BATCH_STEPS
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lone_steps == 0 && self.batch_steps == 0
+    }
+
+    /// What a drafted token added to its step, as a share of a lone step;
+    /// None until enough steps of both kinds were timed.
+    pub fn extra_cost(&self) -> Option<f64> {
+        if self.lone_steps < MIN_LONE_STEPS || self.batch_steps < MIN_BATCH_STEPS {
+            return None;
+        }
+        let lone = self.lone_secs / f64::from(self.lone_steps);
+        let added = self.batch_secs - f64::from(self.batch_steps) * lone;
+        let share = added / f64::from(self.drafted_tokens) / lone;
+        (lone > 0.0 && share.is_finite()).then(|| share.clamp(MIN_EXTRA_COST, MAX_EXTRA_COST))
+    }
+}
 
 impl Policy {
     /// A policy for a model with its layers on a GPU or not. Optimistic at
@@ -82,6 +158,20 @@ impl Policy {
             confirmed: 3.0,
             rejected: 1.0,
         }
+    }
+
+    /// The same, with what a drafted token costs on this machine as
+    /// measured (a share of a lone step), when it was.
+    pub fn with_measured_cost(mut self, extra_cost: Option<f64>) -> Self {
+        if let Some(cost) = extra_cost.filter(|c| c.is_finite()) {
+            self.extra_cost = cost.clamp(MIN_EXTRA_COST, MAX_EXTRA_COST);
+        }
+        self
+    }
+
+    /// What a drafted token adds to a step, as a share of a lone step.
+    pub fn extra_cost(&self) -> f64 {
+        self.extra_cost
     }
 
     /// The draft length with the most tokens per unit of cost (0: none).
@@ -151,6 +241,39 @@ mod tests {
             cpu.drafted(4, 1);
         }
         assert!(gpu.draft_len() > cpu.draft_len(), "{gpu:?} {cpu:?}");
+    }
+
+    #[test]
+    fn a_measured_cost_sets_how_long_drafts_are_and_whether_any_pay() {
+        let mut times = StepTimes::default();
+        // A lone step 10 ms, a token with 4 drafted 14 ms: 0.1 per token.
+        for _ in 0..MIN_LONE_STEPS {
+            times.add(1, 0.010);
+        }
+        assert_eq!(times.extra_cost(), None, "no batch timed yet");
+        for _ in 0..MIN_BATCH_STEPS {
+            times.add(5, 0.014);
+        }
+        let cheap = times.extra_cost().unwrap();
+        assert!((cheap - 0.1).abs() < 1e-9, "{cheap}");
+        let default = Policy::new(false);
+        let measured = Policy::new(false).with_measured_cost(Some(cheap));
+        assert!(measured.draft_len() > default.draft_len(), "{measured:?}");
+        // A drafted token as dear as a lone step: no draft pays at first.
+        let dear = Policy::new(false).with_measured_cost(Some(1.0));
+        assert_eq!(dear.draft_len(), 0, "{dear:?}");
+        // Nothing measured: the default share.
+        let none = Policy::new(false).with_measured_cost(None);
+        assert_eq!(none.extra_cost(), CPU_EXTRA_COST);
+        // Runs add up until settled; then the sums stay.
+        let mut kept = StepTimes::default();
+        while !kept.settled() {
+            kept.merge(&times);
+        }
+        let settled = kept.clone();
+        kept.merge(&times);
+        assert_eq!(kept, settled);
+        assert!((kept.extra_cost().unwrap() - cheap).abs() < 1e-9);
     }
 
     #[test]

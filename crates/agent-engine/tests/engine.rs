@@ -9,10 +9,22 @@ use agent_llm::{
 };
 use serde_json::Value;
 
+/// The tiny model's settings, on the threads scripts/test gives each model
+/// (`AGENT_THREADS`, as the binary takes it): tests run two at a time, and
+/// two models spinning on every core each waste most of it.
+fn tiny() -> EngineConfig {
+    EngineConfig {
+        threads: std::env::var("AGENT_THREADS")
+            .ok()
+            .and_then(|t| t.parse().ok()),
+        ..EngineConfig::new(common::tiny_model())
+    }
+}
+
 fn engine() -> LlamaEngine {
     LlamaEngine::load(&EngineConfig {
         ctx_size: Some(2048),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     })
     .expect("the tiny model loads")
 }
@@ -213,6 +225,54 @@ fn kv_reuse_gives_the_same_tokens_as_a_fresh_context_and_prefills_only_the_suffi
     assert!(second.prefilled_tokens < second.prompt_tokens / 3);
 }
 
+/// The intent gate's side request between two turns decodes in its own KV
+/// sequence from the prefix it shares: it answers as a fresh context would,
+/// and the next turn still reuses the conversation's whole cached prompt
+/// (before, the side request took the cache, and the turn after it
+/// prefilled everything past the system prompt again).
+#[test]
+fn a_side_request_between_turns_leaves_the_conversations_cache_whole() {
+    let system = Message::system(
+        "You are a helpful assistant for a Rust code base. ".repeat(20) + "Answer briefly.",
+    );
+    let turn1 = vec![system.clone(), Message::user("What is a trait?")];
+    let mut warm = engine();
+    let first = ask(&mut warm, turn1.clone(), 24);
+
+    let mut side = CompletionRequest::new(vec![
+        system.clone(),
+        Message::user("Reply with one word: is this a greeting? Message: hello there"),
+    ]);
+    side.max_tokens = 6;
+    side.aside = true;
+    let aside = warm.complete(&side, &mut |_| Flow::Continue).unwrap();
+    assert!(
+        aside.reused_tokens > 0,
+        "the shared system prompt was not reused"
+    );
+    let fresh_side = engine().complete(&side, &mut |_| Flow::Continue).unwrap();
+    assert_eq!(
+        aside.tokens, fresh_side.tokens,
+        "the side sequence changed the output"
+    );
+
+    let mut turn2 = turn1;
+    turn2.push(Message::assistant(first.text.clone()));
+    turn2.push(Message::user("And what is a lifetime?"));
+    let second = ask(&mut warm, turn2.clone(), 24);
+    assert!(
+        second.reused_tokens >= first.prompt_tokens,
+        "reused {} of turn 1's {} prompt tokens after the side request",
+        second.reused_tokens,
+        first.prompt_tokens
+    );
+    let fresh = ask(&mut engine(), turn2, 24);
+    assert_eq!(
+        second.tokens, fresh.tokens,
+        "the side request changed the turn"
+    );
+}
+
 #[test]
 fn the_same_prompt_twice_reuses_all_but_one_token() {
     let mut e = engine();
@@ -242,7 +302,7 @@ fn token_counts_are_exact() {
 fn a_prompt_larger_than_the_context_is_a_typed_error() {
     let mut small = LlamaEngine::load(&EngineConfig {
         ctx_size: Some(256),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     })
     .unwrap();
     let mut req = CompletionRequest::new(vec![Message::user("word ".repeat(2000))]);
@@ -403,7 +463,7 @@ fn the_tiny_model_is_placed_from_its_header() {
     assert_eq!(info.context_length, Some(8192));
 
     // No --ctx-size: the model's training context (it fits any machine).
-    let e = LlamaEngine::load(&EngineConfig::new(common::tiny_model())).unwrap();
+    let e = LlamaEngine::load(&tiny()).unwrap();
     assert_eq!(e.context_size(), 8192);
     assert_eq!(e.plan().model_layers, 31);
     let placement = e.placement().expect("the engine says where it runs");
@@ -450,7 +510,7 @@ fn a_reasoning_template_thinks_to_the_budget_then_calls_under_the_grammar() {
         chat_template_file: Some(template_file("Qwen-Qwen3-0.6B.jinja")),
         think: agent_llm::Think::On,
         think_budget: Some(32),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     })
     .expect("the tiny model loads");
     let info = e.chat_format().info().clone();
@@ -515,7 +575,7 @@ fn a_model_that_never_closes_its_think_block_is_closed_by_the_budget() {
         chat_template_file: Some(template_file("Qwen-Qwen3-0.6B.jinja")),
         think: agent_llm::Think::On,
         think_budget: Some(8),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     })
     .expect("the tiny model loads");
     let mut req = CompletionRequest::new(vec![Message::user("Explain recursion.")]);
@@ -552,7 +612,7 @@ fn a_template_file_that_does_not_render_falls_back_and_says_so() {
     let e = LlamaEngine::load(&EngineConfig {
         ctx_size: Some(512),
         chat_template_file: Some(bad.clone()),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     })
     .expect("a broken template is not fatal");
     let info = e.chat_format().info();
@@ -561,7 +621,7 @@ fn a_template_file_that_does_not_render_falls_back_and_says_so() {
     assert!(note.contains("instead"), "{note}");
     let missing = LlamaEngine::load(&EngineConfig {
         chat_template_file: Some(dir.path().join("nope.jinja")),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     });
     let err = missing
         .err()
@@ -616,7 +676,7 @@ fn speculation_gives_byte_identical_greedy_output_and_drafts_copied_code() {
     req.max_tokens = 160;
     let config = EngineConfig {
         ctx_size: Some(2048),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     };
     let (on, off) = with_and_without_speculation(&config, &req);
     assert_eq!(on.text, off.text);
@@ -640,7 +700,16 @@ fn speculation_gives_byte_identical_greedy_output_and_drafts_copied_code() {
 /// bookkeeping of confirmed and dropped drafts would show).
 #[test]
 fn speculation_is_exact_over_a_long_context_where_llama_cpp_is_batch_invariant() {
+    // The file's first 6,000 bytes: over 1,024 tokens of prompt, and the
+    // same length however the file grows (all of it once made this test
+    // twice as slow).
     let source = include_str!("../src/speculative.rs");
+    let cut = source.as_bytes()[..6000]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    let source = &source[..cut];
     let mut req = CompletionRequest::new(vec![Message::user(format!(
         "Repeat this file exactly, then stop:\n```rust\n{source}```"
     ))]);
@@ -648,7 +717,7 @@ fn speculation_is_exact_over_a_long_context_where_llama_cpp_is_batch_invariant()
     let config = EngineConfig {
         ctx_size: Some(4096),
         threads: Some(1),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     };
     let (on, off) = with_and_without_speculation(&config, &req);
     assert!(
@@ -674,7 +743,7 @@ fn speculation_is_exact_under_the_call_grammar_and_across_a_think_block() {
         chat_template_file: Some(template_file("Qwen-Qwen3-0.6B.jinja")),
         think: agent_llm::Think::On,
         think_budget: Some(48),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     };
     let path = "crates/agent-engine/src/speculative_lookup_table.rs";
     let mut req = CompletionRequest::new(vec![
@@ -707,7 +776,7 @@ fn the_session_end_save_keeps_the_whole_conversation_for_the_next_process() {
             max_bytes: 1 << 30,
             auth_key: [3; 32],
         }),
-        ..EngineConfig::new(common::tiny_model())
+        ..tiny()
     };
     let entries = || std::fs::read_dir(dir.path()).unwrap().count();
     let system = Message::system(

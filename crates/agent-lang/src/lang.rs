@@ -465,6 +465,31 @@ impl Lang {
             Lang::Rust | Lang::Python | Lang::Text => None,
         }
     }
+
+    /// The grammar's own `highlights.scm`, for code shown in the terminal;
+    /// a dialect's patterns come before its base language's, as the first
+    /// pattern that matches wins (C++ over C, TypeScript over JavaScript).
+    pub fn highlights_query(self) -> Option<String> {
+        match self {
+            Lang::Rust => Some(tree_sitter_rust::HIGHLIGHTS_QUERY.into()),
+            Lang::Python => Some(tree_sitter_python::HIGHLIGHTS_QUERY.into()),
+            Lang::Bash => grammars::bash_highlights(),
+            Lang::C => grammars::c_highlights(),
+            Lang::Cpp => grammars::cpp_highlights(),
+            Lang::CSharp => grammars::csharp_highlights(),
+            Lang::Lua => grammars::lua_highlights(),
+            Lang::Php => grammars::php_highlights(),
+            Lang::Ruby => grammars::ruby_highlights(),
+            Lang::Swift => grammars::swift_highlights(),
+            Lang::Go => grammars::go_highlights(),
+            Lang::Java => grammars::java_highlights(),
+            Lang::JavaScript => grammars::javascript_highlights(),
+            Lang::TypeScript => grammars::typescript_highlights(),
+            Lang::Tsx => grammars::tsx_highlights(),
+            // kotlin-ng ships no highlight query.
+            Lang::Kotlin | Lang::Text => None,
+        }
+    }
 }
 
 /// Extensions of text that is prose or data, not code.
@@ -620,6 +645,68 @@ mod grammars {
         "lang-typescript",
         TS_JAVASCRIPT_TAGS,
         tree_sitter_typescript::TAGS_QUERY
+    );
+
+    tags!(
+        bash_highlights,
+        "lang-bash",
+        tree_sitter_bash::HIGHLIGHT_QUERY
+    );
+    tags!(c_highlights, "lang-c", tree_sitter_c::HIGHLIGHT_QUERY);
+    tags!(
+        cpp_highlights,
+        "lang-cpp",
+        tree_sitter_cpp::HIGHLIGHT_QUERY,
+        tree_sitter_c::HIGHLIGHT_QUERY
+    );
+    tags!(
+        csharp_highlights,
+        "lang-csharp",
+        tree_sitter_c_sharp::HIGHLIGHTS_QUERY
+    );
+    tags!(
+        lua_highlights,
+        "lang-lua",
+        tree_sitter_lua::HIGHLIGHTS_QUERY
+    );
+    tags!(
+        php_highlights,
+        "lang-php",
+        tree_sitter_php::HIGHLIGHTS_QUERY
+    );
+    tags!(
+        ruby_highlights,
+        "lang-ruby",
+        tree_sitter_ruby::HIGHLIGHTS_QUERY
+    );
+    tags!(
+        swift_highlights,
+        "lang-swift",
+        tree_sitter_swift::HIGHLIGHTS_QUERY
+    );
+    tags!(go_highlights, "lang-go", tree_sitter_go::HIGHLIGHTS_QUERY);
+    tags!(
+        java_highlights,
+        "lang-java",
+        tree_sitter_java::HIGHLIGHTS_QUERY
+    );
+    tags!(
+        javascript_highlights,
+        "lang-javascript",
+        tree_sitter_javascript::HIGHLIGHT_QUERY
+    );
+    tags!(
+        typescript_highlights,
+        "lang-typescript",
+        tree_sitter_typescript::HIGHLIGHTS_QUERY,
+        tree_sitter_javascript::HIGHLIGHT_QUERY
+    );
+    tags!(
+        tsx_highlights,
+        "lang-typescript",
+        tree_sitter_typescript::HIGHLIGHTS_QUERY,
+        tree_sitter_javascript::JSX_HIGHLIGHT_QUERY,
+        tree_sitter_javascript::HIGHLIGHT_QUERY
     );
 
     #[cfg(feature = "lang-c")]

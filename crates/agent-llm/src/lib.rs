@@ -122,6 +122,10 @@ pub struct CompletionRequest {
     pub stop: Vec<String>,
     /// Keep generating past end-of-turn tokens (benchmarks measure a fixed length).
     pub ignore_eos: bool,
+    /// A side request (the intent gate's label) between a conversation's
+    /// turns: a provider that can answers it without disturbing what it
+    /// keeps of the conversation's prompt (the engine: a second KV sequence).
+    pub aside: bool,
 }
 
 impl CompletionRequest {

@@ -18,7 +18,10 @@ use crate::cells::{self, dim, from_ansi};
 use crate::choose::{confirm_line, Choice};
 use crate::complete::Completion;
 use crate::editor::Editor;
+use crate::fold::{self, Fold};
+use crate::frames::FrameTimes;
 use crate::history::History;
+use crate::markdown::Markdown;
 use crate::notify::{Notify, LONG_TURN};
 use crate::progress::Progress;
 use crate::search::ReverseSearch;
@@ -131,9 +134,12 @@ pub(crate) struct App {
     step: usize,
     live_tokens: usize,
     progress: Progress,
-    /// The answer's and the reasoning's unfinished last line.
+    /// The answer's unfinished last line.
     answer: String,
+    /// The step's reasoning so far: one cell when it ends.
     reasoning: String,
+    markdown: Markdown,
+    fold: Fold,
     tool: Option<(String, String, Instant)>,
     approval: Option<(Ask, Sender<char>)>,
     choice: Option<Choice>,
@@ -149,6 +155,7 @@ pub(crate) struct App {
     /// The terminal has the user's eyes (until it reports focus lost).
     focused: bool,
     notify: Notify,
+    frames: FrameTimes,
 }
 
 impl App {
@@ -163,6 +170,7 @@ impl App {
         completion: Completion,
         status: Status,
         show_diffs: bool,
+        expanded: bool,
     ) -> Self {
         Self {
             screen,
@@ -181,6 +189,8 @@ impl App {
             progress: Progress::default(),
             answer: String::new(),
             reasoning: String::new(),
+            markdown: Markdown::default(),
+            fold: Fold::new(expanded),
             tool: None,
             approval: None,
             choice: None,
@@ -194,6 +204,7 @@ impl App {
             started: Instant::now(),
             focused: true,
             notify: Notify::from_env(),
+            frames: FrameTimes::from_env(),
         }
     }
 
@@ -210,7 +221,9 @@ impl App {
             if self.closed {
                 break;
             }
+            let frame = self.frames.start();
             self.draw()?;
+            self.frames.end(frame);
             if event::poll(TICK)? {
                 match event::read()? {
                     TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
@@ -225,6 +238,7 @@ impl App {
             }
         }
         self.screen.close();
+        self.frames.save();
         Ok(())
     }
 
@@ -290,42 +304,47 @@ impl App {
         out.flush()
     }
 
-    /// Streamed text: whole lines go to the scrollback, the last stays live.
+    /// Streamed text: the answer's whole lines go to the scrollback as
+    /// Markdown, its last stays live; reasoning waits for its end.
     fn stream(&mut self, text: &str, reasoning: bool) -> std::io::Result<()> {
-        if !reasoning && !self.reasoning.is_empty() {
-            let rest = std::mem::take(&mut self.reasoning);
-            self.screen.insert(&[cells::styled(&rest, dim())])?;
+        if reasoning {
+            self.reasoning.push_str(text);
+            return Ok(());
         }
-        let buffer = if reasoning {
-            &mut self.reasoning
-        } else {
-            &mut self.answer
-        };
-        buffer.push_str(text);
-        let Some(cut) = buffer.rfind('\n') else {
+        self.end_reasoning()?;
+        self.answer.push_str(text);
+        let Some(cut) = self.answer.rfind('\n') else {
             return Ok(());
         };
-        let done: String = buffer.drain(..=cut).collect();
-        let style = if reasoning { dim() } else { Style::default() };
+        let done: String = self.answer.drain(..=cut).collect();
         let lines: Vec<Line<'static>> = done
             .trim_end_matches('\n')
             .split('\n')
-            .map(|l| cells::styled(l, style))
+            .map(|l| self.markdown.line(l))
             .collect();
+        self.screen.insert(&lines)
+    }
+
+    /// The reasoning is over: it goes to the scrollback, folded unless expanded.
+    fn end_reasoning(&mut self) -> std::io::Result<()> {
+        let text = std::mem::take(&mut self.reasoning);
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let (full, short) = fold::reasoning(&text);
+        let lines = self.fold.show(full, short);
         self.screen.insert(&lines)
     }
 
     /// A step ended: what is left of its streamed lines goes to the scrollback.
     fn end_step(&mut self) -> std::io::Result<()> {
-        let reasoning = std::mem::take(&mut self.reasoning);
-        if !reasoning.is_empty() {
-            self.screen.insert(&[cells::styled(&reasoning, dim())])?;
-        }
+        self.end_reasoning()?;
         let answer = std::mem::take(&mut self.answer);
         if !answer.is_empty() {
-            self.screen
-                .insert(&[cells::styled(&answer, Style::default())])?;
+            let line = self.markdown.line(&answer);
+            self.screen.insert(&[line])?;
         }
+        self.markdown.reset();
         Ok(())
     }
 
@@ -335,7 +354,7 @@ impl App {
             .take()
             .unwrap_or_else(|| (String::new(), String::new(), Instant::now()));
         let diff = done.diff.as_deref().filter(|_| self.show_diffs);
-        let lines = cells::tool_done(
+        let (full, short) = cells::tool_done(
             &tool,
             &summary,
             done.ok,
@@ -343,13 +362,29 @@ impl App {
             &done.content,
             diff,
         );
+        let lines = self.fold.show(full, short);
         self.screen.insert(&lines)
+    }
+
+    /// Ctrl+T: the last folded cell in full and the next ones whole, or folded again.
+    fn toggle_fold(&mut self) {
+        if let Some(whole) = self.fold.toggle() {
+            let _ = self.screen.insert(&whole);
+        }
+        self.note = Some(if self.fold.expanded {
+            format!("output in full · {} folds", fold::KEY)
+        } else {
+            format!("output folded · {} expands", fold::KEY)
+        });
     }
 
     fn on_key(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
+        }
+        if ctrl && key.code == KeyCode::Char('t') {
+            return self.toggle_fold();
         }
         if self.approval.is_some() {
             return self.answer_approval(key);
@@ -587,7 +622,12 @@ impl App {
         } else if self.search.is_some() {
             "Ctrl-R older · Enter takes it · Esc cancels".into()
         } else if self.busy.is_some() {
-            "Esc stops · Ctrl-C twice quits".into()
+            let action = if self.fold.expanded {
+                "folds"
+            } else {
+                "expands"
+            };
+            format!("Esc stops · {} {action} · Ctrl-C twice quits", fold::KEY)
         } else {
             "/ commands · @ files · Shift+Tab mode · Ctrl-J newline".into()
         }
@@ -596,11 +636,17 @@ impl App {
     /// The live area's lines above the input: what streams, the running tool.
     fn live_lines(&self) -> Vec<Line<'static>> {
         let mut out = Vec::new();
-        if !self.reasoning.is_empty() {
-            out.push(cells::styled(&self.reasoning, dim()));
+        // The reasoning's latest line, while it lasts.
+        let reasoning = self.reasoning.trim_end();
+        if let Some(last) = reasoning
+            .rsplit('\n')
+            .next()
+            .filter(|_| !reasoning.is_empty())
+        {
+            out.push(cells::styled(&last.replace('\t', "    "), dim()));
         }
         if !self.answer.is_empty() {
-            out.push(cells::styled(&self.answer, Style::default()));
+            out.push(self.markdown.partial(&self.answer));
         }
         let spin = SPINNER[(self.started.elapsed().as_millis() / 100) as usize % SPINNER.len()];
         if let Some((tool, summary, started)) = &self.tool {
@@ -679,9 +725,10 @@ impl App {
             let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
             Paragraph::new(lines).render(area, frame.buffer_mut());
             let y = (input_top + cursor.0).saturating_sub(skip as u16);
-            if y < area.height {
+            (y < area.height).then(|| {
                 frame.set_cursor_position((area.x + cursor.1, area.y + y));
-            }
+                y
+            })
         })
     }
 

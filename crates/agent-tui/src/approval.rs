@@ -15,7 +15,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::app::{Event, Link};
-use crate::cells::{diff_lines, styled};
+use crate::cells::styled;
+use crate::diff::diff_lines;
 
 /// A question for the user, with the lines shown before it.
 pub(crate) struct Ask {

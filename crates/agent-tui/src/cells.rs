@@ -12,6 +12,10 @@ use unicode_width::UnicodeWidthChar;
 /// Lines of a tool's result shown under its call.
 pub(crate) const RESULT_LINES: usize = 4;
 
+/// Lines of a tool's result shown when expanded: a whole file read would
+/// bury the session.
+pub(crate) const FULL_LINES: usize = 400;
+
 pub(crate) fn dim() -> Style {
     Style::default().add_modifier(Modifier::DIM)
 }
@@ -66,7 +70,7 @@ pub(crate) fn tool_header(
 }
 
 /// A finished tool call: its header, the diff it made (when shown), and
-/// the first lines of its result.
+/// its result: whole (up to [`FULL_LINES`]) and folded to its first lines.
 pub(crate) fn tool_done(
     tool: &str,
     summary: &str,
@@ -74,10 +78,10 @@ pub(crate) fn tool_done(
     took: Duration,
     content: &str,
     diff: Option<&str>,
-) -> Vec<Line<'static>> {
-    let mut out = vec![tool_header(tool, summary, Some((ok, took)))];
+) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
+    let mut head = vec![tool_header(tool, summary, Some((ok, took)))];
     if let Some(diff) = diff {
-        out.extend(diff_lines(diff));
+        head.extend(crate::diff::diff_lines(diff));
     }
     let lines: Vec<&str> = content.lines().collect();
     let style = if ok {
@@ -85,39 +89,20 @@ pub(crate) fn tool_done(
     } else {
         Style::default().fg(Color::Red)
     };
-    for line in lines.iter().take(RESULT_LINES) {
-        out.push(Line::from(vec![
-            Span::styled("  │ ", dim()),
-            Span::styled(escape_line(line).into_owned(), style),
-        ]));
-    }
-    if lines.len() > RESULT_LINES {
-        out.push(styled(
-            &format!("  │ … {} more lines", lines.len() - RESULT_LINES),
-            dim(),
-        ));
-    }
-    out
-}
-
-/// A unified diff, coloured: additions green, removals red, hunks cyan.
-pub(crate) fn diff_lines(diff: &str) -> Vec<Line<'static>> {
-    diff.lines()
-        .map(|text| {
-            let style = if text.starts_with("+++ ") || text.starts_with("--- ") {
-                Style::default().add_modifier(Modifier::BOLD)
-            } else if text.starts_with('+') {
-                Style::default().fg(Color::Green)
-            } else if text.starts_with('-') {
-                Style::default().fg(Color::Red)
-            } else if text.starts_with("@@") {
-                Style::default().fg(Color::Cyan)
-            } else {
-                Style::default()
-            };
-            styled(text, style)
-        })
-        .collect()
+    let cell = |limit: usize| {
+        let mut out = head.clone();
+        for line in lines.iter().take(limit) {
+            out.push(Line::from(vec![
+                Span::styled("  │ ", dim()),
+                Span::styled(escape_line(line).into_owned(), style),
+            ]));
+        }
+        if lines.len() > limit {
+            out.push(crate::fold::more(lines.len() - limit, "  │ … "));
+        }
+        out
+    };
+    (cell(FULL_LINES), cell(RESULT_LINES))
 }
 
 /// Text that carries SGR colour sequences (what a chat command printed on
@@ -239,7 +224,7 @@ mod tests {
     #[test]
     fn a_tool_cell_says_how_it_ended_and_cuts_its_result() {
         let content = "1\n2\n3\n4\n5\n6";
-        let cell = tool_done(
+        let (full, cell) = tool_done(
             "grep",
             "def add",
             true,
@@ -247,12 +232,13 @@ mod tests {
             content,
             None,
         );
+        assert_eq!(full.len(), 1 + 6);
         assert!(
             text(&cell[0]).contains("grep def add  ✓ 1.5s"),
             "{}",
             text(&cell[0])
         );
         assert_eq!(cell.len(), 1 + RESULT_LINES + 1);
-        assert!(text(&cell[5]).contains("2 more lines"));
+        assert!(text(&cell[5]).contains("2 more lines · Ctrl-T"));
     }
 }

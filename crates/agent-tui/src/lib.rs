@@ -22,9 +22,14 @@ mod capture;
 mod cells;
 mod choose;
 mod complete;
+mod diff;
 mod editor;
 mod files;
+mod fold;
+mod frames;
+mod highlight;
 mod history;
+mod markdown;
 mod notify;
 mod progress;
 mod search;
@@ -51,6 +56,38 @@ pub use choose::Chooser;
 pub use complete::CommandInfo;
 pub use history::FILE as HISTORY_FILE;
 pub use status::Status;
+
+/// What `examples/tui_bench.rs` times (`scripts/bench tui`); not an API.
+#[doc(hidden)]
+pub mod bench {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
+
+    /// Draws answers' Markdown as the UI draws it into the scrollback.
+    /// Kept across frames, as the UI keeps it: each language's highlight
+    /// query is compiled once.
+    #[derive(Default)]
+    pub struct Answers(crate::markdown::Markdown);
+
+    impl Answers {
+        /// Each line rendered (code highlighted), wrapped to `width`, drawn
+        /// into a buffer; the rows drawn.
+        pub fn draw(&mut self, markdown: &str, width: u16) -> usize {
+            let md = &mut self.0;
+            let rows: Vec<_> = markdown
+                .lines()
+                .flat_map(|l| crate::cells::wrap(&md.line(l), width))
+                .collect();
+            md.reset();
+            let mut buffer = Buffer::empty(Rect::new(0, 0, width, rows.len() as u16));
+            for (i, row) in rows.iter().enumerate() {
+                row.render(Rect::new(0, i as u16, width, 1), &mut buffer);
+            }
+            rows.len()
+        }
+    }
+}
 
 /// Whether this process can show the UI: stdin, stdout and stderr are
 /// terminals and `TERM` is not `dumb`.
@@ -121,6 +158,7 @@ impl Tui {
             complete::Completion::new(options.commands, options.workspace),
             options.status,
             options.show_diffs,
+            options.verbose,
         );
         let thread = std::thread::Builder::new()
             .name("tui".into())

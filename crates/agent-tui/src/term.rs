@@ -27,6 +27,10 @@ static ENHANCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 pub(crate) struct Screen {
     terminal: Terminal<Backend>,
     height: u16,
+    /// The terminal's size when the viewport was made.
+    size: (u16, u16),
+    /// The cursor's row in the viewport at the last frame, if shown.
+    cursor_row: Option<u16>,
 }
 
 /// Puts the terminal back as it was: cooked mode, no paste brackets, the
@@ -61,7 +65,14 @@ impl Screen {
             previous(info);
         }));
         let terminal = Self::inline(height)?;
-        Ok(Self { terminal, height })
+        let mut screen = Self {
+            terminal,
+            height,
+            size: (0, 0),
+            cursor_row: None,
+        };
+        screen.size = screen.size();
+        Ok(screen)
     }
 
     fn inline(height: u16) -> std::io::Result<Terminal<Backend>> {
@@ -82,11 +93,29 @@ impl Screen {
     /// Makes the live area `height` rows: the old one is cleared and a new
     /// viewport starts where it began (scrolling up if it must).
     pub(crate) fn set_height(&mut self, height: u16) -> std::io::Result<()> {
+        let resized = self.size() != self.size;
         let height = height.clamp(1, self.size().1.max(1));
-        if height == self.height {
+        if height == self.height && !resized {
             return Ok(());
         }
-        let top = self.terminal.get_frame().area().y;
+        self.reopen(height)
+    }
+
+    /// Clears the live area and opens a new viewport of `height` rows where
+    /// it began (at the new size after a resize: ratatui's own resize would
+    /// clear the whole screen when it narrows, the session with it).
+    fn reopen(&mut self, height: u16) -> std::io::Result<()> {
+        let mut top = self.terminal.get_frame().area().y;
+        if self.size() != self.size {
+            // A terminal scrolls its rows when it changes height (up to keep
+            // the cursor in sight, down to fill from its scrollback): the
+            // cursor moved with them, and the viewport's top is where it is now.
+            if let Some(row) = self.cursor_row {
+                top = cursor::position().map_or(top, |(_, y)| y.saturating_sub(row));
+            }
+            self.size = self.size();
+        }
+        let top = top.min(self.size.1.saturating_sub(1));
         execute!(
             std::io::stdout(),
             cursor::MoveTo(0, top),
@@ -99,6 +128,9 @@ impl Screen {
 
     /// Puts `lines` into the scrollback above the live area, wrapped to the width.
     pub(crate) fn insert(&mut self, lines: &[Line<'static>]) -> std::io::Result<()> {
+        if self.size() != self.size {
+            self.reopen(self.height)?;
+        }
         let (width, screen) = self.size();
         let rows: Vec<Line<'static>> = lines.iter().flat_map(|l| wrap(l, width)).collect();
         // In pieces of a screen at most: each is one buffer of cells.
@@ -113,8 +145,14 @@ impl Screen {
         Ok(())
     }
 
-    pub(crate) fn draw(&mut self, render: impl FnOnce(&mut ratatui::Frame)) -> std::io::Result<()> {
-        self.terminal.draw(render)?;
+    /// Draws a frame; `render` says the cursor's row in the viewport, if it shows.
+    pub(crate) fn draw(
+        &mut self,
+        render: impl FnOnce(&mut ratatui::Frame) -> Option<u16>,
+    ) -> std::io::Result<()> {
+        let mut row = None;
+        self.terminal.draw(|frame| row = render(frame))?;
+        self.cursor_row = row;
         Ok(())
     }
 

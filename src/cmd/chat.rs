@@ -57,6 +57,7 @@ pub(crate) fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Resul
         mode: args.agent.mode,
         verbose,
         refusals_told: Vec::new(),
+        ask: Box::new(LineAsk),
     };
     if tui {
         chat.in_tui(cancel)?;
@@ -111,6 +112,8 @@ struct Chat {
     verbose: bool,
     /// The administrator's refusals already shown (Shift+Tab says each once).
     refusals_told: Vec<String>,
+    /// How chat commands ask the user something.
+    ask: Box<dyn Ask>,
 }
 
 /// After a line: go on, or quit.
@@ -155,6 +158,7 @@ impl Chat {
             verbose: self.verbose,
         })?;
         self.session.approver = Box::new(tui.approver(yolo));
+        self.ask = Box::new(tui.chooser());
         let mut ui = tui.ui();
         while let Some(request) = tui.read_request() {
             let text = match request {
@@ -223,7 +227,11 @@ impl Chat {
         let mut request = line.to_string();
         if let Some(command) = line.strip_prefix('/') {
             let session = &mut self.session;
-            match slash_command(command, session, ui, show_diffs, &self.totals, cancel) {
+            let asked = Asked {
+                ask: self.ask.as_mut(),
+                totals: &self.totals,
+            };
+            match slash_command(command, session, ui, show_diffs, asked, cancel) {
                 Command::Quit => return Flow::Quit,
                 Command::Done => return Flow::Next,
                 Command::Send(expanded) => request = expanded,
@@ -433,6 +441,7 @@ const CHAT_HELP: &str = "commands:
   /help             this list
   /clear            start a new conversation (this one stays saved)
   /undo             undo the agent's last change to the files in this session
+  /rewind [N [--files]]  go back to before request N (listed, and asked, without N); --files: the files too
   /model            the model and its context window
   /tokens           tokens used so far, and how full the context is
   /compact [focus]  replace the conversation so far by the model's summary of it
@@ -442,7 +451,8 @@ anything else goes to the agent; Ctrl-C stops the current step";
 
 /// The built-in commands' names: a prompt file of one of these names is shadowed.
 const BUILT_IN: &[&str] = &[
-    "help", "?", "exit", "quit", "q", "clear", "new", "undo", "model", "tokens", "compact", "init",
+    "help", "?", "exit", "quit", "q", "clear", "new", "undo", "rewind", "model", "tokens",
+    "compact", "init",
 ];
 
 /// `/help`: the built-in commands, then the workspace's own.
@@ -479,7 +489,7 @@ fn slash_command(
     session: &mut Session,
     ui: &mut dyn Ui,
     show_diffs: bool,
-    totals: &Totals,
+    asked: Asked<'_>,
     cancel: &CancelToken,
 ) -> Command {
     let agent = &mut session.agent;
@@ -522,6 +532,7 @@ fn slash_command(
                 eprintln!("{} {}", style("✗").red(), untrusted_text(&out.content));
             }
         }
+        "rewind" => rewind(agent, rest, asked.ask, cancel),
         "model" => {
             let (_, window) = agent.context_usage();
             eprintln!(
@@ -532,7 +543,7 @@ fn slash_command(
         }
         "tokens" => {
             let (used, window) = agent.context_usage();
-            eprintln!("{}", totals.report(used, window));
+            eprintln!("{}", asked.totals.report(used, window));
         }
         _ => {
             let root = agent.workspace().to_path_buf();
@@ -562,4 +573,153 @@ fn slash_command(
         }
     }
     Command::Done
+}
+
+/// What a chat command may need of the chat besides the agent.
+struct Asked<'a> {
+    ask: &'a mut dyn Ask,
+    totals: &'a Totals,
+}
+
+/// How a chat command asks the user something: lines on stdin, or the
+/// terminal UI's list and question.
+trait Ask {
+    /// The index of the item the user takes, or None.
+    fn choose(&mut self, title: &str, items: &[String]) -> Option<usize>;
+    /// Whether the user answers yes.
+    fn confirm(&mut self, question: &str) -> bool;
+}
+
+/// The line mode's: the items numbered on stderr, each answer a line of stdin.
+struct LineAsk;
+
+impl Ask for LineAsk {
+    fn choose(&mut self, title: &str, items: &[String]) -> Option<usize> {
+        eprintln!("{title}");
+        for (i, item) in items.iter().enumerate() {
+            eprintln!("{:>3}  {}", i + 1, escape_controls(item));
+        }
+        let answer = read_answer(&format!("number (1 to {}; Enter cancels): ", items.len()))?;
+        match answer.parse::<usize>() {
+            Ok(n) if (1..=items.len()).contains(&n) => Some(n - 1),
+            _ if answer.is_empty() => None,
+            _ => {
+                eprintln!(
+                    "{} {} is not in the list",
+                    style("✗").red(),
+                    escape_controls(&answer)
+                );
+                None
+            }
+        }
+    }
+
+    fn confirm(&mut self, question: &str) -> bool {
+        let answer = read_answer(&format!("{question} [y/N] ")).unwrap_or_default();
+        matches!(answer.to_lowercase().as_str(), "y" | "yes")
+    }
+}
+
+impl Ask for agent_tui::Chooser {
+    fn choose(&mut self, title: &str, items: &[String]) -> Option<usize> {
+        agent_tui::Chooser::choose(self, title, items)
+    }
+
+    fn confirm(&mut self, question: &str) -> bool {
+        agent_tui::Chooser::confirm(self, question)
+    }
+}
+
+/// A line of stdin after `prompt`, trimmed; None at its end.
+fn read_answer(prompt: &str) -> Option<String> {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(n) if n > 0 => Some(line.trim().to_string()),
+        _ => None,
+    }
+}
+
+/// `/rewind [N [--files]]`: back to before request N, the files too with
+/// `--files`; without N, the requests are listed and the user asked.
+fn rewind(agent: &mut agent_core::Agent, args: &str, ask: &mut dyn Ask, cancel: &CancelToken) {
+    let wanted = if args.is_empty() {
+        let turns = agent.user_turns();
+        if turns.is_empty() {
+            eprintln!("nothing to rewind: no request yet");
+            return;
+        }
+        let items: Vec<String> = turns.iter().map(turn_item).collect();
+        match ask.choose("rewind to before which request?", &items) {
+            Some(i) => (turns[i].number, ask.confirm("restore files too?")),
+            None => {
+                eprintln!("nothing rewound");
+                return;
+            }
+        }
+    } else {
+        match rewind_args(args) {
+            Some(wanted) => wanted,
+            None => {
+                eprintln!(
+                    "{} usage: /rewind [N [--files]] (N: a request's number, as /rewind lists them); nothing rewound",
+                    style("✗").red()
+                );
+                return;
+            }
+        }
+    };
+    match agent.rewind(wanted.0, wanted.1, cancel) {
+        Ok(rewound) => eprintln!("{}", rewound_text(&rewound)),
+        Err(e) => eprintln!(
+            "{} {}; nothing rewound",
+            style("✗").red(),
+            escape_controls(&format!("{e:#}"))
+        ),
+    }
+}
+
+/// `N` or `N --files`.
+fn rewind_args(args: &str) -> Option<(usize, bool)> {
+    let mut words = args.split_whitespace();
+    let number = words.next()?.parse().ok()?;
+    match (words.next(), words.next()) {
+        (None, _) => Some((number, false)),
+        (Some("--files"), None) => Some((number, true)),
+        _ => None,
+    }
+}
+
+/// A request as `/rewind` lists it.
+fn turn_item(turn: &agent_core::rewind::UserTurn) -> String {
+    let request = agent_tools::grep::cut(&turn.request, 70);
+    match turn.file_changes {
+        0 => request,
+        1 => format!("{request}  (1 file change)"),
+        n => format!("{request}  ({n} file changes)"),
+    }
+}
+
+/// What a rewind did, in a line (and its notes after it).
+fn rewound_text(r: &agent_core::rewind::Rewound) -> String {
+    let files = match (r.files, r.files_restored.is_empty()) {
+        (false, _) => "files left as they are".to_string(),
+        (true, true) => "no file change to undo".to_string(),
+        (true, false) => format!("files restored: {}", r.files_restored.join(", ")),
+    };
+    let mut text = format!(
+        "rewound to before request {} ({}): {} request(s) dropped; {}",
+        r.number,
+        agent_tools::grep::cut(&r.request, 60),
+        r.requests_dropped,
+        files
+    );
+    for note in &r.notes {
+        text.push_str(&format!("\n{note}"));
+    }
+    if r.files && r.commands_ran {
+        text.push_str("\nnote: commands ran in those requests; what they changed is not undone");
+    }
+    untrusted_text(&text).to_string()
 }

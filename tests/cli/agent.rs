@@ -954,6 +954,158 @@ fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
     assert!(err.contains("wrote new.py [undone with /undo]"), "{err}");
 }
 
+/// Every file of the workspace but `.git`, with its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            } else if path.is_dir() {
+                folders.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn chat_rewind_restores_the_tree_and_the_conversation_and_resume_goes_on_from_there() {
+    let dir = repo();
+    // The scripts live outside the workspace, whose tree is compared.
+    let scripts = tempfile::tempdir().unwrap();
+    let call = |tool: &str, args: Value| {
+        serde_json::json!({"thought": "t", "tool": tool, "args": args}).to_string()
+    };
+    let finish = |answer: &str| call("finish", serde_json::json!({ "answer": answer }));
+    let first = write_script(
+        scripts.path(),
+        serde_json::json!([
+            call(
+                "write_file",
+                serde_json::json!({"path": "one.txt", "content": "1\n"})
+            ),
+            finish("wrote one.txt")
+        ]),
+    );
+    let before_first = tree(dir.path());
+    chat(dir.path(), &first, &[], "Create one.txt with 1\n/exit\n");
+    let before_second = tree(dir.path());
+
+    // Requests 2 and 3, in a resumed chat: an edit, a new file in new
+    // folders, a deletion, then the first file again; then back to before 2.
+    let second = write_script(
+        scripts.path(),
+        serde_json::json!([
+            call("read_file", serde_json::json!({"path": "calc.py"})),
+            call(
+                "edit",
+                serde_json::json!({"path": "calc.py", "old_text": "return a + b", "new_text": "return b + a"})
+            ),
+            call(
+                "write_file",
+                serde_json::json!({"path": "deep/new/two.txt", "content": "2\n"})
+            ),
+            call("read_file", serde_json::json!({"path": "README.md"})),
+            call(
+                "apply_patch",
+                serde_json::json!({"patch": "*** Begin Patch\n*** Delete File: README.md\n*** End Patch"})
+            ),
+            finish("edited calc.py, wrote two.txt, deleted README.md"),
+            call(
+                "write_file",
+                serde_json::json!({"path": "one.txt", "content": "3\n"})
+            ),
+            finish("rewrote one.txt")
+        ]),
+    );
+    let err = chat(
+        dir.path(),
+        &second,
+        &["--resume"],
+        "Change add in calc.py to return b + a, create deep/new/two.txt and delete README.md\n\
+         Create one.txt with 3\n/rewind 9\n/rewind x\n/rewind 2 --files\n/exit\n",
+    );
+    assert!(
+        err.contains("no request 9 to rewind to: this conversation has 3 (1 to 3)"),
+        "{err}"
+    );
+    assert!(err.contains("usage: /rewind [N [--files]]"), "{err}");
+    assert!(
+        err.contains("rewound to before request 2 (Change add in calc.py")
+            && err.contains("2 request(s) dropped; files restored:"),
+        "{err}"
+    );
+    assert_eq!(
+        tree(dir.path()),
+        before_second,
+        "the tree is not as before request 2:\n{err}"
+    );
+
+    // Resumed: request 1 only; the list asks, Enter and a bad answer cancel.
+    let third = write_script(
+        scripts.path(),
+        serde_json::json!([finish("after the rewind")]),
+    );
+    let err = chat(
+        dir.path(),
+        &third,
+        &["--resume"],
+        "/rewind\n\n/rewind\nx\nWhat now?\n/exit\n",
+    );
+    assert!(err.contains("› Create one.txt with 1"), "{err}");
+    assert!(!err.contains("› Change add"), "{err}");
+    assert!(
+        err.contains("  1  Create one.txt with 1  (1 file change)"),
+        "{err}"
+    );
+    assert!(!err.contains("  2  "), "{err}");
+    assert!(
+        err.contains("nothing rewound") && err.contains("x is not in the list"),
+        "{err}"
+    );
+
+    // What the model was sent next: request 1, then the new one.
+    let out = agent_in(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let id = json_of(&out)[0]["id"].as_str().unwrap().to_string();
+    let out = agent_in(dir.path())
+        .args(["sessions", "show", &id, "--json"])
+        .output()
+        .unwrap();
+    let messages = json_of(&out)["messages"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    let rewind = kinds
+        .iter()
+        .position(|k| *k == "rewind")
+        .expect("the rewind is recorded");
+    let after: Vec<&str> = messages[rewind + 1..]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert!(after[0].starts_with("What now?"), "{after:?}");
+    let audit =
+        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
+    assert!(audit.contains("\"user_rewind\""), "{audit}");
+
+    // Asked in lines: to before request 1, files too: the tree as it began.
+    let none = write_script(scripts.path(), serde_json::json!([]));
+    let err = chat(dir.path(), &none, &["--resume"], "/rewind\n1\ny\n/exit\n");
+    assert!(err.contains("restore files too? [y/N]"), "{err}");
+    assert!(err.contains("rewound to before request 1"), "{err}");
+    assert_eq!(tree(dir.path()), before_first, "{err}");
+}
+
 #[test]
 fn undo_in_a_new_chat_leaves_an_earlier_runs_change_and_names_it() {
     let dir = repo();

@@ -1118,3 +1118,58 @@ fn reasoning_is_dimmed_and_folded_and_ctrl_t_shows_it_whole() {
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+#[test]
+fn esc_esc_on_an_empty_prompt_lists_the_requests_and_rewinds_to_the_one_chosen() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "a.txt", "content": "a\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote a.txt"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "b.txt", "content": "b\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote b.txt"}}"#
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!("chat --mode yolo --script {}", script.display())
+    );
+    term.wait_for("mode yolo");
+    term.submit("Create a.txt with a");
+    term.wait_for("wrote a.txt");
+    term.submit("Create b.txt with b");
+    term.wait_for("wrote b.txt");
+    assert!(dir.path().join("b.txt").exists());
+
+    // Esc Esc: the list, the last request chosen; Up and Down move.
+    term.send("\x1b");
+    term.send("\x1b");
+    let screen = term.wait_for("rewind to before which request?");
+    assert!(
+        screen.contains("1  Create a.txt with a  (1 file change)"),
+        "{screen}"
+    );
+    assert!(screen.contains("›  2  Create b.txt with b"), "{screen}");
+    term.send("\x1b[A");
+    term.wait_for("›  1  Create a.txt");
+    term.send("\x1b[B");
+    term.wait_for("›  2  Create b.txt");
+    term.send("\r");
+    term.wait_for("restore files too?  [y/N]");
+    term.send("y");
+    let screen = term.wait_for("rewound to before request 2");
+    assert!(screen.contains("files restored: b.txt"), "{screen}");
+    assert!(!dir.path().join("b.txt").exists(), "{screen}");
+    assert!(dir.path().join("a.txt").exists(), "{screen}");
+
+    // Once more, Esc cancels: nothing rewound, the list shows request 1 only.
+    term.send("\x1b");
+    term.send("\x1b");
+    let screen = term.wait_for("rewind to before which request?");
+    assert!(!screen.contains("2  Create b.txt with b  ("), "{screen}");
+    term.send("\x1b");
+    term.wait_for("nothing rewound");
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

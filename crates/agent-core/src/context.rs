@@ -29,6 +29,9 @@ pub enum Kind {
 pub struct Turn {
     pub kind: Kind,
     pub message: Message,
+    /// Its number in the session store (None until stored, or never: an
+    /// unrecorded session); a request's names the changes it made.
+    pub seq: Option<i64>,
 }
 
 impl Turn {
@@ -41,6 +44,7 @@ impl Turn {
         Self {
             kind,
             message: Message::new(role, content),
+            seq: None,
         }
     }
 }

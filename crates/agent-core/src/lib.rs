@@ -41,6 +41,7 @@ pub mod native;
 pub mod plain;
 pub mod prompt;
 pub mod protocol;
+pub mod rewind;
 mod run;
 pub mod session;
 pub mod settings;
@@ -494,10 +495,13 @@ impl Agent {
     /// repo map focused on that request) for the first request's message;
     /// None when the session had started.
     fn start_session(&mut self, request: &str) -> Result<Option<String>> {
-        if !self.turns.is_empty() {
+        // Only the system prompt: a `/rewind` to before the first request;
+        // the session goes on, and its context comes again.
+        let rewound_to_start = self.turns.len() == 1;
+        if self.turns.len() > 1 {
             return Ok(None);
         }
-        if self.config.record {
+        if self.config.record && !rewound_to_start {
             let id = self
                 .sessions
                 .create(request, &self.provider.name(), self.workspace.root())?;
@@ -509,14 +513,16 @@ impl Agent {
             .repo_map
             .then(|| self.repo_map(request, sizes.map_tokens))
             .flatten();
-        let specs = self.toolbox.specs();
-        let system = prompt::system_prompt(&prompt::PromptParts {
-            instructions: &self.instructions.text,
-            skills: &self.skills.prompt_section(),
-            tools: &specs,
-            native: self.provider.native_calls(),
-        });
-        self.push(Turn::new(Kind::System, system))?;
+        if !rewound_to_start {
+            let specs = self.toolbox.specs();
+            let system = prompt::system_prompt(&prompt::PromptParts {
+                instructions: &self.instructions.text,
+                skills: &self.skills.prompt_section(),
+                tools: &specs,
+                native: self.provider.native_calls(),
+            });
+            self.push(Turn::new(Kind::System, system))?;
+        }
         Ok(Some(prompt::session_context(
             self.workspace.root(),
             map.as_deref(),
@@ -750,9 +756,11 @@ impl Agent {
         // carried it (observations are redacted already, by the toolbox).
         turn.message.content = self.policy.redact(&turn.message.content);
         if !self.log.session_id.is_empty() {
-            self.sessions
+            let seq = self
+                .sessions
                 .append(&self.log.session_id, &turn)
                 .context("cannot save the session")?;
+            turn.seq = Some(seq);
         }
         self.turns.push(turn);
         Ok(())
@@ -1035,6 +1043,8 @@ a larger --model does better)"
     ) -> ToolOutput {
         // Changes are saved as this session's, and undo takes back only its own.
         self.checkpoints.set_session(&self.log.session_id);
+        let request = self.turns.iter().rev().find(|t| t.kind == Kind::Request);
+        self.checkpoints.set_request(request.and_then(|t| t.seq));
         let mut ctx = ToolContext {
             workspace: &self.workspace,
             ledger: &mut self.ledger,

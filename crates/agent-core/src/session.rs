@@ -61,6 +61,10 @@ CREATE TABLE IF NOT EXISTS messages (
 /// after it (see [`SessionStore::append_summary`]).
 const KEPT_COLUMN: &str = "ALTER TABLE messages ADD COLUMN kept INTEGER";
 
+/// The kind of the message that records a `/rewind` (not a turn: the
+/// model never reads it).
+pub const REWIND: &str = "rewind";
+
 fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::System => "system",
@@ -139,16 +143,35 @@ impl SessionStore {
         Ok(id)
     }
 
-    pub fn append(&self, session: &str, turn: &Turn) -> Result<()> {
+    /// Stores a turn; returns its number in the session (`seq`).
+    pub fn append(&self, session: &str, turn: &Turn) -> Result<i64> {
+        self.insert(session, kind_name(turn.kind), &turn.message.content)
+    }
+
+    fn insert(&self, session: &str, kind: &str, content: &str) -> Result<i64> {
         let ts = now();
-        self.db.execute(
+        let seq = self.db.query_row(
             "INSERT INTO messages (session_id, seq, kind, content, ts)
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4)",
-            params![session, kind_name(turn.kind), turn.message.content, ts],
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4)
+             RETURNING seq",
+            params![session, kind, content, ts],
+            |r| r.get(0),
         )?;
         self.db.execute(
             "UPDATE sessions SET updated = ?2 WHERE id = ?1",
             params![session, ts],
+        )?;
+        Ok(seq)
+    }
+
+    /// Records a `/rewind`: the conversation goes on from its first `kept`
+    /// turns. The turns cut stay in the log (`agent sessions show`), marked
+    /// by `note`; [`SessionStore::turns`] no longer returns them.
+    pub fn append_rewind(&self, session: &str, note: &str, kept: usize) -> Result<()> {
+        let seq = self.insert(session, REWIND, note)?;
+        self.db.execute(
+            "UPDATE messages SET kept = ?3 WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq, kept as i64],
         )?;
         Ok(())
     }
@@ -172,10 +195,15 @@ impl SessionStore {
     pub fn turns(&self, session: &str) -> Result<Vec<Turn>> {
         let mut turns: Vec<Turn> = Vec::new();
         for m in self.messages(session)? {
+            if m.kind == REWIND {
+                turns.truncate(m.kept.unwrap_or(usize::MAX));
+                continue;
+            }
             let Some(kind) = kind_from(m.kind) else {
                 continue;
             };
-            let turn = Turn::new(kind, m.content);
+            let mut turn = Turn::new(kind, m.content);
+            turn.seq = Some(m.seq);
             if let (Kind::Summary, Some(kept)) = (kind, m.kept) {
                 let system = usize::from(turns.first().is_some_and(|t| t.kind == Kind::System));
                 let from = turns.len().saturating_sub(kept).max(system);
@@ -201,11 +229,16 @@ impl SessionStore {
         let mut out = Vec::new();
         for row in rows {
             let (seq, kind, content, ts, kept): (i64, String, String, String, Option<i64>) = row?;
-            let kind = kind_from(&kind).unwrap_or(Kind::Observation);
+            let (kind, role) = match kind_from(&kind) {
+                Some(kind) => (kind_name(kind), Turn::new(kind, "").message.role),
+                // The user's, as the request it cut back to.
+                None if kind == REWIND => (REWIND, agent_llm::Role::User),
+                None => (kind_name(Kind::Observation), agent_llm::Role::User),
+            };
             out.push(StoredMessage {
                 seq,
-                kind: kind_name(kind),
-                role: Turn::new(kind, "").message.role.as_str().to_string(),
+                kind,
+                role: role.as_str().to_string(),
                 content,
                 ts,
                 kept: kept.map(|k| k as usize),
@@ -275,6 +308,35 @@ mod tests {
         assert_eq!(list[0].id, b);
         assert_eq!(list[1].messages, 2);
         assert_eq!(reopened.latest().unwrap().as_deref(), Some(b.as_str()));
+    }
+
+    #[test]
+    fn a_rewind_cuts_the_turns_after_its_kept_ones_and_stays_in_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let s = store.create("r", "m", dir.path()).unwrap();
+        let mut seqs = Vec::new();
+        for (kind, text) in [
+            (Kind::System, "sys"),
+            (Kind::Request, "r1"),
+            (Kind::Call, "c1"),
+            (Kind::Request, "r2"),
+            (Kind::Call, "c2"),
+        ] {
+            seqs.push(store.append(&s, &Turn::new(kind, text)).unwrap());
+        }
+        assert_eq!(seqs, [1, 2, 3, 4, 5]);
+        store.append_rewind(&s, "(rewound)", 3).unwrap();
+        store.append(&s, &Turn::new(Kind::Request, "r2b")).unwrap();
+        let turns = store.turns(&s).unwrap();
+        let texts: Vec<&str> = turns.iter().map(|t| t.message.content.as_str()).collect();
+        assert_eq!(texts, ["sys", "r1", "c1", "r2b"]);
+        assert_eq!(turns[3].seq, Some(7));
+        let kinds: Vec<&str> = store.messages(&s).unwrap().iter().map(|m| m.kind).collect();
+        assert_eq!(
+            kinds,
+            ["system", "request", "call", "request", "call", "rewind", "request"]
+        );
     }
 
     #[test]

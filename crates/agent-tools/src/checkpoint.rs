@@ -21,6 +21,8 @@ pub struct Checkpoints {
     dir: PathBuf,
     /// The session whose changes are saved and undone ([`Checkpoints::set_session`]).
     session: Option<String>,
+    /// The request of that session the changes are made for ([`Checkpoints::set_request`]).
+    request: Option<i64>,
 }
 
 /// What `undo` can take back ([`Checkpoints::undoable`]).
@@ -47,6 +49,10 @@ pub struct ChangeSet {
     /// sessions were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The request of that session that made it, as the session store
+    /// numbers its messages: `/rewind` takes back a request's changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,7 +105,11 @@ impl Checkpoints {
                 }
             }
         }
-        Ok(Self { dir, session: None })
+        Ok(Self {
+            dir,
+            session: None,
+            request: None,
+        })
     }
 
     /// Ties the store to a session: sets saved from now on name it, and
@@ -107,6 +117,12 @@ impl Checkpoints {
     /// session that has not started (it has no changes yet).
     pub fn set_session(&mut self, id: &str) {
         self.session = Some(id.to_string());
+    }
+
+    /// Names the request that sets saved from now on belong to (its number
+    /// in the session store; None: the session is not stored).
+    pub fn set_request(&mut self, request: Option<i64>) {
+        self.request = request;
     }
 
     /// The change set `undo` takes back: this session's last one (the last
@@ -177,6 +193,7 @@ impl Checkpoints {
                 summary: summary.to_string(),
                 files: saved,
                 session: self.session.clone().filter(|s| !s.is_empty()),
+                request: self.request,
             };
             std::fs::write(tmp.join(MANIFEST), serde_json::to_vec_pretty(&set)?)?;
             std::fs::rename(&tmp, self.dir.join(&id))?;

@@ -15,6 +15,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use crate::approval::{answered_line, question_line, Ask};
 use crate::capture::Capture;
 use crate::cells::{self, dim, from_ansi};
+use crate::choose::{confirm_line, Choice};
 use crate::complete::Completion;
 use crate::editor::Editor;
 use crate::fold::{self, Fold};
@@ -49,6 +50,9 @@ pub(crate) enum Event {
     },
     ToolDone(ToolDone),
     Approval(Ask, Sender<char>),
+    /// A chat command asks for one item of a list, then maybe yes or no.
+    Choose(Choice),
+    Confirm(String, Sender<bool>),
     Status(Status),
     /// Whether each write's diff is shown under its tool call (yolo).
     ShowDiffs(bool),
@@ -108,6 +112,9 @@ const TICK: Duration = Duration::from_millis(40);
 /// A second Ctrl-C within this quits.
 const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 
+/// A second Esc on an empty prompt within this opens `/rewind`.
+const DOUBLE_ESC: Duration = Duration::from_secs(1);
+
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 
 pub(crate) struct App {
@@ -135,8 +142,12 @@ pub(crate) struct App {
     fold: Fold,
     tool: Option<(String, String, Instant)>,
     approval: Option<(Ask, Sender<char>)>,
+    choice: Option<Choice>,
+    confirm: Option<(String, Sender<bool>)>,
     search: Option<ReverseSearch>,
     ctrl_c: Option<Instant>,
+    /// When Esc was last pressed on an empty prompt.
+    esc: Option<Instant>,
     note: Option<String>,
     pub show_diffs: bool,
     closed: bool,
@@ -182,8 +193,11 @@ impl App {
             fold: Fold::new(expanded),
             tool: None,
             approval: None,
+            choice: None,
+            confirm: None,
             search: None,
             ctrl_c: None,
+            esc: None,
             note: None,
             show_diffs,
             closed: false,
@@ -256,6 +270,11 @@ impl App {
                 self.screen.insert(&ask.shown)?;
                 self.approval = Some((ask, reply));
             }
+            Event::Choose(choice) => {
+                self.end_step()?;
+                self.choice = Some(choice);
+            }
+            Event::Confirm(question, reply) => self.confirm = Some((question, reply)),
             Event::Status(status) => self.status = status,
             Event::ShowDiffs(on) => self.show_diffs = on,
             Event::Busy(on) => {
@@ -370,6 +389,15 @@ impl App {
         if self.approval.is_some() {
             return self.answer_approval(key);
         }
+        if let Some(choice) = self.choice.as_mut() {
+            if choice.key(key.code) {
+                self.choice = None;
+            }
+            return;
+        }
+        if self.confirm.is_some() {
+            return self.answer_confirm(key.code == KeyCode::Char('y'));
+        }
         if self.search.is_some() && !self.search_key(key) {
             return;
         }
@@ -378,6 +406,7 @@ impl App {
                 self.cancel.cancel();
                 self.note = Some("stopping…".into());
             }
+            KeyCode::Esc if self.editor.is_empty() && self.ready => self.esc_on_empty(),
             KeyCode::Esc => self.completion.hide(),
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => self.quit(),
             KeyCode::Char('r') if ctrl => self.start_search(),
@@ -453,6 +482,27 @@ impl App {
         let _ = self.input.send(Input::Submit(text));
     }
 
+    /// Esc twice on an empty prompt: `/rewind`, to choose the request.
+    fn esc_on_empty(&mut self) {
+        self.completion.hide();
+        let second = self.esc.take().is_some_and(|t| t.elapsed() < DOUBLE_ESC);
+        if !second {
+            self.esc = Some(Instant::now());
+            return;
+        }
+        self.ready = false;
+        let _ = self.input.send(Input::Submit("/rewind".into()));
+    }
+
+    /// The yes/no question's answer; it stays in the scrollback.
+    fn answer_confirm(&mut self, yes: bool) {
+        if let Some((question, reply)) = self.confirm.take() {
+            let answer = if yes { 'y' } else { 'n' };
+            let _ = self.screen.insert(&[answered_line(&question, answer)]);
+            let _ = reply.send(yes);
+        }
+    }
+
     fn start_search(&mut self) {
         self.completion.hide();
         self.search = Some(ReverseSearch::new(self.editor.text()));
@@ -519,6 +569,10 @@ impl App {
             let _ = self.screen.insert(&[answered_line(&ask.question, 'n')]);
             let _ = reply.send('n');
         }
+        if let Some(choice) = self.choice.take() {
+            choice.answer(None);
+        }
+        self.answer_confirm(false);
         if self.busy.is_some() {
             self.cancel.cancel();
         } else {
@@ -561,6 +615,10 @@ impl App {
         }
         if self.approval.is_some() {
             "y yes · n no · a always".into()
+        } else if self.choice.is_some() {
+            "↑↓ move · Enter chooses · Esc cancels".into()
+        } else if self.confirm.is_some() {
+            "y yes · anything else no".into()
         } else if self.search.is_some() {
             "Ctrl-R older · Enter takes it · Esc cancels".into()
         } else if self.busy.is_some() {
@@ -614,6 +672,12 @@ impl App {
         }
         if let Some((ask, _)) = &self.approval {
             out.push(question_line(&ask.question));
+        }
+        if let Some(choice) = &self.choice {
+            out.extend(choice.lines());
+        }
+        if let Some((question, _)) = &self.confirm {
+            out.push(confirm_line(question));
         }
         if let Some(search) = &self.search {
             out.push(Line::styled(

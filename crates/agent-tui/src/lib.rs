@@ -20,6 +20,7 @@ mod app;
 mod approval;
 mod capture;
 mod cells;
+mod choose;
 mod complete;
 mod diff;
 mod editor;
@@ -51,6 +52,7 @@ use ratatui::style::{Color, Style};
 
 use app::{App, Event, Input, Link, ToolDone};
 pub use approval::TuiApprover;
+pub use choose::Chooser;
 pub use complete::CommandInfo;
 pub use history::FILE as HISTORY_FILE;
 pub use status::Status;
@@ -206,6 +208,11 @@ impl Tui {
     /// The approver for the session; `yolo` asks only what the policy cannot read.
     pub fn approver(&self, yolo: bool) -> TuiApprover {
         TuiApprover::new(self.link.clone(), yolo)
+    }
+
+    /// What chat commands ask the user with (a list, a yes/no question).
+    pub fn chooser(&self) -> Chooser {
+        Chooser::new(self.link.clone())
     }
 
     /// Closes the live area, puts the terminal and stderr back; what was

@@ -9,4 +9,5 @@ mod conventions;
 mod intent_set;
 mod native;
 mod real_model;
+mod rewind;
 mod scripted;

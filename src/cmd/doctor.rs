@@ -88,8 +88,13 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         ok: true,
         required: false,
         detail: format!(
-            "{} threads; {}",
-            engine::default_threads(),
+            "{}{}; {}",
+            agent_base::term::counted(threads_to_use().max(1) as usize, "thread"),
+            if std::env::var_os("AGENT_THREADS").is_some() {
+                " (AGENT_THREADS)"
+            } else {
+                ""
+            },
             engine::system_info()
         ),
         fix: None,
@@ -822,4 +827,13 @@ fn onnx_runtime_check(lib: &Path) -> Check {
         Err(e) => check.detail = format!("{}: {e}", lib.display()),
     }
     check
+}
+
+/// The threads `ask` and `chat` give llama.cpp without `--threads`:
+/// `AGENT_THREADS` when it is a number, else every core.
+fn threads_to_use() -> i32 {
+    std::env::var("AGENT_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(engine::default_threads)
 }

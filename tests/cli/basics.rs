@@ -383,6 +383,29 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
         .find(|c| c["name"] == "onnxruntime")
         .unwrap();
     assert_eq!(ort["ok"], true, "{ort}");
+    // The threads an `ask` would give llama.cpp, AGENT_THREADS' if set.
+    let threads = |v: &Value| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "llama.cpp")
+            .unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let one = agent_bin()
+        .args(["doctor", "--json"])
+        .env("AGENT_THREADS", "1")
+        .output()
+        .unwrap();
+    let one: Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert!(
+        threads(&one).starts_with("1 thread (AGENT_THREADS);"),
+        "{}",
+        threads(&one)
+    );
     // The default model's limits are said plainly.
     let note = v["checks"]
         .as_array()

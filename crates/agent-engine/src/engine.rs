@@ -872,6 +872,13 @@ impl LlamaEngine {
             .zip(&prompt)
             .take_while(|(a, b)| a == b)
             .count();
+        if shared >= conversation.len() {
+            // Nothing of the conversation's past its shared prefix to keep
+            // (the gate before a session's first request): decoding here
+            // leaves that prefix cached for the request that follows.
+            self.cached = conversation;
+            return self.complete_in_sequence(request, on_event);
+        }
         let clears = self.clears;
         let _ = self.ctx.kv_cache_seq_rm(ASIDE, None, None);
         let copied = self

@@ -271,6 +271,22 @@ fn a_side_request_between_turns_leaves_the_conversations_cache_whole() {
         second.tokens, fresh.tokens,
         "the side request changed the turn"
     );
+
+    // Before a session's first request there is no conversation to keep:
+    // the side request's system prompt stays cached for the request.
+    let mut cold = engine();
+    cold.complete(&side, &mut |_| Flow::Continue).unwrap();
+    let first_after = ask(
+        &mut cold,
+        vec![system, Message::user("What is a trait?")],
+        8,
+    );
+    assert!(
+        first_after.reused_tokens >= aside.reused_tokens,
+        "the first request reused {} tokens, the system prompt is {}",
+        first_after.reused_tokens,
+        aside.reused_tokens
+    );
 }
 
 #[test]

@@ -715,12 +715,7 @@ impl LlamaEngine {
     /// are kept. At least one prompt token is always left to evaluate, since
     /// sampling needs fresh logits.
     fn reuse_prefix(&mut self, prompt: &[LlamaToken]) -> usize {
-        let common = self
-            .cached
-            .iter()
-            .zip(prompt)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let common = prompt_cache::common_prefix(&self.cached, prompt);
         let keep = common.min(prompt.len().saturating_sub(1));
         if keep < self.cached.len() {
             if self
@@ -838,6 +833,15 @@ impl Provider for LlamaEngine {
     }
 }
 
+/// A request as the engine starts on it: rendered and tokenized once,
+/// whichever sequence then decodes it.
+struct Prepared<'a> {
+    request: &'a CompletionRequest,
+    rendered: Rendered,
+    prompt: Vec<LlamaToken>,
+    started: Instant,
+}
+
 /// The KV sequence of the conversation, the one the prompt cache keeps.
 const CONVERSATION: i32 = 0;
 /// The KV sequence of side requests ([`CompletionRequest::aside`]).
@@ -849,10 +853,19 @@ impl LlamaEngine {
         request: &CompletionRequest,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
+        let started = Instant::now();
+        let rendered = self.format.render(request);
+        let prompt = self.tokenize_prompt(&rendered.text);
+        let prepared = Prepared {
+            request,
+            rendered,
+            prompt,
+            started,
+        };
         if request.aside && self.asides {
-            return self.complete_aside(request, on_event);
+            return self.complete_aside(prepared, on_event);
         }
-        self.complete_in_sequence(request, on_event)
+        self.complete_in_sequence(prepared, on_event)
     }
 
     /// A side request in the second sequence: it starts from the cells of
@@ -861,24 +874,17 @@ impl LlamaEngine {
     /// it ends, so the next turn reuses them all.
     fn complete_aside(
         &mut self,
-        request: &CompletionRequest,
+        prepared: Prepared<'_>,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
-        let rendered = self.format.render(request);
-        let prompt = self.tokenize_prompt(&rendered.text);
-        let conversation = std::mem::take(&mut self.cached);
-        let shared = conversation
-            .iter()
-            .zip(&prompt)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if shared >= conversation.len() {
+        let shared = prompt_cache::common_prefix(&self.cached, &prepared.prompt);
+        if shared >= self.cached.len() {
             // Nothing of the conversation's past its shared prefix to keep
             // (the gate before a session's first request): decoding here
             // leaves that prefix cached for the request that follows.
-            self.cached = conversation;
-            return self.complete_in_sequence(request, on_event);
+            return self.complete_in_sequence(prepared, on_event);
         }
+        let conversation = std::mem::take(&mut self.cached);
         let clears = self.clears;
         let _ = self.ctx.kv_cache_seq_rm(ASIDE, None, None);
         let copied = self
@@ -887,7 +893,7 @@ impl LlamaEngine {
             .is_ok();
         self.cached = conversation[..if copied { shared } else { 0 }].to_vec();
         self.seq = ASIDE;
-        let result = self.complete_in_sequence(request, on_event);
+        let result = self.complete_in_sequence(prepared, on_event);
         let _ = self.ctx.kv_cache_seq_rm(ASIDE, None, None);
         self.seq = CONVERSATION;
         self.draft.clear();
@@ -903,12 +909,15 @@ impl LlamaEngine {
 
     fn complete_in_sequence(
         &mut self,
-        request: &CompletionRequest,
+        prepared: Prepared<'_>,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
-        let started = Instant::now();
-        let rendered = self.format.render(request);
-        let prompt = self.tokenize_prompt(&rendered.text);
+        let Prepared {
+            request,
+            rendered,
+            prompt,
+            started,
+        } = prepared;
         let reserve = request.max_tokens.min(self.n_ctx / 4).max(1);
         if prompt.is_empty() || prompt.len() + reserve > self.n_ctx {
             return Err(LlmError::ContextOverflow {

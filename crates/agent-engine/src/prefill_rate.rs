@@ -114,9 +114,7 @@ impl RateBook {
         }
         Some(smoothed)
     }
-}
 
-impl RateBook {
     /// The share of a lone step a drafted token adds here, once enough
     /// steps were timed.
     pub fn read_draft_cost(&self) -> Option<f64> {

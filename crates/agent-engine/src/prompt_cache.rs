@@ -176,11 +176,7 @@ impl PromptCache {
                     continue;
                 }
             };
-            let common = tokens
-                .iter()
-                .zip(prompt)
-                .take_while(|(a, b)| a == b)
-                .count();
+            let common = common_prefix(&tokens, prompt);
             if common >= min && best.as_ref().is_none_or(|(_, n)| common > *n) {
                 best = Some((Entry { path, tokens }, common));
             }
@@ -375,6 +371,11 @@ fn touch(path: &Path) {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How many leading tokens `a` and `b` share.
+pub(crate) fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 #[cfg(test)]

@@ -23,12 +23,17 @@ pub mod kv_cache;
 pub mod params;
 pub mod session;
 
+/// What [`LlamaContext::set_abort_callback`] calls: true stops the decode.
+pub type AbortCallback = Box<dyn Fn() -> bool + Send + Sync>;
+
 /// Safe wrapper around `llama_context`.
 #[allow(clippy::module_name_repetitions)]
 pub struct LlamaContext<'a> {
     pub(crate) context: Ptr<llama_cpp_sys_2::llama_context>,
     /// Backend samplers kept alive for the context's lifetime.
     _backend_samplers: Vec<(i32, LlamaSampler)>,
+    /// The abort callback llama.cpp holds a pointer to (agent's patch).
+    abort_callback: Option<Box<AbortCallback>>,
     /// The context internally holds a reference to the model, which can be
     /// retrieved with `llama_get_model`.
     model: PhantomData<&'a LlamaModel>,
@@ -56,6 +61,7 @@ impl<'model> LlamaContext<'model> {
         Self {
             context: llama_context,
             _backend_samplers: Vec::new(),
+            abort_callback: None,
             model: PhantomData,
             data: PhantomData,
         }
@@ -68,6 +74,7 @@ impl<'model> LlamaContext<'model> {
         Self {
             context: llama_context,
             _backend_samplers: backend_samplers,
+            abort_callback: None,
             model: PhantomData,
             data: PhantomData,
         }
@@ -113,6 +120,31 @@ impl<'model> LlamaContext<'model> {
             None => Ok(()),
             Some(error) => Err(DecodeError::from(error)),
         }
+    }
+
+    /// Lets `should_abort` stop a running [`Self::decode`] between two nodes
+    /// of its graph: llama.cpp's abort callback (agent's patch). Backends
+    /// that support it (the CPU's) poll it from the decoding thread; a
+    /// decode it stops fails with `DecodeError::Unknown(2)`, and llama.cpp
+    /// has then removed the stopped batch's cells from the memory. `None`
+    /// removes the callback.
+    pub fn set_abort_callback(&mut self, should_abort: Option<AbortCallback>) {
+        unsafe extern "C" fn call(data: *mut std::ffi::c_void) -> bool {
+            // SAFETY: `data` is the boxed callback `self.abort_callback`
+            // keeps alive until it is replaced, after llama.cpp's copy.
+            let should_abort = unsafe { &*data.cast::<AbortCallback>() };
+            // A panic must not unwind into C: stop the decode instead.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(should_abort)).unwrap_or(true)
+        }
+        let boxed = should_abort.map(Box::new);
+        let (callback, data): (llama_cpp_sys_2::ggml_abort_callback, _) = match &boxed {
+            Some(b) => (Some(call), std::ptr::from_ref::<AbortCallback>(b).cast_mut().cast()),
+            None => (None, std::ptr::null_mut()),
+        };
+        unsafe {
+            llama_cpp_sys_2::llama_set_abort_callback(self.context.as_mut_ptr(), callback, data);
+        }
+        self.abort_callback = boxed;
     }
 
     /// Encodes the batch.

@@ -133,6 +133,7 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
         );
     }
     plain.request.grammar = grammar(args)?;
+    plain.request.interrupt = Some(cancel.clone());
     if args.print_prompt {
         let json = args.format() != OutputFormat::Text;
         super::prompt_printer(&args.model, json, cancel)?

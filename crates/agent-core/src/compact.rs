@@ -486,6 +486,7 @@ impl Agent {
             max_tokens,
             sampling: self.config.sampling,
             grammar: self.provider.supports_grammar().then(grammar),
+            interrupt: Some(cancel.clone()),
             ..CompletionRequest::default()
         };
         self.log.trace(

@@ -899,6 +899,7 @@ ws ::= " "?
 "#,
                 )
             }),
+            interrupt: Some(cancel.clone()),
             ..CompletionRequest::default()
         };
         // A minute of prefill on a laptop CPU: say what is happening.

@@ -159,6 +159,7 @@ UNCERTAIN: none of these clearly.\n"
     req.thinking = Some(false);
     // Between turns: the conversation's cached prompt must outlive it.
     req.aside = true;
+    req.interrupt = Some(cancel.clone());
     let completion = model.complete(&req, &mut |_| {
         if cancel.is_cancelled() {
             Flow::Stop

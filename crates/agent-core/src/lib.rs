@@ -934,6 +934,7 @@ a larger --model does better)"
             max_tokens: self.config.max_tokens,
             sampling: self.config.sampling,
             grammar,
+            interrupt: Some(cancel.clone()),
             ..CompletionRequest::default()
         };
         self.log.trace(

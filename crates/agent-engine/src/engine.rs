@@ -30,10 +30,13 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token_type::LlamaTokenAttr;
-use llama_cpp_2::{LlamaBackendDeviceType, LlamaStateSeqFlags};
+use llama_cpp_2::{DecodeError, LlamaBackendDeviceType, LlamaStateSeqFlags};
 
 pub use crate::build::{system_info, LLAMA_CPP_CRATE_VERSION};
+use agent_base::cancel::CancelToken;
+
 use crate::gguf;
+use crate::interrupt::{Interrupt, ABORTED};
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
 use crate::prefill_rate::{self, RateBook};
 use crate::prompt_cache::{self, PromptCache, PromptCacheConfig};
@@ -409,6 +412,8 @@ pub struct LlamaEngine {
     /// value (from the file at load, then from this process's prefills).
     rates: Option<RateBook>,
     measured_rate: Option<f64>,
+    /// The running request's stop flag, polled inside prefill batches.
+    interrupt: Interrupt,
 }
 
 impl Drop for LlamaEngine {
@@ -503,8 +508,12 @@ impl LlamaEngine {
             .with_n_threads_batch(threads)
             .with_offload_kqv(on_gpu)
             .with_op_offload(on_gpu);
+        let interrupt = Interrupt::default();
         let ctx = match model.new_context(backend, params) {
-            Ok(ctx) => ctx,
+            Ok(mut ctx) => {
+                ctx.set_abort_callback(Some(interrupt.callback()));
+                ctx
+            }
             Err(e) => {
                 // SAFETY: nothing borrows the model yet.
                 unsafe { drop(Box::from_raw(model as *const LlamaModel as *mut LlamaModel)) };
@@ -581,6 +590,7 @@ impl LlamaEngine {
             steps_saved: false,
             rates,
             measured_rate,
+            interrupt,
         })
     }
 
@@ -650,12 +660,14 @@ impl LlamaEngine {
     }
 
     fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), LlmError> {
-        self.ctx.decode(batch).map_err(|e| {
-            // The cache may now hold a partial batch; forget it rather than
-            // trust it on the next call.
-            self.clear_cache();
-            LlmError::Backend(format!("decode failed: {e}"))
-        })
+        self.ctx.decode(batch).map_err(|e| self.decode_failed(e))
+    }
+
+    fn decode_failed(&mut self, e: DecodeError) -> LlmError {
+        // The cache may now hold a partial batch; forget it rather than
+        // trust it on the next call.
+        self.clear_cache();
+        LlmError::Backend(format!("decode failed: {e}"))
     }
 
     /// Sampling while the model reasons: free of any grammar, as the
@@ -939,7 +951,9 @@ impl LlamaEngine {
             cache_loaded_tokens: loaded,
             ..Completion::default()
         };
-        let Some(logits_at) = self.prefill(&prompt[reused..], &mut result, on_event)? else {
+        let suffix = &prompt[reused..];
+        let interrupt = request.interrupt.as_ref();
+        let Some(logits_at) = self.prefill(suffix, interrupt, &mut result, on_event)? else {
             result.finish = FinishReason::Cancelled;
             result.prefill_ms = ms_since(started);
             return Ok(result);
@@ -994,13 +1008,16 @@ impl LlamaEngine {
     }
 
     /// Evaluates `suffix` after the cached prefix. Returns the index of the
-    /// logits to sample from, or None when the caller stopped it.
+    /// logits to sample from, or None when the caller stopped it: between
+    /// batches through `on_event`, inside one through `interrupt`.
     fn prefill(
         &mut self,
         suffix: &[LlamaToken],
+        interrupt: Option<&CancelToken>,
         result: &mut Completion,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Option<i32>, LlmError> {
+        let _armed = self.interrupt.arm(interrupt);
         let started = Instant::now();
         let mut batch = LlamaBatch::new(self.n_batch, 1);
         let mut done = 0;
@@ -1012,7 +1029,13 @@ impl LlamaEngine {
                     .add(token, (self.cached.len() + i) as i32, &[self.seq], is_last)
                     .map_err(|e| LlmError::Backend(e.to_string()))?;
             }
-            self.decode(&mut batch)?;
+            match self.ctx.decode(&mut batch) {
+                Ok(()) => {}
+                // Stopped inside the batch: llama.cpp removed its cells, so
+                // the cache still holds exactly `cached`.
+                Err(DecodeError::Unknown(ABORTED)) => return Ok(None),
+                Err(e) => return Err(self.decode_failed(e)),
+            }
             self.cached.extend_from_slice(chunk);
             done += chunk.len();
             result.prefilled_tokens = done;

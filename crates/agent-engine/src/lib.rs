@@ -6,6 +6,7 @@
 mod build;
 pub mod engine;
 pub mod gguf;
+mod interrupt;
 pub mod offload;
 pub mod prefill_rate;
 pub mod prompt_cache;

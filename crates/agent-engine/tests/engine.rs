@@ -822,3 +822,96 @@ fn the_session_end_save_keeps_the_whole_conversation_for_the_next_process() {
         resumed.cache_loaded_tokens
     );
 }
+
+/// Esc or Ctrl-C during a prefill stops it inside the batch in flight
+/// (llama.cpp's abort callback), not after it: one batch here holds the
+/// whole prompt, so the stop is seen only through the callback. The cache
+/// is sound after it: the next request reuses the prefix cached before and
+/// generates what a fresh engine does.
+#[test]
+fn a_stop_during_a_prefill_ends_it_inside_the_batch_and_the_cache_stays_sound() {
+    let config = EngineConfig {
+        ctx_size: Some(2048),
+        batch_size: 2048,
+        ..tiny()
+    };
+    let system = Message::system("You are a coding agent. Answer briefly.");
+    let source = include_str!("../src/engine.rs");
+    let cut = source.as_bytes()[..4500]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap();
+    let long = vec![
+        system.clone(),
+        Message::user(format!("What does this file do?\n{}", &source[..cut])),
+    ];
+    let short = vec![system, Message::user("Hi.")];
+    let mut engine = engine_with(&config);
+    // A short turn first: its system prompt is the prefix that must survive.
+    ask(&mut engine, short.clone(), 4);
+
+    let token = agent_base::cancel::CancelToken::new();
+    let mut req = CompletionRequest::new(long.clone());
+    req.max_tokens = 8;
+    req.interrupt = Some(token.clone());
+    let tripped = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let stopper = {
+        let (token, tripped) = (token.clone(), tripped.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            *tripped.lock().unwrap() = Some(std::time::Instant::now());
+            token.cancel();
+        })
+    };
+    let mut batches_seen = 0;
+    let stopped = engine
+        .complete(&req, &mut |event| {
+            if let Event::Prefill { .. } = event {
+                batches_seen += 1;
+            }
+            // What every caller does between events.
+            if token.is_cancelled() {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        })
+        .expect("a stopped prefill is not an error");
+    let returned = std::time::Instant::now();
+    stopper.join().unwrap();
+    let latency_ms =
+        (returned - tripped.lock().unwrap().expect("the stop was tripped")).as_secs_f64() * 1e3;
+    assert_eq!(stopped.finish, FinishReason::Cancelled);
+    assert_eq!(
+        (stopped.prefilled_tokens, batches_seen),
+        (0, 0),
+        "the batch ran to its end: the stop was only seen after it"
+    );
+    assert!(stopped.prompt_tokens > 1000, "{}", stopped.prompt_tokens);
+
+    req.interrupt = None;
+    let resumed = engine.complete(&req, &mut |_| Flow::Continue).unwrap();
+    let mut control = engine_with(&config);
+    ask(&mut control, short, 4);
+    let control = ask(&mut control, long, 8);
+    eprintln!(
+        "stopped {latency_ms:.0} ms after the stop; the whole batch takes {:.0} ms",
+        resumed.prefill_ms
+    );
+    assert!(
+        latency_ms * 4.0 < resumed.prefill_ms,
+        "stopped {latency_ms:.0} ms after the stop; the batch takes {:.0} ms",
+        resumed.prefill_ms
+    );
+    assert!(resumed.reused_tokens > 0);
+    assert_eq!(resumed.reused_tokens, control.reused_tokens);
+    assert_eq!(
+        resumed.tokens, control.tokens,
+        "{:?} / {:?}",
+        resumed.text, control.text
+    );
+}
+
+fn engine_with(config: &EngineConfig) -> LlamaEngine {
+    LlamaEngine::load(config).expect("the tiny model loads")
+}

@@ -126,6 +126,11 @@ pub struct CompletionRequest {
     /// turns: a provider that can answers it without disturbing what it
     /// keeps of the conversation's prompt (the engine: a second KV sequence).
     pub aside: bool,
+    /// The caller's stop flag, for a provider to poll where it cannot
+    /// send events: inside a prefill batch (the engine), which on a laptop
+    /// CPU runs for seconds. The callback's `Flow::Stop` still stops it
+    /// between events.
+    pub interrupt: Option<agent_base::cancel::CancelToken>,
 }
 
 impl CompletionRequest {

@@ -1014,7 +1014,7 @@ fn an_approval_notifies_only_when_the_terminal_is_not_focused() {
 #[test]
 fn an_answer_shows_its_markdown_and_a_highlighted_code_block() {
     let dir = repo();
-    let answer = "# Summary\n\nThe **fix** is small:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nplain words here";
+    let answer = "# Summary\n\nThe **fix** is small:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n| file | lines |\n|---|--:|\n| calc.py | 2 |\n\nplain words here";
     let finish = serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer}});
     let script = write_script(dir.path(), serde_json::json!([finish.to_string()]));
     let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
@@ -1032,6 +1032,19 @@ fn an_answer_shows_its_markdown_and_a_highlighted_code_block() {
     assert_ne!(term.cell_of("def add").fgcolor(), vt100::Color::Default);
     assert_eq!(term.cell_of("plain words").fgcolor(), vt100::Color::Default);
     assert_eq!(term.cell_of("words here").fgcolor(), vt100::Color::Default);
+    // The table in aligned columns, the header over a rule.
+    let at = rows
+        .iter()
+        .position(|r| r == "file    │ lines")
+        .expect("a table header");
+    assert_eq!(rows[at + 1], "────────┼──────", "{rows:#?}");
+    assert_eq!(rows[at + 2], "calc.py │     2", "{rows:#?}");
+    // The blank lines around it stay, however the tokens cut them.
+    assert_eq!(
+        (&rows[at - 1][..], &rows[at + 3][..]),
+        ("", ""),
+        "{rows:#?}"
+    );
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }

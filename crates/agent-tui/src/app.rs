@@ -345,10 +345,13 @@ impl App {
             return Ok(());
         };
         let done: String = self.answer.drain(..=cut).collect();
+        self.markdown.set_width(self.screen.size().0);
+        // Only the last newline ends the piece: a blank line before it
+        // (`"\n\n"` is often one token) is a line of its own.
+        let done = done.strip_suffix('\n').unwrap_or(&done);
         let lines: Vec<Line<'static>> = done
-            .trim_end_matches('\n')
             .split('\n')
-            .map(|l| self.markdown.line(l))
+            .flat_map(|l| self.markdown.line(l))
             .collect();
         self.screen.insert(&lines)
     }
@@ -368,12 +371,13 @@ impl App {
     fn end_step(&mut self) -> std::io::Result<()> {
         self.end_reasoning()?;
         let answer = std::mem::take(&mut self.answer);
+        self.markdown.set_width(self.screen.size().0);
+        let mut lines = Vec::new();
         if !answer.is_empty() {
-            let line = self.markdown.line(&answer);
-            self.screen.insert(&[line])?;
+            lines = self.markdown.line(&answer);
         }
-        self.markdown.reset();
-        Ok(())
+        lines.extend(self.markdown.end());
+        self.screen.insert(&lines)
     }
 
     fn tool_done(&mut self, done: ToolDone) -> std::io::Result<()> {
@@ -680,6 +684,7 @@ impl App {
         {
             out.push(cells::styled(&last.replace('\t', "    "), dim()));
         }
+        out.extend(self.markdown.pending(self.screen.size().0));
         if !self.answer.is_empty() {
             out.push(self.markdown.partial(&self.answer));
         }

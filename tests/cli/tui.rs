@@ -365,6 +365,149 @@ fn an_edit_is_approved_in_place_yes_writes_and_no_leaves_the_file_alone() {
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
 
+/// A script standing in for the user's editor: it appends the files it is
+/// given to `.git/opened` and rewrites `x = 1` and `y = 2` in them.
+fn fake_editor(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let git = dir.join(".git");
+    let editor = git.join("fake-editor");
+    let opened = git.join("opened");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nsed -i -e 's/x = 1/x = 2  # mine/' -e 's/y = 2/y = 3/' \"$@\"\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (editor, opened)
+}
+
+/// The line mode (`--no-tui`) offers `e` as well.
+#[test]
+fn e_in_the_line_mode_edits_the_change_too() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let (editor, _) = fake_editor(dir.path());
+    let line = format!(
+        "VISUAL= EDITOR='{}' {} chat --no-tui --script {}",
+        editor.display(),
+        env!("CARGO_BIN_EXE_agent"),
+        script.display()
+    );
+    let Some(mut term) = Term::shell(dir.path(), &line) else {
+        agent_base::skip!("no pseudo-terminal can be opened here");
+    };
+    term.wait_for("/exit or Ctrl-D quits");
+    term.submit("Create new.py with x = 1");
+    term.wait_for("[y]es / [n]o / [a]lways / [e]dit");
+    term.send("e");
+    term.wait_for("your edit of the change:");
+    term.wait_for("+x = 2  # mine");
+    assert!(
+        !dir.path().join("new.py").exists(),
+        "written before the yes"
+    );
+    term.send("y");
+    term.wait_for("wrote new.py");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 2  # mine\n"
+    );
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// `e` at an edit's approval: the user's editor (here a script that rewrites
+/// the file with sed) opens on the proposed text in a temporary folder, the
+/// diff comes back against what they saved, and a yes writes their text; a
+/// no after an edit writes nothing; an editor that changes nothing says so.
+#[test]
+fn e_edits_the_proposed_change_in_the_users_editor_before_the_answer() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "other.py", "content": "y = 2\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "other.py was not written"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "z.py", "content": "z = 0\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote z.py"}}"#
+        ]),
+    );
+    let (editor, opened) = fake_editor(dir.path());
+    let line = format!(
+        "VISUAL= EDITOR='{}' {} chat --script {}",
+        editor.display(),
+        env!("CARGO_BIN_EXE_agent"),
+        script.display()
+    );
+    let Some(mut term) = Term::shell(dir.path(), &line) else {
+        agent_base::skip!("no pseudo-terminal can be opened here");
+    };
+    term.wait_for("mode confirm");
+    term.submit("Create new.py with x = 1");
+    term.wait_for("[y]es / [n]o / [a]lways / [e]dit");
+    term.send("e");
+    let screen = term.wait_for("your edit of the change:");
+    assert!(
+        screen.contains("apply this change to new.py? edit"),
+        "{screen}"
+    );
+    assert!(screen.contains("+x = 2  # mine"), "{screen}");
+    term.wait_for("[e]dit");
+    assert!(
+        !dir.path().join("new.py").exists(),
+        "written before the yes"
+    );
+    // The editor had a file of the same name, outside the workspace, removed after.
+    let paths = std::fs::read_to_string(&opened).unwrap();
+    let temp = Path::new(paths.trim());
+    assert!(temp.ends_with("new.py"), "{paths}");
+    assert!(!temp.starts_with(dir.path()), "{paths}");
+    assert!(!temp.exists(), "{paths}");
+    term.send("y");
+    term.wait_for("wrote new.py");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 2  # mine\n"
+    );
+    // The tool's result tells the model the text is the user's.
+    assert!(
+        term.screen().contains("the user edited your change"),
+        "{}",
+        term.screen()
+    );
+
+    term.submit("Create other.py with y = 2");
+    term.wait_for("apply this change to other.py?");
+    term.send("e");
+    term.wait_for("+y = 3");
+    term.send("n");
+    term.wait_for("0 files changed (1 change(s) or command(s) declined)");
+    assert!(!dir.path().join("other.py").exists());
+
+    term.submit("Create z.py");
+    term.wait_for("apply this change to z.py?");
+    term.send("e");
+    term.wait_for("! the file is unchanged");
+    term.send("y");
+    term.wait_for("wrote z.py");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("z.py")).unwrap(),
+        "z = 0\n"
+    );
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
 #[test]
 fn slash_lists_the_commands_with_descriptions_and_tab_completes() {
     let dir = repo();
@@ -871,7 +1014,7 @@ fn an_approval_notifies_only_when_the_terminal_is_not_focused() {
 #[test]
 fn an_answer_shows_its_markdown_and_a_highlighted_code_block() {
     let dir = repo();
-    let answer = "# Summary\n\nThe **fix** is small:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nplain words here";
+    let answer = "# Summary\n\nThe **fix** is small:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n| file | lines |\n|---|--:|\n| calc.py | 2 |\n\nplain words here";
     let finish = serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer}});
     let script = write_script(dir.path(), serde_json::json!([finish.to_string()]));
     let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
@@ -889,6 +1032,19 @@ fn an_answer_shows_its_markdown_and_a_highlighted_code_block() {
     assert_ne!(term.cell_of("def add").fgcolor(), vt100::Color::Default);
     assert_eq!(term.cell_of("plain words").fgcolor(), vt100::Color::Default);
     assert_eq!(term.cell_of("words here").fgcolor(), vt100::Color::Default);
+    // The table in aligned columns, the header over a rule.
+    let at = rows
+        .iter()
+        .position(|r| r == "file    │ lines")
+        .expect("a table header");
+    assert_eq!(rows[at + 1], "────────┼──────", "{rows:#?}");
+    assert_eq!(rows[at + 2], "calc.py │     2", "{rows:#?}");
+    // The blank lines around it stay, however the tokens cut them.
+    assert_eq!(
+        (&rows[at - 1][..], &rows[at + 3][..]),
+        ("", ""),
+        "{rows:#?}"
+    );
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }

@@ -230,7 +230,9 @@ const REJECT: &str = "reject";
 impl Approver for AcpApprover {
     fn approve(&mut self, request: &Approval) -> Decision {
         let (class, why, text, paths) = match request {
-            Approval::Write { paths, diff, why } => (
+            Approval::Write {
+                paths, diff, why, ..
+            } => (
                 "write",
                 why.as_deref(),
                 format!("```diff\n{}\n```", diff.trim_end()),
@@ -327,7 +329,7 @@ impl Approver for AcpApprover {
         };
         // The call was shown as pending while asked; approved, it runs.
         let turn = self.turn.borrow();
-        if let (Decision::Approve, Some((id, _, _))) = (decision, &turn.current) {
+        if let (Decision::Approve, Some((id, _, _))) = (&decision, &turn.current) {
             turn.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
                 tool_call_id: id.clone(),
                 status: Some(ToolCallStatus::InProgress),

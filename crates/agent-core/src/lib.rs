@@ -1334,7 +1334,7 @@ struct LoggingApprover<'a> {
 impl Approver for LoggingApprover<'_> {
     fn approve(&mut self, request: &Approval) -> Decision {
         let decision = self.inner.approve(request);
-        self.decisions.push((request.clone(), decision));
+        self.decisions.push((request.clone(), decision.clone()));
         decision
     }
 }

@@ -15,6 +15,7 @@ use super::protocol::{ToolCall, FINISH};
 use super::ToolAccess;
 use agent_tools::diff::colored;
 use agent_tools::grep::cut;
+use agent_tools::proposal::{editor_command, Edits};
 use agent_tools::{Approval, Approver, Decision, ToolOutput};
 
 /// The loop reports progress through this.
@@ -441,34 +442,71 @@ impl Approver for TerminalApprover {
             );
             return Decision::Decline;
         }
-        eprint!(
-            "{} {what} [y]es / [n]o / [a]lways: ",
-            style("?").yellow().bold()
-        );
-        let _ = std::io::stderr().flush();
-        match read_answer() {
-            Some('y') => Decision::Approve,
-            Some('a') => {
-                self.always = true;
-                Decision::Approve
+        let mut edits = match request {
+            Approval::Write { proposed, .. } => Some(Edits::new(proposed)),
+            _ => None,
+        }
+        .filter(Edits::editable);
+        let (choices, keys) = match edits {
+            Some(_) => ("[y]es / [n]o / [a]lways / [e]dit", "ynae"),
+            None => ("[y]es / [n]o / [a]lways", "yna"),
+        };
+        loop {
+            eprint!("{} {what} {choices}: ", style("?").yellow().bold());
+            let _ = std::io::stderr().flush();
+            let yes = edits.as_ref().map_or(Decision::Approve, Edits::approve);
+            match read_answer(keys) {
+                Some('e') => {
+                    if let Some(edits) = edits.as_mut() {
+                        edit_in_editor(edits);
+                    }
+                }
+                Some('y') => return yes,
+                Some('a') => {
+                    self.always = true;
+                    return yes;
+                }
+                _ => return Decision::Decline,
             }
-            _ => Decision::Decline,
         }
     }
 }
 
-/// The answer to a confirmation, lowercased: one key on a terminal (`y`,
-/// `n`, `a`, no Enter needed; Enter and Esc are no, Ctrl-C is no and stops
-/// the request as Ctrl-C does), else a line (`y`/`yes`, `a`/`always`).
-/// None when nothing can be read.
-fn read_answer() -> Option<char> {
+/// `e`: the user's editor on the proposed change (the terminal is theirs
+/// meanwhile), then the diff against what they saved, or why there is none.
+fn edit_in_editor(edits: &mut Edits) {
+    let mut run = || -> std::io::Result<bool> {
+        let draft = edits.draft()?;
+        let status = editor_command(&draft.paths()).status()?;
+        if !status.success() {
+            return Err(std::io::Error::other(format!(
+                "the editor exited with {status}; the change is as it was"
+            )));
+        }
+        edits.read(&draft)
+    };
+    match run() {
+        Ok(true) => {
+            eprintln!("{}", style("your edit of the change:").bold());
+            eprint!("{}", colored(&escape_controls(&edits.diff())));
+        }
+        Ok(false) => eprintln!("{} the file is unchanged", style("!").yellow()),
+        Err(e) => eprintln!("{} {e}", style("!").yellow()),
+    }
+}
+
+/// The answer to a confirmation, lowercased: one key of `keys` on a
+/// terminal (`y`, `n`, `a`, `e`, no Enter needed; Enter and Esc are no,
+/// Ctrl-C is no and stops the request as Ctrl-C does), else a line
+/// (`y`/`yes`, `a`/`always`, `e`/`edit`). None when nothing can be read.
+fn read_answer(keys: &str) -> Option<char> {
     let term = console::Term::stderr();
     if term.is_term() {
         loop {
             // Raw mode; Ctrl-C there raises SIGINT itself (the handler
             // stops the request) and reads as interrupted.
             match term.read_key() {
-                Ok(console::Key::Char(c)) if "yna".contains(c.to_ascii_lowercase()) => {
+                Ok(console::Key::Char(c)) if keys.contains(c.to_ascii_lowercase()) => {
                     eprintln!("{c}");
                     return Some(c.to_ascii_lowercase());
                 }
@@ -491,6 +529,7 @@ fn read_answer() -> Option<char> {
     Some(match line.trim().to_lowercase().as_str() {
         "y" | "yes" => 'y',
         "a" | "always" => 'a',
+        "e" | "edit" if keys.contains('e') => 'e',
         _ => 'n',
     })
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::Snapshot;
 use super::diagnose;
+use super::proposal::{Edited, Proposed};
 use super::{diff, sha256_hex, Access, Approval, Decision, ErrorClass, ToolContext, ToolOutput};
 
 /// One file of a change set.
@@ -57,11 +58,30 @@ pub(crate) struct Applied {
     pub stats: Vec<FileStat>,
     /// Errors the change brought into the files it wrote ([`diagnose`]).
     pub diagnostics: Vec<String>,
+    /// Files the user edited before approving: what was written is theirs.
+    pub edited: Vec<String>,
 }
 
+/// The most of the final diff a tool result shows after the user's edit.
+const EDITED_DIFF_MAX: usize = 4000;
+
 impl Applied {
-    /// A tool's result text with the diagnostics after it.
-    pub(crate) fn report(&self, content: String) -> String {
+    /// A tool's result text, with what the user's edit changed and the
+    /// diagnostics after it.
+    pub(crate) fn report(&self, mut content: String) -> String {
+        if !self.edited.is_empty() {
+            content.push_str(&format!(
+                "\nthe user edited your change to {} before approving it: the files hold \
+                 their text, not yours. ",
+                self.edited.join(", ")
+            ));
+            if self.diff.len() <= EDITED_DIFF_MAX {
+                content.push_str("What was written:\n");
+                content.push_str(self.diff.trim_end());
+            } else {
+                content.push_str("Read the files again before changing them.");
+            }
+        }
         if self.diagnostics.is_empty() {
             return content;
         }
@@ -135,7 +155,7 @@ fn write(
     summary: &str,
     checkpoint: Checkpoint,
 ) -> Result<Applied, ToolOutput> {
-    let changes: Vec<FileChange> = changes.into_iter().filter(|c| c.old != c.new).collect();
+    let mut changes: Vec<FileChange> = changes.into_iter().filter(|c| c.old != c.new).collect();
     if changes.is_empty() {
         return Ok(Applied::default());
     }
@@ -145,12 +165,7 @@ fn write(
             .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
         crate::fs::check_protected(ctx, &c.abs)?;
     }
-    let mut applied = Applied::default();
-    for c in &changes {
-        let (d, stat) = describe(c);
-        applied.diff.push_str(&d);
-        applied.stats.push(stat);
-    }
+    let mut applied = described(&changes);
     let why = changes
         .iter()
         .find_map(|c| crate::state_guard::agent_file(&c.rel));
@@ -159,13 +174,20 @@ fn write(
             paths: changes.iter().map(|c| c.rel.clone()).collect(),
             diff: applied.diff.clone(),
             why,
+            proposed: changes.iter().map(proposed).collect(),
         };
-        if ctx.approver.approve(&request) == Decision::Decline {
-            return Err(ToolOutput::error(
-                ErrorClass::Declined,
-                "the user declined this change; nothing was written. Ask the user what they \
-                 want, or try something else",
-            ));
+        match ctx.approver.approve(&request) {
+            Decision::Approve => {}
+            Decision::ApproveEdited(edits) => {
+                (changes, applied) = take_edits(changes, edits)?;
+            }
+            Decision::Decline => {
+                return Err(ToolOutput::error(
+                    ErrorClass::Declined,
+                    "the user declined this change; nothing was written. Ask the user what they \
+                     want, or try something else",
+                ))
+            }
         }
     }
     let set_id = if checkpoint == Checkpoint::Save {
@@ -239,6 +261,57 @@ fn write(
     applied.diagnostics = syntax.into_iter().flatten().collect();
     applied.diagnostics.extend(checks.after(ctx.cancel));
     Ok(applied)
+}
+
+/// The diff and stats of a change set.
+fn described(changes: &[FileChange]) -> Applied {
+    let mut applied = Applied::default();
+    for c in changes {
+        let (d, stat) = describe(c);
+        applied.diff.push_str(&d);
+        applied.stats.push(stat);
+    }
+    applied
+}
+
+/// A file of a change set as the approver sees it, to let the user edit it.
+fn proposed(c: &FileChange) -> Proposed {
+    Proposed {
+        path: c.rel.clone(),
+        old: c.old.is_some().then(|| text(&c.old)),
+        new: c.new.is_some().then(|| text(&c.new)),
+    }
+}
+
+/// The user edited the change before approving it: their text replaces the
+/// model's, and the model is told (`Applied::edited`). An edit that puts a
+/// file back as it was drops it from the set; when none is left, nothing is
+/// written.
+fn take_edits(
+    mut changes: Vec<FileChange>,
+    edits: Vec<Edited>,
+) -> Result<(Vec<FileChange>, Applied), ToolOutput> {
+    let mut edited = Vec::new();
+    for e in edits {
+        if let Some(c) = changes
+            .iter_mut()
+            .find(|c| c.rel == e.path && c.new.is_some())
+        {
+            c.new = Some(e.content.into_bytes());
+            edited.push(e.path);
+        }
+    }
+    changes.retain(|c| c.old != c.new);
+    if changes.is_empty() {
+        return Err(ToolOutput::error(
+            ErrorClass::Declined,
+            "the user edited your change back to the files as they were; nothing was written. \
+             Ask the user what they want",
+        ));
+    }
+    let mut applied = described(&changes);
+    applied.edited = edited;
+    Ok((changes, applied))
 }
 
 /// After a deletion: removes the folders it left empty, up to (not including) `root`.

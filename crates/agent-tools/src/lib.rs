@@ -23,6 +23,7 @@ mod fs;
 pub mod git;
 pub mod grep;
 mod patch;
+pub mod proposal;
 pub mod search;
 pub mod shell;
 mod state_guard;
@@ -123,11 +124,16 @@ pub enum Approval {
     /// A change set: the paths and the unified diff that would be applied;
     /// `why` it is asked whatever the mode, when it changes a file the agent
     /// reads as its own configuration or instructions.
+    /// `proposed` holds each file's text before and after, for an approver
+    /// that lets the user edit the change (`e`); kept out of the JSON (the
+    /// audit log, `--json`, ACP), where the diff says it.
     Write {
         paths: Vec<String>,
         diff: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         why: Option<String>,
+        #[serde(skip)]
+        proposed: Vec<proposal::Proposed>,
     },
     /// A command and the workspace-relative directory it would run in;
     /// `why` it is asked whatever the mode, when the policy cannot read it.
@@ -143,10 +149,13 @@ pub enum Approval {
     Tool { tool: String, args: String },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approve,
+    /// A change approved after the user edited it: what they saved for each
+    /// file they changed, written instead of the model's text (a write only).
+    ApproveEdited(Vec<proposal::Edited>),
     Decline,
 }
 

@@ -802,6 +802,101 @@ fn edit_replaces_once_after_a_read() {
     assert!(h.read("app.py").starts_with("def plus"));
 }
 
+/// Approves after "editing" the proposal: replaces `from` with `to` in each
+/// editable file, as the user's editor would.
+struct EditsThenApproves {
+    from: &'static str,
+    to: &'static str,
+}
+impl Approver for EditsThenApproves {
+    fn approve(&mut self, request: &Approval) -> Decision {
+        let Approval::Write { proposed, .. } = request else {
+            return Decision::Approve;
+        };
+        let mut edits = agent_tools::proposal::Edits::new(proposed);
+        let draft = edits.draft().unwrap();
+        for path in draft.paths() {
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, text.replace(self.from, self.to)).unwrap();
+        }
+        edits.read(&draft).unwrap();
+        edits.approve()
+    }
+}
+
+#[test]
+fn a_change_the_user_edited_writes_their_text_and_tells_the_model() {
+    let mut h = Harness::new();
+    h.write("app.py", "def add(a, b):\n    return a - b\n");
+    ok(&h.call("read_file", json!({"path": "app.py"})));
+    let mut user = EditsThenApproves {
+        from: "a + b",
+        to: "b + a",
+    };
+    let out = h.call_with(
+        "edit",
+        json!({"path": "app.py", "old_text": "a - b", "new_text": "a + b"}),
+        &mut user,
+        None,
+    );
+    ok(&out);
+    assert_eq!(h.read("app.py"), "def add(a, b):\n    return b + a\n");
+    assert!(
+        out.content
+            .contains("the user edited your change to app.py"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("+    return b + a"), "{}", out.content);
+    assert!(out.diff.as_deref().unwrap().contains("+    return b + a"));
+    // The checkpoint holds what was written, so undo puts back the original.
+    ok(&h.call("undo", json!({})));
+    assert_eq!(h.read("app.py"), "def add(a, b):\n    return a - b\n");
+
+    // The ledger has the user's text: the model can edit again without a read.
+    ok(&h.call("read_file", json!({"path": "app.py"})));
+    let mut user = EditsThenApproves {
+        from: "a + b",
+        to: "b + a",
+    };
+    ok(&h.call_with(
+        "edit",
+        json!({"path": "app.py", "old_text": "a - b", "new_text": "a + b"}),
+        &mut user,
+        None,
+    ));
+    ok(&h.call(
+        "edit",
+        json!({"path": "app.py", "old_text": "b + a", "new_text": "a * b"}),
+    ));
+    assert_eq!(h.read("app.py"), "def add(a, b):\n    return a * b\n");
+}
+
+#[test]
+fn an_edit_back_to_the_original_writes_nothing() {
+    let mut h = Harness::new();
+    h.write("a.txt", "one\n");
+    ok(&h.call("read_file", json!({"path": "a.txt"})));
+    let mut user = EditsThenApproves {
+        from: "two",
+        to: "one",
+    };
+    let out = h.call_with(
+        "edit",
+        json!({"path": "a.txt", "old_text": "one", "new_text": "two"}),
+        &mut user,
+        None,
+    );
+    err(&out, ErrorClass::Declined);
+    assert!(
+        out.content.contains("back to the files as they were"),
+        "{}",
+        out.content
+    );
+    assert_eq!(h.read("a.txt"), "one\n");
+    assert!(h.checkpoints.is_empty());
+}
+
 #[test]
 fn edit_after_an_external_change_is_stale() {
     let mut h = Harness::new();

@@ -2,6 +2,8 @@
 //! and the keys it reads, and the live area it draws.
 
 use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitStatus;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,6 +52,8 @@ pub(crate) enum Event {
     },
     ToolDone(ToolDone),
     Approval(Ask, Sender<char>),
+    /// The user's editor on these files, the UI stepped aside meanwhile.
+    Edit(Vec<PathBuf>, Sender<std::io::Result<ExitStatus>>),
     /// A chat command asks for one item of a list, then maybe yes or no.
     Choose(Choice),
     Confirm(String, Sender<bool>),
@@ -270,6 +274,10 @@ impl App {
                 self.screen.insert(&ask.shown)?;
                 self.approval = Some((ask, reply));
             }
+            Event::Edit(files, reply) => {
+                let status = self.run_editor(&files);
+                let _ = reply.send(status);
+            }
             Event::Choose(choice) => {
                 self.end_step()?;
                 self.choice = Some(choice);
@@ -292,6 +300,26 @@ impl App {
             Event::Close => self.closed = true,
         }
         Ok(())
+    }
+
+    /// Runs the user's editor with the terminal theirs (cooked mode, the
+    /// live area cleared), then takes it back. Its stderr is the terminal,
+    /// not the pipe that catches ours.
+    fn run_editor(&mut self, files: &[PathBuf]) -> std::io::Result<ExitStatus> {
+        let mut command = agent_tools::proposal::editor_command(files);
+        let stderr = self
+            .link
+            .capture
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .real_stderr();
+        if let Ok(fd) = stderr {
+            command.stderr(fd);
+        }
+        self.screen.suspend();
+        let status = command.status();
+        self.screen.resume()?;
+        status
     }
 
     /// Tells a user who looked away (the terminal is not focused).
@@ -317,10 +345,13 @@ impl App {
             return Ok(());
         };
         let done: String = self.answer.drain(..=cut).collect();
+        self.markdown.set_width(self.screen.size().0);
+        // Only the last newline ends the piece: a blank line before it
+        // (`"\n\n"` is often one token) is a line of its own.
+        let done = done.strip_suffix('\n').unwrap_or(&done);
         let lines: Vec<Line<'static>> = done
-            .trim_end_matches('\n')
             .split('\n')
-            .map(|l| self.markdown.line(l))
+            .flat_map(|l| self.markdown.line(l))
             .collect();
         self.screen.insert(&lines)
     }
@@ -340,12 +371,13 @@ impl App {
     fn end_step(&mut self) -> std::io::Result<()> {
         self.end_reasoning()?;
         let answer = std::mem::take(&mut self.answer);
+        self.markdown.set_width(self.screen.size().0);
+        let mut lines = Vec::new();
         if !answer.is_empty() {
-            let line = self.markdown.line(&answer);
-            self.screen.insert(&[line])?;
+            lines = self.markdown.line(&answer);
         }
-        self.markdown.reset();
-        Ok(())
+        lines.extend(self.markdown.end());
+        self.screen.insert(&lines)
     }
 
     fn tool_done(&mut self, done: ToolDone) -> std::io::Result<()> {
@@ -599,6 +631,9 @@ impl App {
     fn answer_approval(&mut self, key: KeyEvent) {
         let answer = match key.code {
             KeyCode::Char(c) if "yna".contains(c.to_ascii_lowercase()) => c.to_ascii_lowercase(),
+            KeyCode::Char('e' | 'E') if self.approval.as_ref().is_some_and(|(a, _)| a.editable) => {
+                'e'
+            }
             KeyCode::Enter | KeyCode::Esc => 'n',
             _ => return,
         };
@@ -613,8 +648,12 @@ impl App {
         if let Some(note) = &self.note {
             return note.clone();
         }
-        if self.approval.is_some() {
-            "y yes · n no · a always".into()
+        if let Some((ask, _)) = &self.approval {
+            if ask.editable {
+                "y yes · n no · a always · e edit in $EDITOR".into()
+            } else {
+                "y yes · n no · a always".into()
+            }
         } else if self.choice.is_some() {
             "↑↓ move · Enter chooses · Esc cancels".into()
         } else if self.confirm.is_some() {
@@ -645,6 +684,7 @@ impl App {
         {
             out.push(cells::styled(&last.replace('\t', "    "), dim()));
         }
+        out.extend(self.markdown.pending(self.screen.size().0));
         if !self.answer.is_empty() {
             out.push(self.markdown.partial(&self.answer));
         }
@@ -671,7 +711,7 @@ impl App {
             ]));
         }
         if let Some((ask, _)) = &self.approval {
-            out.push(question_line(&ask.question));
+            out.push(question_line(&ask.question, ask.editable));
         }
         if let Some(choice) = &self.choice {
             out.extend(choice.lines());

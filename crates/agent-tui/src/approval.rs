@@ -1,6 +1,9 @@
 //! Approvals in place: what is asked goes into the scrollback (an edit's
 //! coloured diff; a command, its folder and why the policy asks), the
-//! question waits in the live area for `y`, `n` or `a`.
+//! question waits in the live area for `y`, `n` or `a`, and for an edit
+//! `e`: the user's editor opens on the proposed text (the UI steps aside
+//! meanwhile), the diff is shown again against what they saved, and the
+//! question is asked again; a yes then writes their text.
 //!
 //! The rules are the line mode's (`agent_core::ui::TerminalApprover`):
 //! yolo approves what the policy could read, "always" approves the rest of
@@ -10,6 +13,7 @@ use std::sync::mpsc;
 
 use agent_base::term::escape_line;
 use agent_tools::grep::cut;
+use agent_tools::proposal::Edits;
 use agent_tools::{Approval, Approver, Decision};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -22,6 +26,8 @@ use crate::diff::diff_lines;
 pub(crate) struct Ask {
     pub shown: Vec<Line<'static>>,
     pub question: String,
+    /// `e` opens the user's editor on the proposed change.
+    pub editable: bool,
 }
 
 /// The [`Approver`] of the terminal UI: runs on the chat's thread, asks on the UI's.
@@ -83,7 +89,11 @@ fn describe(request: &Approval) -> Ask {
             Style::default().fg(Color::Yellow),
         ));
     }
-    Ask { shown, question }
+    Ask {
+        shown,
+        question,
+        editable: false,
+    }
 }
 
 /// The workspace-relative folder, `.` for its root.
@@ -105,27 +115,82 @@ impl Approver for TuiApprover {
         if self.yolo && !asked_anyway {
             return Decision::Approve;
         }
-        let ask = describe(request);
+        let mut ask = describe(request);
         if self.always && !asked_anyway {
             // Shown, not asked: the rest of the session was approved.
             self.link.send(Event::Cell(ask.shown));
             return Decision::Approve;
         }
-        let (tx, rx) = mpsc::channel();
-        self.link.send(Event::Approval(ask, tx));
-        match rx.recv().unwrap_or('n') {
-            'y' => Decision::Approve,
-            'a' => {
-                self.always = true;
-                Decision::Approve
+        let mut edits = match request {
+            Approval::Write { proposed, .. } => Some(Edits::new(proposed)),
+            _ => None,
+        }
+        .filter(Edits::editable);
+        ask.editable = edits.is_some();
+        loop {
+            let question = ask.question.clone();
+            let (tx, rx) = mpsc::channel();
+            self.link.send(Event::Approval(ask, tx));
+            let answer = rx.recv().unwrap_or('n');
+            let yes = || edits.as_ref().map_or(Decision::Approve, Edits::approve);
+            match answer {
+                'e' => match edits.as_mut() {
+                    Some(edits) => ask = self.edit(edits, question),
+                    None => return Decision::Decline,
+                },
+                'y' => return yes(),
+                'a' => {
+                    self.always = true;
+                    return yes();
+                }
+                _ => return Decision::Decline,
             }
-            _ => Decision::Decline,
         }
     }
 }
 
+impl TuiApprover {
+    /// `e`: the user edits the proposal in their editor; the question comes
+    /// back with the diff against what they saved, or says why not.
+    fn edit(&self, edits: &mut Edits, question: String) -> Ask {
+        let warn = |text: String| vec![styled(&text, Style::default().fg(Color::Yellow))];
+        let shown = match self.run_editor(edits) {
+            Ok(true) => {
+                let mut shown = vec![styled("✎ your edit of the change:", dim_bold())];
+                shown.extend(diff_lines(&edits.diff()));
+                shown
+            }
+            Ok(false) => warn("! the file is unchanged".into()),
+            Err(e) => warn(format!("! {e}")),
+        };
+        Ask {
+            shown,
+            question,
+            editable: true,
+        }
+    }
+
+    /// Writes the draft, has the UI thread run the editor on it, reads it back.
+    fn run_editor(&self, edits: &mut Edits) -> std::io::Result<bool> {
+        let draft = edits.draft()?;
+        let (tx, rx) = mpsc::channel();
+        self.link.send(Event::Edit(draft.paths(), tx));
+        let status = rx.recv().map_err(std::io::Error::other)??;
+        if !status.success() {
+            return Err(std::io::Error::other(format!(
+                "the editor exited with {status}; the change is as it was"
+            )));
+        }
+        edits.read(&draft)
+    }
+}
+
+fn dim_bold() -> Style {
+    crate::cells::dim().add_modifier(Modifier::BOLD)
+}
+
 /// The question's line in the live area.
-pub(crate) fn question_line(question: &str) -> Line<'static> {
+pub(crate) fn question_line(question: &str, editable: bool) -> Line<'static> {
     Line::from(vec![
         Span::styled(
             "? ",
@@ -135,7 +200,11 @@ pub(crate) fn question_line(question: &str) -> Line<'static> {
         ),
         Span::raw(question.to_string()),
         Span::styled(
-            "  [y]es / [n]o / [a]lways",
+            if editable {
+                "  [y]es / [n]o / [a]lways / [e]dit"
+            } else {
+                "  [y]es / [n]o / [a]lways"
+            },
             Style::default().add_modifier(Modifier::BOLD),
         ),
     ])
@@ -146,6 +215,7 @@ pub(crate) fn answered_line(question: &str, answer: char) -> Line<'static> {
     let (word, color) = match answer {
         'y' => ("yes", Color::Green),
         'a' => ("always", Color::Green),
+        'e' => ("edit", Color::Cyan),
         _ => ("no", Color::Red),
     };
     Line::from(vec![

@@ -65,6 +65,19 @@ impl Capture {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    /// A copy of the real stderr, for a program that has the terminal (the
+    /// user's editor).
+    pub(crate) fn real_stderr(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
+        let real = if self.restored { 2 } else { self.saved };
+        // SAFETY: duplicates a descriptor open while this value lives; the
+        // copy is owned by the result.
+        unsafe {
+            let fd = check(libc::fcntl(real, libc::F_DUPFD_CLOEXEC, 3))?;
+            Ok(std::os::fd::OwnedFd::from_raw_fd(fd))
+        }
+    }
+
     /// Puts the real stderr back; returns what was still in the pipe.
     pub(crate) fn restore(&mut self) -> String {
         if self.restored {

@@ -34,6 +34,7 @@ mod notify;
 mod progress;
 mod search;
 mod status;
+mod table;
 mod term;
 
 use std::path::PathBuf;
@@ -75,11 +76,13 @@ pub mod bench {
         /// into a buffer; the rows drawn.
         pub fn draw(&mut self, markdown: &str, width: u16) -> usize {
             let md = &mut self.0;
-            let rows: Vec<_> = markdown
-                .lines()
-                .flat_map(|l| crate::cells::wrap(&md.line(l), width))
+            md.set_width(width);
+            let mut lines: Vec<_> = markdown.lines().flat_map(|l| md.line(l)).collect();
+            lines.extend(md.end());
+            let rows: Vec<_> = lines
+                .iter()
+                .flat_map(|l| crate::cells::wrap(l, width))
                 .collect();
-            md.reset();
             let mut buffer = Buffer::empty(Rect::new(0, 0, width, rows.len() as u16));
             for (i, row) in rows.iter().enumerate() {
                 row.render(Rect::new(0, i as u16, width, 1), &mut buffer);

@@ -7,6 +7,11 @@
 //! code, links) is pulldown-cmark's. An unfinished line is rendered the same
 //! way without changing that state: a half-typed `**bold` shows as typed
 //! until its closing `**` arrives.
+//!
+//! A table is the exception: its columns' widths need all its rows, so a
+//! line with a `|` is held until the next says whether it is a table's
+//! header (the delimiter row), and a table's rows until it ends; the live
+//! area shows them laid out meanwhile ([`Markdown::pending`]).
 
 use agent_base::term::escape_line;
 use agent_lang::lang::Lang;
@@ -15,6 +20,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::highlight::{lang_of, Highlight};
+use crate::table::{self, Table};
 
 /// Lines of a code block highlighted together: enough for the parser to
 /// see its context, few enough that a long block costs no more per line.
@@ -24,6 +30,11 @@ const CODE_CONTEXT: usize = 60;
 pub(crate) struct Markdown {
     fence: Option<Fence>,
     highlight: Highlight,
+    /// The lines of a table so far: one, a row that may be a header; more,
+    /// a table (header, delimiter, rows).
+    table: Vec<String>,
+    /// The terminal's width, for a table's layout.
+    width: u16,
 }
 
 /// An open code fence.
@@ -40,8 +51,35 @@ fn dim() -> Style {
 }
 
 impl Markdown {
-    /// A finished line of the answer.
-    pub(crate) fn line(&mut self, text: &str) -> Line<'static> {
+    /// The terminal's width, for the tables laid out from now on.
+    pub(crate) fn set_width(&mut self, width: u16) {
+        self.width = width;
+    }
+
+    /// A finished line of the answer: the lines it lets go to the
+    /// scrollback (none while a table may be growing, a table's at its end).
+    pub(crate) fn line(&mut self, text: &str) -> Vec<Line<'static>> {
+        if self.fence.is_none() {
+            let table = match self.table.len() {
+                0 => table::is_row(text),
+                1 => table::is_delimiter(text, &self.table[0]),
+                _ => table::is_row(text),
+            };
+            if table {
+                self.table.push(text.to_string());
+                return Vec::new();
+            }
+            if !self.table.is_empty() {
+                let mut out = self.flush();
+                out.extend(self.line(text));
+                return out;
+            }
+        }
+        vec![self.block(text)]
+    }
+
+    /// One line outside a table.
+    fn block(&mut self, text: &str) -> Line<'static> {
         if let Some(fence) = &mut self.fence {
             if closes(&fence.marker, text) {
                 self.fence = None;
@@ -66,6 +104,29 @@ impl Markdown {
         block_line(text)
     }
 
+    /// The held lines laid out: a table, or a line that was not its header.
+    fn layout(&self, width: u16) -> Vec<Line<'static>> {
+        let table = (self.table.len() > 1)
+            .then(|| Table::parse(&self.table.join("\n")))
+            .flatten();
+        match table {
+            Some(table) => table.lines(width),
+            None => self.table.iter().map(|l| block_line(l)).collect(),
+        }
+    }
+
+    /// The held lines, for the scrollback.
+    fn flush(&mut self) -> Vec<Line<'static>> {
+        let out = self.layout(self.width);
+        self.table.clear();
+        out
+    }
+
+    /// What is held back (a table growing), as the live area shows it.
+    pub(crate) fn pending(&self, width: u16) -> Vec<Line<'static>> {
+        self.layout(width)
+    }
+
     /// The unfinished last line, as the live area shows it.
     pub(crate) fn partial(&self, text: &str) -> Line<'static> {
         if self.fence.is_some() {
@@ -77,9 +138,10 @@ impl Markdown {
         block_line(text)
     }
 
-    /// The answer ended: a fence left open closes with it.
-    pub(crate) fn reset(&mut self) {
+    /// The answer ended: what was held goes out, a fence left open closes.
+    pub(crate) fn end(&mut self) -> Vec<Line<'static>> {
         self.fence = None;
+        self.flush()
     }
 }
 
@@ -181,49 +243,75 @@ fn is_rule(body: &str) -> bool {
 
 /// One line's inline markup as spans over `base`.
 fn inline(text: &str, base: Style) -> Vec<Span<'static>> {
-    let mut spans = Vec::new();
-    let mut styles = vec![base];
-    let mut links: Vec<String> = Vec::new();
-    let mut link_text = String::new();
+    let mut state = Inline::new(base);
     for event in Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH) {
-        let style = *styles.last().unwrap_or(&base);
+        state.event(event);
+    }
+    let spans = state.spans;
+    // What pulldown-cmark reads as something else (a link definition, an
+    // HTML comment left open) would vanish: the text as written instead.
+    if spans.is_empty() && !text.trim().is_empty() {
+        return vec![Span::styled(escape_line(text).into_owned(), base)];
+    }
+    spans
+}
+
+/// Inline markup (bold, italic, code, links) turned into spans, an event at a time.
+pub(crate) struct Inline {
+    pub spans: Vec<Span<'static>>,
+    base: Style,
+    styles: Vec<Style>,
+    links: Vec<String>,
+    link_text: String,
+}
+
+impl Inline {
+    pub(crate) fn new(base: Style) -> Self {
+        Self {
+            spans: Vec::new(),
+            base,
+            styles: vec![base],
+            links: Vec::new(),
+            link_text: String::new(),
+        }
+    }
+
+    pub(crate) fn event(&mut self, event: Event<'_>) {
+        let style = *self.styles.last().unwrap_or(&self.base);
         let mut push = |s: &str, style: Style| {
-            link_text.push_str(s);
-            spans.push(Span::styled(escape_line(s).into_owned(), style));
+            self.link_text.push_str(s);
+            self.spans
+                .push(Span::styled(escape_line(s).into_owned(), style));
         };
         match event {
             Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) => push(&t, style),
             Event::Code(t) => push(&t, style.fg(Color::Cyan)),
             Event::SoftBreak | Event::HardBreak => push(" ", style),
-            Event::Start(Tag::Strong) => styles.push(style.add_modifier(Modifier::BOLD)),
-            Event::Start(Tag::Emphasis) => styles.push(style.add_modifier(Modifier::ITALIC)),
+            Event::Start(Tag::Strong) => self.styles.push(style.add_modifier(Modifier::BOLD)),
+            Event::Start(Tag::Emphasis) => self.styles.push(style.add_modifier(Modifier::ITALIC)),
             Event::Start(Tag::Strikethrough) => {
-                styles.push(style.add_modifier(Modifier::CROSSED_OUT))
+                self.styles.push(style.add_modifier(Modifier::CROSSED_OUT))
             }
             Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
-                links.push(dest_url.to_string());
-                link_text.clear();
-                styles.push(style.fg(Color::Blue).add_modifier(Modifier::UNDERLINED));
+                self.links.push(dest_url.to_string());
+                self.link_text.clear();
+                self.styles
+                    .push(style.fg(Color::Blue).add_modifier(Modifier::UNDERLINED));
             }
             Event::End(TagEnd::Strong | TagEnd::Emphasis | TagEnd::Strikethrough) => {
-                styles.pop();
+                self.styles.pop();
             }
             Event::End(TagEnd::Link | TagEnd::Image) => {
-                styles.pop();
+                self.styles.pop();
                 // The address after its text, unless the text is the address.
-                if let Some(url) = links.pop().filter(|u| *u != link_text) {
-                    spans.push(Span::styled(format!(" ({})", escape_line(&url)), dim()));
+                if let Some(url) = self.links.pop().filter(|u| *u != self.link_text) {
+                    self.spans
+                        .push(Span::styled(format!(" ({})", escape_line(&url)), dim()));
                 }
             }
             _ => {}
         }
     }
-    // What pulldown-cmark reads as something else (a link definition, an
-    // HTML comment left open) would vanish: the text as written instead.
-    if spans.is_empty() && !text.trim().is_empty() {
-        spans.push(Span::styled(escape_line(text).into_owned(), base));
-    }
-    spans
 }
 
 #[cfg(test)]
@@ -232,6 +320,13 @@ mod tests {
 
     fn text(line: &Line) -> String {
         line.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    /// A line that goes out at once.
+    fn one(md: &mut Markdown, text: &str) -> Line<'static> {
+        let mut lines = md.line(text);
+        assert_eq!(lines.len(), 1, "{text:?}: {lines:?}");
+        lines.remove(0)
     }
 
     fn span<'a>(line: &'a Line<'static>, content: &str) -> &'a Span<'static> {
@@ -244,11 +339,11 @@ mod tests {
     #[test]
     fn headings_lists_quotes_and_inline_markup() {
         let mut md = Markdown::default();
-        let h = md.line("## Plan");
+        let h = one(&mut md, "## Plan");
         assert_eq!(text(&h), "Plan");
         assert!(span(&h, "Plan").style.add_modifier.contains(Modifier::BOLD));
 
-        let item = md.line("  - a **bold** and `code` [docs](https://x.io)");
+        let item = one(&mut md, "  - a **bold** and `code` [docs](https://x.io)");
         assert_eq!(text(&item), "  • a bold and code docs (https://x.io)");
         assert!(span(&item, "bold")
             .style
@@ -260,10 +355,13 @@ mod tests {
             .add_modifier
             .contains(Modifier::UNDERLINED));
 
-        assert_eq!(text(&md.line("3. third")), "3. third");
-        assert_eq!(text(&md.line("> said *so*")), "│ said so");
-        assert_eq!(text(&md.line("plain *")), "plain *");
-        assert_eq!(text(&md.line("[ref]: https://x.io")), "[ref]: https://x.io");
+        assert_eq!(text(&one(&mut md, "3. third")), "3. third");
+        assert_eq!(text(&one(&mut md, "> said *so*")), "│ said so");
+        assert_eq!(text(&one(&mut md, "plain *")), "plain *");
+        assert_eq!(
+            text(&one(&mut md, "[ref]: https://x.io")),
+            "[ref]: https://x.io"
+        );
     }
 
     #[test]
@@ -277,18 +375,57 @@ mod tests {
     #[test]
     fn a_fenced_block_is_highlighted_until_it_closes() {
         let mut md = Markdown::default();
-        md.line("```python");
-        let def = md.line("def f(): return \"x\"  # **not bold**");
+        one(&mut md, "```python");
+        let def = one(&mut md, "def f(): return \"x\"  # **not bold**");
         assert_eq!(text(&def), "def f(): return \"x\"  # **not bold**");
         assert_eq!(span(&def, "def").style.fg, Some(Color::Magenta));
         assert_eq!(text(&md.partial("**x")), "**x");
-        md.line("```");
-        let after = md.line("**bold**");
+        one(&mut md, "```");
+        let after = one(&mut md, "**bold**");
         assert_eq!(text(&after), "bold");
         // An unknown language: plain text, markup untouched.
-        md.line("~~~nosuchlang");
-        let code = md.line("a **b**");
+        one(&mut md, "~~~nosuchlang");
+        let code = one(&mut md, "a **b**");
         assert_eq!(text(&code), "a **b**");
         assert!(code.spans.iter().all(|s| s.style.fg.is_none()));
+    }
+
+    #[test]
+    fn a_table_is_held_until_it_ends_then_laid_out() {
+        let mut md = Markdown::default();
+        md.set_width(80);
+        assert!(md.line("| tool | use |").is_empty());
+        assert_eq!(md.pending(80).len(), 1, "the row shows while held");
+        assert!(md.line("|---|--:|").is_empty());
+        assert!(md.line("| grep | 12 |").is_empty());
+        let shown: Vec<String> = md.pending(80).iter().map(text).collect();
+        assert_eq!(shown[0].trim_end(), "tool │ use");
+        let out: Vec<String> = md
+            .line("after")
+            .iter()
+            .map(|l| text(l).trim_end().to_string())
+            .collect();
+        assert_eq!(out, ["tool │ use", "─────┼────", "grep │  12", "after"]);
+        assert!(md.pending(80).is_empty());
+
+        // A line with a pipe but no delimiter under it is text after all.
+        assert!(md.line("use a | b").is_empty());
+        let out: Vec<String> = md.line("or c").iter().map(text).collect();
+        assert_eq!(out, ["use a | b", "or c"]);
+
+        // The answer ends inside a table: it goes out then.
+        md.line("a | b");
+        md.line("- | -");
+        md.line("1 | 2");
+        let out: Vec<String> = md
+            .end()
+            .iter()
+            .map(|l| text(l).trim_end().to_string())
+            .collect();
+        assert_eq!(out, ["a │ b", "──┼──", "1 │ 2"]);
+
+        // In a code block, pipes are code.
+        one(&mut md, "```sh");
+        assert_eq!(text(&one(&mut md, "ls | wc -l")), "ls | wc -l");
     }
 }

@@ -44,21 +44,28 @@ pub(crate) fn restore() {
     let _ = disable_raw_mode();
 }
 
+/// Raw mode, bracketed paste, focus reports and, where the terminal has
+/// it, the keyboard protocol.
+fn modes_on() -> std::io::Result<()> {
+    enable_raw_mode()?;
+    let mut out = std::io::stdout();
+    // Focus reports: a notification only when the user looked away.
+    execute!(out, EnableBracketedPaste, EnableFocusChange)?;
+    // Shift+Enter is only told apart from Enter under the keyboard protocol.
+    if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+        execute!(
+            out,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        ENHANCED.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    Ok(())
+}
+
 impl Screen {
     /// Raw mode on, and an inline viewport of `height` rows under the cursor.
     pub(crate) fn open(height: u16) -> std::io::Result<Self> {
-        enable_raw_mode()?;
-        let mut out = std::io::stdout();
-        // Focus reports: a notification only when the user looked away.
-        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
-        // Shift+Enter is only told apart from Enter under the keyboard protocol.
-        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
-            execute!(
-                out,
-                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
-            )?;
-            ENHANCED.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
+        modes_on()?;
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             restore();
@@ -73,6 +80,22 @@ impl Screen {
         };
         screen.size = screen.size();
         Ok(screen)
+    }
+
+    /// Hands the terminal over (to the user's editor): the live area
+    /// cleared, the cursor at its start and shown, cooked mode.
+    pub(crate) fn suspend(&mut self) {
+        self.close();
+    }
+
+    /// Takes the terminal back after [`Screen::suspend`]: the modes on
+    /// again and a new live area where the cursor is now.
+    pub(crate) fn resume(&mut self) -> std::io::Result<()> {
+        modes_on()?;
+        self.terminal = Self::inline(self.height)?;
+        self.size = self.size();
+        self.cursor_row = None;
+        Ok(())
     }
 
     fn inline(height: u16) -> std::io::Result<Terminal<Backend>> {

@@ -173,7 +173,7 @@ first record that was changed, deleted, inserted or reordered, and a tail that w
 cannot tell a whole chain rewritten together with its head by someone who can write both (the
 user, for their own copy): an administrator's sink the user cannot write guards against that.
 
-Without FILE: the workspace's own copy (.agent/logs/audit.jsonl) and the sink, if one is set
+Without FILE: the workspace's own copy (logs/audit.jsonl in its state folder, `agent doctor` names it) and the sink, if one is set
 (audit_dir in the managed file, or AGENT_AUDIT_DIR): DIR/USER.jsonl.
 
 Examples:
@@ -571,7 +571,7 @@ pub(crate) struct ModelArgs {
     /// (default: an eighth of the context, between 256 and 4096).
     #[arg(long, value_name = "N")]
     pub think_budget: Option<usize>,
-    /// Keep prompts' KV state under .agent/cache/kv/, so the next run prefills only what changed.
+    /// Keep prompts' KV state (cache/kv/ in the workspace's state folder, outside it), so the next run prefills only what changed.
     #[arg(
         long,
         value_name = "on|off",

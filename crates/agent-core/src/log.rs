@@ -1,4 +1,5 @@
-//! Append-only JSONL logs under `.agent/logs/`:
+//! Append-only JSONL logs under `logs/` in the workspace's state folder
+//! (`agent_base::paths::state_dir`, outside the workspace):
 //! - `audit.jsonl`: what the agent did (requests, intents, tool calls and
 //!   their policy decisions, diffs, commands, final answers);
 //! - `trace.jsonl`: each model request and response with token counts and

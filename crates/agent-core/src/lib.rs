@@ -1320,17 +1320,25 @@ fn request_message(request: &str, allowed: &[ToolSpec]) -> String {
     }
 }
 
-/// The plan the session's last valid `todo` call wrote (what it holds
+/// The plan the session's last `todo` call that ran wrote (what it holds
 /// after a resume or a rewind): empty when it wrote none, or when the plan
 /// was done by the end of a request, as [`Agent::finish`] drops it then.
 fn plan_of(turns: &[Turn]) -> Vec<todo::Item> {
     let mut plan = Vec::new();
-    for turn in turns {
+    for (at, turn) in turns.iter().enumerate() {
         match turn.kind {
             Kind::Request if todo::all_done(&plan) => plan.clear(),
             Kind::Call => {
-                for call in protocol::parse_calls(&turn.message.content).unwrap_or_default() {
-                    if call.tool == todo::NAME {
+                let calls = protocol::parse_calls(&turn.message.content).unwrap_or_default();
+                // Each call's observation follows in order; only one that
+                // says the call ran counts (not a refusal, a call the
+                // request was not given, or a repeat stopped).
+                let ran = format!("[{} ok]", todo::NAME);
+                for (i, call) in calls.iter().enumerate() {
+                    let observed = turns.get(at + 1 + i).is_some_and(|t| {
+                        t.kind == Kind::Observation && t.message.content.starts_with(&ran)
+                    });
+                    if call.tool == todo::NAME && observed {
                         plan = todo::parse(&call.args).unwrap_or(plan);
                     }
                 }
@@ -1382,5 +1390,49 @@ impl Approver for LoggingApprover<'_> {
         let decision = self.inner.approve(request);
         self.decisions.push((request.clone(), decision));
         decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todo_call(statuses: &[&str]) -> Turn {
+        let items: Vec<Value> = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"text": format!("step {i}"), "status": s}))
+            .collect();
+        let call = json!({"thought": "t", "tool": "todo", "args": {"items": items}});
+        Turn::new(Kind::Call, call.to_string())
+    }
+
+    fn seen(text: &str) -> Turn {
+        Turn::new(Kind::Observation, text)
+    }
+
+    #[test]
+    fn the_plan_comes_back_from_the_calls_that_ran() {
+        let ok = || seen("[todo ok]\nPlan (...)");
+        let request = || Turn::new(Kind::Request, "do it");
+        let statuses = |turns: &[Turn]| -> Vec<todo::Status> {
+            plan_of(turns).iter().map(|i| i.status).collect()
+        };
+        use todo::Status::*;
+        let turns = [request(), todo_call(&["done", "in_progress"]), ok()];
+        assert_eq!(statuses(&turns), [Done, InProgress]);
+        // A call refused, or not given to the request, changes nothing.
+        let mut refused = turns.to_vec();
+        refused.push(todo_call(&["done", "done"]));
+        refused.push(seen("[todo error: policy_denied]\n`todo` is not available"));
+        assert_eq!(statuses(&refused), [Done, InProgress]);
+        // Done by the end of a request: gone, then and at the next request.
+        let mut done = turns.to_vec();
+        done.push(todo_call(&["done", "done"]));
+        done.push(ok());
+        assert!(plan_of(&done).is_empty());
+        done.push(request());
+        assert!(plan_of(&done).is_empty());
+        assert!(plan_of(&[request()]).is_empty());
     }
 }

@@ -193,7 +193,7 @@ Update it as you finish steps. Not needed for a one-step change.",
                             "type": "object",
                             "properties": {
                                 "text": {"type": "string"},
-                                "status": {"enum": ["pending", "in_progress", "done"]}
+                                "status": {"type": "string", "enum": ["pending", "in_progress", "done"]}
                             },
                             "required": ["text", "status"]
                         }

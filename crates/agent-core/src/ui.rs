@@ -275,12 +275,12 @@ impl Ui for TerminalUi {
     }
 
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput) {
-        if call.tool == todo::NAME && !output.ok {
-            let first = escape_line(output.content.lines().next().unwrap_or_default());
-            eprintln!("{} {}", style("✗").red(), cut(&first, 160));
-            return;
-        }
         if call.tool == todo::NAME {
+            // A plan written shows itself (`plan`); a refused one in a line.
+            if !output.ok {
+                let first = escape_line(output.content.lines().next().unwrap_or_default());
+                eprintln!("{} {}", style("✗").red(), cut(&first, 160));
+            }
             return;
         }
         if let Some(diff) = output.diff.as_ref().filter(|_| self.show_diffs) {

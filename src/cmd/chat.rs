@@ -48,6 +48,10 @@ pub(crate) fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Resul
     );
     if resumed > 0 {
         print_history(&session.agent.exchanges(), RESUME_SHOWN);
+        // The plan the session left unfinished (the UI pins it instead).
+        if !tui && !session.agent.plan().is_empty() {
+            TerminalUi::new(false, false).plan(session.agent.plan());
+        }
     }
     // The index stays live, the agent's own edits included.
     let watcher = agent_index::watch::Background::start(session.agent.workspace(), false);
@@ -160,6 +164,8 @@ impl Chat {
         self.session.approver = Box::new(tui.approver(yolo));
         self.ask = Box::new(tui.chooser());
         let mut ui = tui.ui();
+        // A resumed session's plan, pinned from the start.
+        tui.plan(self.session.agent.plan());
         while let Some(request) = tui.read_request() {
             let text = match request {
                 agent_tui::Request::Line(text) => text,
@@ -172,6 +178,7 @@ impl Chat {
             let yolo = self.mode == Mode::Yolo;
             let flow = self.line(&text, &mut ui, yolo, false, cancel);
             tui.busy(false);
+            tui.plan(self.session.agent.plan());
             tui.status(self.status());
             if flow == Flow::Quit {
                 break;

@@ -540,3 +540,82 @@ fn an_editor_that_offers_its_files_shows_unsaved_buffers_and_receives_the_writes
         "{fs}"
     );
 }
+
+#[test]
+fn a_coding_tasks_plan_reaches_the_editor_as_plan_updates_and_comes_back_on_load() {
+    let Some(sdk) = acp_client() else {
+        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+    };
+    let dir = repo();
+    let plan = |statuses: [&str; 3]| {
+        let texts = ["Read calc.py", "Add sub", "Check it"];
+        let items: Vec<Value> = texts
+            .iter()
+            .zip(statuses)
+            .map(|(text, status)| json!({"text": text, "status": status}))
+            .collect();
+        json!({"thought": "t", "tool": "todo", "args": {"items": items}}).to_string()
+    };
+    let script = write_script(
+        dir.path(),
+        json!([
+            plan(["in_progress", "pending", "pending"]),
+            plan(["done", "in_progress", "pending"]),
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "sub.py", "content": "def sub(a, b):\n    return a - b\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Added sub."}}"#
+        ]),
+    );
+    let report = drive(
+        &sdk,
+        dir.path(),
+        &["--mode", "yolo", "--script", script.to_str().unwrap()],
+        json!([
+            {"new": true},
+            {"prompt": "Add a function sub to calc.py that returns a minus b"}
+        ]),
+    );
+    let steps = report["steps"].as_array().unwrap();
+    let task = &steps[1];
+    assert!(task["error"].is_null(), "{task}");
+    // Each plan whole, as the schema has it (the SDK drops entries it rejects).
+    let plans = updates(task, "plan");
+    assert_eq!(plans.len(), 2, "{task}");
+    let entry = |content: &str, status: &str| json!({"content": content, "priority": "medium", "status": status});
+    assert_eq!(
+        plans[1]["entries"],
+        json!([
+            entry("Read calc.py", "completed"),
+            entry("Add sub", "in_progress"),
+            entry("Check it", "pending")
+        ]),
+        "{task}"
+    );
+    assert_eq!(plans[0]["entries"][0]["status"], "in_progress");
+    let titles: Vec<&str> = updates(task, "tool_call")
+        .iter()
+        .map(|c| c["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles[0], "Update the plan", "{task}");
+
+    // Loaded in a new process: the unfinished plan comes back with the conversation.
+    let session = report["sessionId"].as_str().unwrap();
+    let loaded = drive(
+        &sdk,
+        dir.path(),
+        &["--script", script.to_str().unwrap()],
+        json!([{"load": session}]),
+    );
+    let load = &loaded["steps"][0];
+    assert!(load["error"].is_null(), "{load}");
+    let plans = updates(load, "plan");
+    assert_eq!(plans.len(), 1, "{load}");
+    assert_eq!(plans[0]["entries"], json!(plans_last(&report)), "{load}");
+}
+
+/// The entries of the last plan update of the report's second step.
+fn plans_last(report: &Value) -> Value {
+    updates(&report["steps"][1], "plan")
+        .last()
+        .map(|p| p["entries"].clone())
+        .unwrap_or_default()
+}

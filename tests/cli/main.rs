@@ -17,6 +17,7 @@ mod languages;
 mod mcp_http;
 mod mcp_serve;
 mod output;
+mod plan;
 mod print_prompt;
 mod prompt_cache;
 mod server;

@@ -1329,3 +1329,126 @@ fn esc_esc_on_an_empty_prompt_lists_the_requests_and_rewinds_to_the_one_chosen()
     term.submit("/exit");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// The rows of the live area between the last request's cells and the
+/// input: the pinned plan, when there is one.
+fn pinned(term: &Term) -> Vec<String> {
+    let rows = term.rows();
+    let status = rows
+        .iter()
+        .rposition(|r| r.contains(" · mode "))
+        .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()));
+    // The input (one row, empty or typed) sits above the status line.
+    rows[..status - 1]
+        .iter()
+        .rev()
+        .take_while(|r| {
+            r.starts_with("  ✓ ")
+                || r.starts_with("  ▸ ")
+                || r.starts_with("  · ")
+                || r.starts_with("  +")
+        })
+        .cloned()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect()
+}
+
+#[test]
+fn the_plan_is_pinned_above_the_input_until_it_is_done_or_cleared() {
+    let dir = repo();
+    let plan = |statuses: &[&str]| {
+        let items: Vec<serde_json::Value> = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, status)| serde_json::json!({"text": format!("Step {} of the plan", i + 1), "status": status}))
+            .collect();
+        serde_json::json!({"thought": "t", "tool": "todo", "args": {"items": items}}).to_string()
+    };
+    let finish = |answer: &str| {
+        serde_json::json!({"thought": "t", "tool": "finish", "args": {"answer": answer}})
+            .to_string()
+    };
+    let write = r#"{"thought": "t", "tool": "write_file", "args": {"path": "sub.py", "content": "def sub(a, b):\n    return a - b\n"}}"#;
+    let mut seven = vec!["done", "done", "in_progress"];
+    seven.extend(["pending"; 4]);
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            plan(&["done", "in_progress", "pending"]),
+            write,
+            finish("first part done"),
+            plan(&seven),
+            finish("more to do in calc.py"),
+            plan(&["done"; 7]),
+            finish("all done in calc.py"),
+            plan(&["in_progress"]),
+            finish("a new plan for calc.py"),
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!("chat --mode yolo --script {}", script.display())
+    );
+    term.wait_for("mode yolo");
+    term.submit("Add a function sub to calc.py that returns a minus b");
+    term.wait_for("first part done");
+    term.wait_for(" generated · ");
+    assert_eq!(
+        pinned(&term),
+        [
+            "  ✓ Step 1 of the plan",
+            "  ▸ Step 2 of the plan",
+            "  · Step 3 of the plan"
+        ],
+        "{}",
+        term.screen()
+    );
+    let at = |needle: &str| {
+        let rows = term.rows();
+        let row = rows.iter().rposition(|r| r.trim_end() == needle).unwrap();
+        let parser = term.parser.lock().unwrap();
+        parser.screen().cell(row as u16, 4).unwrap().clone()
+    };
+    assert!(at("  ✓ Step 1 of the plan").dim(), "{}", term.screen());
+    assert!(!at("  ▸ Step 2 of the plan").dim(), "{}", term.screen());
+
+    // Seven items: six rows, the next ones shown, the rest counted.
+    term.submit("Add a function mul to calc.py that multiplies a and b");
+    term.wait_for("more to do");
+    term.wait_for("+2 more");
+    let rows = pinned(&term);
+    assert_eq!(rows.len(), 6, "{}", term.screen());
+    let screen = term.screen();
+    assert_eq!(rows[0], "  ✓ Step 2 of the plan", "{screen}");
+    assert_eq!(rows[1], "  ▸ Step 3 of the plan", "{screen}");
+    assert_eq!(rows[5], "  +2 more", "{screen}");
+
+    // Every item done: gone when the turn ends.
+    term.submit("Add a function div to calc.py that divides a by b");
+    term.wait_for("all done");
+    let started = Instant::now();
+    while !pinned(&term).is_empty() {
+        assert!(started.elapsed() < WAIT, "{}", term.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A new plan, then /clear: gone too.
+    term.submit("Add a function pow to calc.py that raises a to b");
+    term.wait_for("a new plan");
+    let started = Instant::now();
+    while pinned(&term) != ["  ▸ Step 1 of the plan"] {
+        assert!(started.elapsed() < WAIT, "{}", term.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    term.submit("/clear");
+    term.wait_for("new conversation");
+    let started = Instant::now();
+    while !pinned(&term).is_empty() {
+        assert!(started.elapsed() < WAIT, "{}", term.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

@@ -185,6 +185,17 @@ impl Ui for AcpUi {
     fn compacted(&mut self, compaction: &Compaction) {
         self.notice(&compaction_line(compaction));
     }
+
+    fn plan(&mut self, items: &[agent_tools::todo::Item]) {
+        self.0.borrow().update(plan_update(items));
+    }
+}
+
+/// The plan as the editor's plan view takes it.
+pub(crate) fn plan_update(items: &[agent_tools::todo::Item]) -> SessionUpdate {
+    SessionUpdate::Plan {
+        entries: items.iter().map(PlanEntry::of).collect(),
+    }
 }
 
 /// A title for people and the kind editors pick an icon by.
@@ -196,6 +207,7 @@ fn describe(tool: &str, args: &Value) -> (String, ToolKind) {
         "edit" => (format!("Edit {}", arg("path")), ToolKind::Edit),
         "write_file" => (format!("Write {}", arg("path")), ToolKind::Edit),
         "apply_patch" => ("Apply a patch".to_string(), ToolKind::Edit),
+        "todo" => ("Update the plan".to_string(), ToolKind::Other),
         "undo" => ("Undo the last change".to_string(), ToolKind::Edit),
         "run_cmd" => (format!("Run `{}`", arg("command")), ToolKind::Execute),
         "grep" => (format!("Search for `{}`", arg("pattern")), ToolKind::Search),

@@ -146,11 +146,61 @@ pub enum StopReason {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub enum SessionUpdate {
-    UserMessageChunk { content: ContentBlock },
-    AgentMessageChunk { content: ContentBlock },
-    AgentThoughtChunk { content: ContentBlock },
+    UserMessageChunk {
+        content: ContentBlock,
+    },
+    AgentMessageChunk {
+        content: ContentBlock,
+    },
+    AgentThoughtChunk {
+        content: ContentBlock,
+    },
     ToolCall(ToolCall),
     ToolCallUpdate(ToolCallUpdate),
+    /// The agent's plan, whole: the client replaces the one it shows.
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+}
+
+/// One item of a plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanEntry {
+    pub content: String,
+    pub priority: PlanPriority,
+    pub status: PlanStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPriority {
+    High,
+    Medium,
+    Low,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl PlanEntry {
+    /// The loop's plan item; the model gives no priorities, so all are medium.
+    pub fn of(item: &agent_tools::todo::Item) -> Self {
+        use agent_tools::todo::Status;
+        Self {
+            content: item.text.clone(),
+            priority: PlanPriority::Medium,
+            status: match item.status {
+                Status::Pending => PlanStatus::Pending,
+                Status::InProgress => PlanStatus::InProgress,
+                Status::Done => PlanStatus::Completed,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -285,6 +335,17 @@ mod tests {
             serde_json::to_value(update).unwrap(),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
                    "content": [{"type": "diff", "path": "/w/a.py", "oldText": "a", "newText": "b"}]})
+        );
+        let plan = SessionUpdate::Plan {
+            entries: vec![PlanEntry::of(&agent_tools::todo::Item {
+                text: "Fix it".into(),
+                status: agent_tools::todo::Status::Done,
+            })],
+        };
+        assert_eq!(
+            serde_json::to_value(&plan).unwrap(),
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "Fix it", "priority": "medium", "status": "completed"}]})
         );
         let chunk = SessionUpdate::AgentThoughtChunk {
             content: ContentBlock::text("hm"),

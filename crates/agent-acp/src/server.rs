@@ -12,7 +12,7 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use crate::bridge::{send_update, AcpApprover, AcpUi, Turn};
+use crate::bridge::{plan_update, send_update, AcpApprover, AcpUi, Turn};
 use crate::client_fs::{ClientFiles, Offered};
 use crate::protocol::*;
 use crate::rpc::{self, Incoming, Peer, RpcError};
@@ -142,6 +142,9 @@ impl Server<'_> {
                             content: ContentBlock::text(answered),
                         },
                     );
+                }
+                if !agent.plan().is_empty() {
+                    send_update(&self.peer, &request.session_id, plan_update(agent.plan()));
                 }
                 self.insert(&request.session_id, agent);
                 Ok(json!({}))

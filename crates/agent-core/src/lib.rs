@@ -61,6 +61,7 @@ use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling
 use agent_policy::managed::mode_name;
 use agent_policy::{Mode, Policy};
 use agent_tools::checkpoint::Checkpoints;
+use agent_tools::todo;
 use agent_tools::{
     Access, AlwaysApprove, Approval, Approver, Decision, ReadLedger, SemanticSearch, ToolContext,
     ToolOutput, ToolSpec, Toolbox, Workspace,
@@ -224,6 +225,8 @@ pub struct Outcome {
     /// started the session only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_prompt: Option<first_prompt::FirstPrompt>,
+    /// The model's plan (`todo`) as the request left it; empty when it kept none.
+    pub plan: Vec<todo::Item>,
 }
 
 pub struct Agent {
@@ -275,6 +278,9 @@ pub struct Agent {
     prefetch_results: usize,
     /// The sizes of the session's first prompt, until the outcome reports them.
     first_prompt: Option<first_prompt::FirstPrompt>,
+    /// The model's plan (`todo`): session state, rebuilt from the session's
+    /// calls on resume and rewind; dropped once every item is done.
+    plan: Vec<todo::Item>,
 }
 
 /// The map's share of the context window at most: smaller than `agent map`
@@ -307,6 +313,12 @@ Use what you already have: try a different tool or different arguments, or call 
 const CUT_OFF_NOTE: &str = "Format error: your reply was cut off at tokens. Keep the thought short and reply with one complete JSON call";
 const FINISH_ARGS_NOTE: &str = "Format error: finish needs {\"answer\": \"<text>\"}.";
 const STOPPED_NOTE: &str = "The previous request was stopped. (stopped before an answer)";
+/// A coding task's note on the plan tool, which the system prompt leaves
+/// out: it is a coding task's tool, and the system prompt is the same for
+/// every request.
+const PLAN_NOTE: &str = "(For a task of several steps, you may keep a plan with the todo tool, \
+args {\"items\": [{\"text\": \"...\", \"status\": \"pending|in_progress|done\"}]}: \
+the whole list each time, one item in_progress, marked done as you go.)";
 
 /// Where a request stands when the model gives a final answer.
 struct Step<'a> {
@@ -406,6 +418,7 @@ impl Agent {
                 CUT_OFF_NOTE,
                 FINISH_ARGS_NOTE,
                 STOPPED_NOTE,
+                PLAN_NOTE,
                 compact::PROMPT,
                 init::OVERVIEW_PROMPT,
             ]
@@ -418,6 +431,7 @@ impl Agent {
             workspace.root(),
             config.personal_instructions.as_deref(),
         );
+        let plan = plan_of(&turns);
         Ok(Self {
             provider,
             toolbox,
@@ -447,6 +461,7 @@ impl Agent {
             vocabulary: None,
             prefetch_results: config.prefetch,
             first_prompt: None,
+            plan,
             config,
         })
     }
@@ -488,6 +503,11 @@ impl Agent {
     /// The session's turns so far.
     pub fn turns(&self) -> &[Turn] {
         &self.turns
+    }
+
+    /// The model's current plan (`todo`); empty when there is none.
+    pub fn plan(&self) -> &[todo::Item] {
+        &self.plan
     }
 
     /// Starts the session on the first request: the system prompt is fixed
@@ -647,6 +667,7 @@ impl Agent {
         self.log.session_id.clear();
         self.ledger = ReadLedger::default();
         self.auto_compact_off = None;
+        self.plan.clear();
     }
 
     /// The permission mode the next request runs in.
@@ -1262,7 +1283,7 @@ pub(crate) fn request_text(turn: usize, content: &str) -> &str {
 
 /// A request turn's text without the note the loop appended for the model.
 pub(crate) fn strip_notes(text: &str) -> &str {
-    [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE]
+    [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE, PLAN_NOTE]
         .iter()
         .filter_map(|note| text.rfind(&format!("\n\n{note}")))
         .min()
@@ -1293,9 +1314,43 @@ fn request_message(request: &str, allowed: &[ToolSpec]) -> String {
         format!("{request}\n\n{ANSWER_DIRECTLY_NOTE}")
     } else if !allowed.iter().any(|s| s.access == Access::Write) {
         format!("{request}\n\n{QUESTION_NOTE} {}.)", names.join(", "))
+    } else if allowed.iter().any(|s| s.name == todo::NAME) {
+        format!("{request}\n\n{PLAN_NOTE}")
     } else {
         request.to_string()
     }
+}
+
+/// The plan the session's last `todo` call that ran wrote (what it holds
+/// after a resume or a rewind): empty when it wrote none, or when the plan
+/// was done by the end of a request, as [`Agent::finish`] drops it then.
+fn plan_of(turns: &[Turn]) -> Vec<todo::Item> {
+    let mut plan = Vec::new();
+    for (at, turn) in turns.iter().enumerate() {
+        match turn.kind {
+            Kind::Request if todo::all_done(&plan) => plan.clear(),
+            Kind::Call => {
+                let calls = protocol::parse_calls(&turn.message.content).unwrap_or_default();
+                // Each call's observation follows in order; only one that
+                // says the call ran counts (not a refusal, a call the
+                // request was not given, or a repeat stopped).
+                let ran = format!("[{} ok]", todo::NAME);
+                for (i, call) in calls.iter().enumerate() {
+                    let observed = turns.get(at + 1 + i).is_some_and(|t| {
+                        t.kind == Kind::Observation && t.message.content.starts_with(&ran)
+                    });
+                    if call.tool == todo::NAME && observed {
+                        plan = todo::parse(&call.args).unwrap_or(plan);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if todo::all_done(&plan) {
+        plan.clear();
+    }
+    plan
 }
 
 /// The observation the model sees for a tool result.
@@ -1336,5 +1391,49 @@ impl Approver for LoggingApprover<'_> {
         let decision = self.inner.approve(request);
         self.decisions.push((request.clone(), decision.clone()));
         decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todo_call(statuses: &[&str]) -> Turn {
+        let items: Vec<Value> = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"text": format!("step {i}"), "status": s}))
+            .collect();
+        let call = json!({"thought": "t", "tool": "todo", "args": {"items": items}});
+        Turn::new(Kind::Call, call.to_string())
+    }
+
+    fn seen(text: &str) -> Turn {
+        Turn::new(Kind::Observation, text)
+    }
+
+    #[test]
+    fn the_plan_comes_back_from_the_calls_that_ran() {
+        let ok = || seen("[todo ok]\nPlan (...)");
+        let request = || Turn::new(Kind::Request, "do it");
+        let statuses = |turns: &[Turn]| -> Vec<todo::Status> {
+            plan_of(turns).iter().map(|i| i.status).collect()
+        };
+        use todo::Status::*;
+        let turns = [request(), todo_call(&["done", "in_progress"]), ok()];
+        assert_eq!(statuses(&turns), [Done, InProgress]);
+        // A call refused, or not given to the request, changes nothing.
+        let mut refused = turns.to_vec();
+        refused.push(todo_call(&["done", "done"]));
+        refused.push(seen("[todo error: policy_denied]\n`todo` is not available"));
+        assert_eq!(statuses(&refused), [Done, InProgress]);
+        // Done by the end of a request: gone, then and at the next request.
+        let mut done = turns.to_vec();
+        done.push(todo_call(&["done", "done"]));
+        done.push(ok());
+        assert!(plan_of(&done).is_empty());
+        done.push(request());
+        assert!(plan_of(&done).is_empty());
+        assert!(plan_of(&[request()]).is_empty());
     }
 }

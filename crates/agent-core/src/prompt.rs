@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use super::protocol::{describe_tools, FORMAT_HINT};
-use agent_tools::ToolSpec;
+use agent_tools::{Access, ToolSpec};
 
 /// What the system prompt is made of: nothing that depends on the request.
 pub struct PromptParts<'a> {
@@ -65,7 +65,15 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
         out.push('\n');
         out.push_str(RULES);
         out.push_str("\n\nTools:\n");
-        out.push_str(&describe_tools(parts.tools));
+        // The plan tool is a coding task's: its request says so, not this
+        // prompt, which every request shares.
+        let listed: Vec<ToolSpec> = parts
+            .tools
+            .iter()
+            .filter(|t| t.access != Access::Plan)
+            .cloned()
+            .collect();
+        out.push_str(&describe_tools(&listed));
         out.push_str(&call_format());
     }
     out.push_str(parts.instructions);
@@ -155,7 +163,6 @@ fn environment(workspace: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_tools::Access;
 
     fn read_file() -> Vec<ToolSpec> {
         vec![ToolSpec {

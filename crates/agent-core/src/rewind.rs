@@ -115,6 +115,7 @@ impl Agent {
                 .context("cannot save the rewind in the session")?;
         }
         self.turns.truncate(at);
+        self.plan = crate::plan_of(&self.turns);
         // What the model read in the turns cut, it must read again.
         self.ledger = ReadLedger::default();
         self.log.audit(

@@ -115,21 +115,7 @@ impl Agent {
             json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason,
                    "tool": intent.tool, "ms": gate_ms}),
         );
-        let (tools, access): (ToolAccess, &'static [Access]) = match intent.label {
-            Label::CodingTask => (
-                ToolAccess::All,
-                &[
-                    Access::Read,
-                    Access::Write,
-                    Access::Execute,
-                    Access::Control,
-                ],
-            ),
-            Label::RepoQuestion | Label::Uncertain => {
-                (ToolAccess::ReadOnly, &[Access::Read, Access::Control])
-            }
-            Label::CapabilityQuery | Label::GeneralChat => (ToolAccess::None, &[Access::Control]),
-        };
+        let (tools, access) = tools_for(intent.label);
         ui.intent(&intent, tools);
         self.declined = 0;
         self.refused = 0;
@@ -188,6 +174,7 @@ impl Agent {
             engine: self.provider.placement(),
             compactions: Vec::new(),
             first_prompt: self.first_prompt.take(),
+            plan: Vec::new(),
         };
         Ok(Run {
             request: request.to_string(),
@@ -377,6 +364,10 @@ Another copy of this call ends the request.",
             }
         };
         ui.tool_result(&call, &output);
+        if let Some(plan) = &output.plan {
+            self.plan = plan.clone();
+            ui.plan(&self.plan);
+        }
         if output.ok && matches!(call.tool.as_str(), "search_semantic" | "grep") {
             run.found = Some(output.content.clone());
         }
@@ -434,6 +425,11 @@ Another copy of this call ends the request.",
             }
         }
         outcome.declined = self.declined;
+        outcome.plan = self.plan.clone();
+        if agent_tools::todo::all_done(&self.plan) {
+            // Done: the next request starts without it.
+            self.plan.clear();
+        }
         let unchanged = run.tools == ToolAccess::All
             && outcome.changed_files.is_empty()
             && outcome.finish == Finish::Answered;
@@ -480,6 +476,26 @@ impl Agent {
             ));
         }
         format!("not done: no file was changed; {}.", why.join("; "))
+    }
+}
+
+/// The tools a request of this label gets, and their access classes.
+fn tools_for(label: Label) -> (ToolAccess, &'static [Access]) {
+    match label {
+        Label::CodingTask => (
+            ToolAccess::All,
+            &[
+                Access::Read,
+                Access::Write,
+                Access::Execute,
+                Access::Control,
+                Access::Plan,
+            ],
+        ),
+        Label::RepoQuestion | Label::Uncertain => {
+            (ToolAccess::ReadOnly, &[Access::Read, Access::Control])
+        }
+        Label::CapabilityQuery | Label::GeneralChat => (ToolAccess::None, &[Access::Control]),
     }
 }
 

@@ -16,6 +16,7 @@ use super::ToolAccess;
 use agent_tools::diff::colored;
 use agent_tools::grep::cut;
 use agent_tools::proposal::{editor_command, Edits};
+use agent_tools::todo;
 use agent_tools::{Approval, Approver, Decision, ToolOutput};
 
 /// The loop reports progress through this.
@@ -49,6 +50,9 @@ pub trait Ui {
     fn compacted(&mut self, compaction: &Compaction) {
         self.notice(&compaction_line(compaction));
     }
+    /// The model wrote its plan (`todo`): the whole list, after the call's
+    /// [`Ui::tool_result`]; empty when it cleared it.
+    fn plan(&mut self, _items: &[todo::Item]) {}
 }
 
 /// How often [`Ui::generating`] is called while the model generates.
@@ -95,7 +99,7 @@ impl Ui for QuietUi {
 
 /// `--output-format stream-json`: one JSON object per line on stdout, as it
 /// happens (`intent`, `step`, `text`, `progress`, `tool_call`, `tool_result`,
-/// `notice`, `compact`;
+/// `plan`, `notice`, `compact`;
 /// the caller prints `final`), for CI jobs and editors.
 pub struct JsonLinesUi<W: std::io::Write> {
     out: W,
@@ -160,6 +164,9 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
             "compact",
             serde_json::to_value(compaction).unwrap_or_default(),
         );
+    }
+    fn plan(&mut self, items: &[todo::Item]) {
+        self.event("plan", serde_json::json!({ "items": items }));
     }
 }
 
@@ -250,7 +257,8 @@ impl Ui for TerminalUi {
     }
 
     fn tool_call(&mut self, call: &ToolCall) {
-        if call.tool == FINISH {
+        // The plan shows itself once written (`plan`).
+        if call.tool == FINISH || call.tool == todo::NAME {
             return;
         }
         if self.verbose && !call.thought.is_empty() {
@@ -267,7 +275,15 @@ impl Ui for TerminalUi {
         );
     }
 
-    fn tool_result(&mut self, _call: &ToolCall, output: &ToolOutput) {
+    fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput) {
+        if call.tool == todo::NAME {
+            // A plan written shows itself (`plan`); a refused one in a line.
+            if !output.ok {
+                let first = escape_line(output.content.lines().next().unwrap_or_default());
+                eprintln!("{} {}", style("✗").red(), cut(&first, 160));
+            }
+            return;
+        }
         if let Some(diff) = output.diff.as_ref().filter(|_| self.show_diffs) {
             eprint!("{}", colored(&escape_controls(diff)));
         }
@@ -301,6 +317,23 @@ impl Ui for TerminalUi {
         self.spinner = Some(timed_spinner(escape_line(what).into_owned()));
     }
 
+    fn plan(&mut self, items: &[todo::Item]) {
+        self.clear_spinner();
+        eprintln!("{} {}", style("●").cyan(), style(plan_title(items)).bold());
+        for item in items {
+            let line = format!(
+                "  {} {}",
+                item.status.marker(),
+                escape_line(&cut(&item.text, 100))
+            );
+            match item.status {
+                todo::Status::Done => eprintln!("{}", style(line).dim()),
+                todo::Status::InProgress => eprintln!("{}", style(line).cyan()),
+                todo::Status::Pending => eprintln!("{line}"),
+            }
+        }
+    }
+
     fn compacted(&mut self, compaction: &Compaction) {
         self.clear_spinner();
         let line = compaction_line(compaction);
@@ -324,6 +357,18 @@ to change code, say what to change (\"Make X do Y in path\")",
     )
 }
 
+/// The plan's heading: `plan 1/3 done`, or that it was cleared.
+pub fn plan_title(items: &[todo::Item]) -> String {
+    if items.is_empty() {
+        return "plan cleared".into();
+    }
+    let done = items
+        .iter()
+        .filter(|i| i.status == todo::Status::Done)
+        .count();
+    format!("plan {done}/{} done", items.len())
+}
+
 /// `{"path": "src/a.rs", "start_line": 3}` → `src/a.rs start_line=3`.
 pub fn summarize_args(args: &serde_json::Value) -> String {
     let Some(map) = args.as_object() else {
@@ -334,6 +379,7 @@ pub fn summarize_args(args: &serde_json::Value) -> String {
         .map(|(k, v)| {
             let v = match v {
                 serde_json::Value::String(s) => s.replace('\n', "⏎"),
+                serde_json::Value::Array(a) => format!("[{} item(s)]", a.len()),
                 other => other.to_string(),
             };
             if k == "path" || k == "command" || k == "pattern" || k == "query" {

@@ -17,6 +17,9 @@ pub enum Access {
     Execute,
     /// Ends the turn (`finish`).
     Control,
+    /// Keeps the session's plan (`todo`): touches nothing, never asks;
+    /// given to coding tasks only.
+    Plan,
 }
 
 /// How much the agent asks before it acts (`--mode`); the command policy
@@ -49,7 +52,7 @@ impl Policy {
     /// Whether an action of this class asks the user first.
     pub fn needs_approval(&self, access: Access) -> bool {
         match self.mode {
-            Mode::Human => access != Access::Control,
+            Mode::Human => !matches!(access, Access::Control | Access::Plan),
             Mode::Confirm => matches!(access, Access::Write | Access::Execute),
             Mode::Yolo => false,
         }
@@ -68,6 +71,7 @@ mod tests {
         assert!(p.needs_approval(Access::Execute));
         assert!(Policy::builtin(Mode::Human).needs_approval(Access::Read));
         assert!(!Policy::builtin(Mode::Yolo).needs_approval(Access::Execute));
+        assert!(!Policy::builtin(Mode::Human).needs_approval(Access::Plan));
     }
 
     #[test]

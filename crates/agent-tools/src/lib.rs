@@ -27,6 +27,7 @@ pub mod proposal;
 pub mod search;
 pub mod shell;
 mod state_guard;
+pub mod todo;
 mod undo;
 pub mod workspace;
 
@@ -97,6 +98,9 @@ pub struct ToolOutput {
     /// Workspace-relative paths this call changed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
+    /// The plan a `todo` call wrote (the loop keeps it, the front ends show it).
+    #[serde(skip)]
+    pub plan: Option<Vec<todo::Item>>,
 }
 
 impl ToolOutput {
@@ -239,6 +243,7 @@ impl Toolbox {
                 Box::new(fs::WriteFile),
                 Box::new(undo::Undo),
                 Box::new(shell::RunCmd),
+                Box::new(todo::Todo),
                 Box::new(Finish),
             ],
             files: Arc::new(files::Disk),

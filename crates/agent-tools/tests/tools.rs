@@ -134,6 +134,7 @@ fn standard_toolbox_has_every_tool_in_order_and_grammar_compatible_schemas() {
             "write_file",
             "undo",
             "run_cmd",
+            "todo",
             "finish"
         ]
     );
@@ -150,6 +151,35 @@ fn standard_toolbox_has_every_tool_in_order_and_grammar_compatible_schemas() {
     assert!(ro
         .iter()
         .all(|a| matches!(a, Access::Read | Access::Control)));
+}
+
+#[test]
+fn todo_writes_the_whole_plan_and_touches_nothing() {
+    let mut h = Harness::new();
+    let args = json!({"items": [
+        {"text": "Read calc.py", "status": "done"},
+        {"text": "Add sub", "status": "in_progress"},
+        {"text": "Run the tests", "status": "pending"}]});
+    // Also as a string holding the object, as some servers send arguments.
+    for args in [args.clone(), json!(args.to_string())] {
+        let out = h.call("todo", args);
+        assert!(out.ok, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "Plan (1/3 done):\n✓ Read calc.py\n▸ Add sub\n· Run the tests"
+        );
+        let plan = out.plan.expect("the plan for the loop");
+        assert_eq!(plan.len(), 3);
+        assert!(out.changed.is_empty() && out.diff.is_none());
+    }
+    let out = h.call("todo", json!({"items": [{"text": "a", "status": "in_progress"}, {"text": "b", "status": "in_progress"}]}));
+    err(&out, ErrorClass::InvalidArgs);
+    assert!(out.plan.is_none());
+    assert!(
+        out.content.contains("only one item may be in_progress"),
+        "{}",
+        out.content
+    );
 }
 
 #[test]

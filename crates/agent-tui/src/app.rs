@@ -62,6 +62,8 @@ pub(crate) enum Event {
     ShowDiffs(bool),
     /// A turn began (true) or ended.
     Busy(bool),
+    /// The model's plan, whole (empty: none to pin).
+    Plan(Vec<agent_tools::todo::Item>),
     /// The chat waits for the next request.
     Ready,
     /// The chat is over: restore the terminal and end the thread.
@@ -153,6 +155,8 @@ pub(crate) struct App {
     /// When Esc was last pressed on an empty prompt.
     esc: Option<Instant>,
     note: Option<String>,
+    /// The model's plan, pinned above the input.
+    plan: Vec<agent_tools::todo::Item>,
     pub show_diffs: bool,
     closed: bool,
     started: Instant,
@@ -203,6 +207,7 @@ impl App {
             ctrl_c: None,
             esc: None,
             note: None,
+            plan: Vec::new(),
             show_diffs,
             closed: false,
             started: Instant::now(),
@@ -296,6 +301,7 @@ impl App {
                 self.progress = Progress::default();
                 self.note = None;
             }
+            Event::Plan(plan) => self.plan = plan,
             Event::Ready => self.ready = true,
             Event::Close => self.closed = true,
         }
@@ -735,6 +741,7 @@ impl App {
             .iter()
             .flat_map(|l| cells::wrap(l, width))
             .collect();
+        let plan = crate::plan::lines(&self.plan, width);
         let (rows, cursor) = self.editor.layout(width);
         let rows: Vec<String> = rows.into_iter().take(12).collect();
         let menu = self.completion_lines();
@@ -745,7 +752,7 @@ impl App {
             progress.as_deref(),
             &self.hint(),
         );
-        let wanted = live.len() + menu.len() + rows.len() + 1;
+        let wanted = live.len() + plan.len() + menu.len() + rows.len() + 1;
         let height = (wanted as u16).min(screen_height.saturating_sub(1).max(1));
         self.screen.set_height(height)?;
         let input_style = if self.approval.is_some() {
@@ -756,6 +763,7 @@ impl App {
         self.screen.draw(|frame| {
             let area = frame.area();
             let mut lines = live;
+            lines.extend(plan);
             lines.extend(menu);
             let input_top = lines.len() as u16;
             lines.extend(rows.into_iter().map(|r| Line::styled(r, input_style)));

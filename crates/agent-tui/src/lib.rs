@@ -31,6 +31,7 @@ mod highlight;
 mod history;
 mod markdown;
 mod notify;
+mod plan;
 mod progress;
 mod search;
 mod status;
@@ -200,6 +201,12 @@ impl Tui {
         self.link.send(Event::Busy(on));
     }
 
+    /// The plan to pin above the input (between turns: the session's, which
+    /// a finished plan, `/clear` or `/rewind` leave empty).
+    pub fn plan(&self, plan: &[agent_tools::todo::Item]) {
+        self.link.send(Event::Plan(plan.to_vec()));
+    }
+
     /// The loop's [`Ui`] for a turn.
     pub fn ui(&self) -> TuiUi {
         TuiUi {
@@ -341,6 +348,10 @@ impl Ui for TuiUi {
             text,
             Style::default().fg(Color::Yellow),
         )]));
+    }
+
+    fn plan(&mut self, items: &[agent_tools::todo::Item]) {
+        self.link.send(Event::Plan(items.to_vec()));
     }
 
     fn compacted(&mut self, compaction: &Compaction) {

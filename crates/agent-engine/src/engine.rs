@@ -93,7 +93,7 @@ pub struct EngineConfig {
     /// Prompt-lookup speculative decoding (`--speculative`).
     pub speculative: Speculative,
     /// Where measured prefill rates are kept across processes
-    /// (`.agent/cache/prefill.json`; see `prefill_rate`).
+    /// (`cache/prefill.json` in the state folder; see `prefill_rate`).
     pub prefill_rates: Option<PathBuf>,
 }
 
@@ -200,7 +200,7 @@ fn refuse_amx_tiles() {
 fn refuse_amx_tiles() {}
 
 /// The llama.cpp backend may be initialised once per process.
-fn backend() -> Result<&'static LlamaBackend, LlmError> {
+pub(crate) fn backend() -> Result<&'static LlamaBackend, LlmError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {

@@ -3,6 +3,8 @@
 //! itself ([`engine`]: KV-cache prefix reuse, grammar-constrained sampling).
 //! The only crate that links llama.cpp.
 
+#[cfg(test)]
+mod batch_invariance;
 mod build;
 pub mod engine;
 pub mod gguf;

@@ -8,7 +8,9 @@
 //! does on one thread; past 512 cells of KV cache it splits a lone token's
 //! attention across threads and rounds differently, so there plain decoding
 //! itself changes with the thread count, and near-ties can flip either way
-//! (BENCHMARKS.md; the long-context engine test runs on one thread).
+//! (BENCHMARKS.md, "Exactly when greedy output can differ"; the tests of
+//! `batch_invariance` pin each case, the long-context engine test runs on
+//! one thread).
 
 use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
@@ -16,6 +18,8 @@ use serde::{Deserialize, Serialize};
 /// Tokens that must match (the new token and those before it) for a draft.
 const NGRAM: usize = 3;
 /// Most tokens drafted at once: a rejected draft costs its share of a batch.
+/// A verified draft must stay under 64 tokens, where llama.cpp's attention
+/// takes its tiled kernel and rounds otherwise (`batch_invariance`).
 pub const MAX_DRAFT: usize = 10;
 
 /// The tokens that followed the most recent earlier occurrence of the

@@ -368,13 +368,18 @@ fn an_edit_is_approved_in_place_yes_writes_and_no_leaves_the_file_alone() {
 /// A script standing in for the user's editor: it appends the files it is
 /// given to `.git/opened` and rewrites `x = 1` and `y = 2` in them.
 fn fake_editor(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    fake_editor_doing(dir, "")
+}
+
+/// The fake editor, doing `first` (shell) before its edit.
+fn fake_editor_doing(dir: &Path, first: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let git = dir.join(".git");
     let editor = git.join("fake-editor");
     let opened = git.join("opened");
     std::fs::write(
         &editor,
         format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nsed -i -e 's/x = 1/x = 2  # mine/' -e 's/y = 2/y = 3/' \"$@\"\n",
+            "#!/bin/sh\n{first}\necho \"$@\" >> '{}'\nsed -i -e 's/x = 1/x = 2  # mine/' -e 's/y = 2/y = 3/' \"$@\"\n",
             opened.display()
         ),
     )
@@ -414,6 +419,50 @@ fn e_in_the_line_mode_edits_the_change_too() {
         !dir.path().join("new.py").exists(),
         "written before the yes"
     );
+    term.send("y");
+    term.wait_for("wrote new.py");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 2  # mine\n"
+    );
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// Ctrl-C in the user's editor is the editor's: the terminal sends it to
+/// the whole foreground group, the agent with it, which ignores it while the
+/// editor runs (as git does). Here the editor sends two, the second of
+/// which used to exit the agent.
+#[test]
+fn ctrl_c_in_the_editor_neither_stops_the_turn_nor_exits() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let (editor, _) = fake_editor_doing(
+        dir.path(),
+        "trap '' INT; kill -INT 0; sleep 0.2; kill -INT 0; sleep 0.2",
+    );
+    // `exec`: the group is the agent and its editor, no shell between.
+    let line = format!(
+        "VISUAL= EDITOR='{}' exec {} chat --script {}",
+        editor.display(),
+        env!("CARGO_BIN_EXE_agent"),
+        script.display()
+    );
+    let Some(mut term) = Term::shell(dir.path(), &line) else {
+        agent_base::skip!("no pseudo-terminal can be opened here");
+    };
+    term.wait_for("mode confirm");
+    term.submit("Create new.py with x = 1");
+    term.wait_for("[y]es / [n]o / [a]lways / [e]dit");
+    term.send("e");
+    term.wait_for("your edit of the change:");
+    term.wait_for("[e]dit");
     term.send("y");
     term.wait_for("wrote new.py");
     assert_eq!(

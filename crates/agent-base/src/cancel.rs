@@ -2,7 +2,7 @@
 //! cleanly (generation ends, the partial answer is kept); a second one exits
 //! at once with the conventional status 130.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A cheap, clonable flag checked by long-running work between steps.
@@ -24,6 +24,25 @@ impl CancelToken {
     }
 }
 
+/// How many programs the terminal is handed to right now (the user's
+/// editor): their Ctrl-C is theirs.
+static HANDED_OVER: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f`, a program the user works in on our terminal (their editor),
+/// with the agent deaf to Ctrl-C meanwhile, as git is while its editor runs:
+/// a Ctrl-C there must not stop the turn, nor a second one exit the agent.
+pub fn ignoring_ctrl_c<R>(f: impl FnOnce() -> R) -> R {
+    struct Listen;
+    impl Drop for Listen {
+        fn drop(&mut self) {
+            HANDED_OVER.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    HANDED_OVER.fetch_add(1, Ordering::SeqCst);
+    let _listen = Listen;
+    f()
+}
+
 /// Installs the process-wide Ctrl-C handler and returns the token it trips.
 pub fn install_ctrl_c() -> CancelToken {
     let token = CancelToken::new();
@@ -31,6 +50,9 @@ pub fn install_ctrl_c() -> CancelToken {
     // Installation only fails if a handler already exists; then the default
     // behaviour (exit) still applies, which is safe.
     let _ = ctrlc::set_handler(move || {
+        if HANDED_OVER.load(Ordering::SeqCst) > 0 {
+            return;
+        }
         if handler_token.is_cancelled() {
             eprintln!("\ninterrupted");
             std::process::exit(130);

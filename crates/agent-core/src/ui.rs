@@ -523,7 +523,8 @@ impl Approver for TerminalApprover {
 fn edit_in_editor(edits: &mut Edits) {
     let mut run = || -> std::io::Result<bool> {
         let draft = edits.draft()?;
-        let status = editor_command(&draft.paths()).status()?;
+        let mut editor = editor_command(&draft.paths());
+        let status = agent_base::cancel::ignoring_ctrl_c(|| editor.status())?;
         if !status.success() {
             return Err(std::io::Error::other(format!(
                 "the editor exited with {status}; the change is as it was"

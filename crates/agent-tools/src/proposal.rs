@@ -151,7 +151,9 @@ impl Edits {
 
 /// The user's editor on `files`, found and run as git does: `$VISUAL`,
 /// else `$EDITOR`, else `vi`; a command line (`code --wait`, say), run by
-/// `sh -c` with the files as its arguments.
+/// `sh -c` with the files as its arguments. The shell `exec`s the editor:
+/// a shell left waiting for it (dash) dies of the Ctrl-C the user types in
+/// the editor, and the agent would take the terminal back from a live one.
 pub fn editor_command(files: &[PathBuf]) -> Command {
     let editor = ["VISUAL", "EDITOR"]
         .iter()
@@ -161,7 +163,7 @@ pub fn editor_command(files: &[PathBuf]) -> Command {
     let mut command = Command::new("sh");
     command
         .arg("-c")
-        .arg(format!("{editor} \"$@\""))
+        .arg(format!("exec {editor} \"$@\""))
         .arg(editor)
         .args(files);
     command

@@ -21,6 +21,10 @@ const NGRAM: usize = 3;
 /// A verified draft must stay under 64 tokens, where llama.cpp's attention
 /// takes its tiled kernel and rounds otherwise (`batch_invariance`).
 pub const MAX_DRAFT: usize = 10;
+const _: () = assert!(
+    MAX_DRAFT + 1 < 64,
+    "a verified draft would take the tiled attention"
+);
 
 /// The tokens that followed the most recent earlier occurrence of the
 /// last [`NGRAM`] tokens of `history` + `next`, at most `room` of them and

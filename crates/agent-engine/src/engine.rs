@@ -36,7 +36,10 @@ pub use crate::build::{system_info, LLAMA_CPP_CRATE_VERSION};
 use agent_base::cancel::CancelToken;
 
 use crate::gguf;
-use crate::interrupt::{Interrupt, ABORTED};
+
+/// What `llama_decode` returns when the abort callback stopped it; llama.cpp
+/// has then removed the stopped batch's cells from the KV cache.
+const ABORTED: i32 = 2;
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
 use crate::prefill_rate::{self, RateBook};
 use crate::prompt_cache::{self, PromptCache, PromptCacheConfig};
@@ -412,8 +415,6 @@ pub struct LlamaEngine {
     /// value (from the file at load, then from this process's prefills).
     rates: Option<RateBook>,
     measured_rate: Option<f64>,
-    /// The running request's stop flag, polled inside prefill batches.
-    interrupt: Interrupt,
 }
 
 impl Drop for LlamaEngine {
@@ -508,12 +509,8 @@ impl LlamaEngine {
             .with_n_threads_batch(threads)
             .with_offload_kqv(on_gpu)
             .with_op_offload(on_gpu);
-        let interrupt = Interrupt::default();
         let ctx = match model.new_context(backend, params) {
-            Ok(mut ctx) => {
-                ctx.set_abort_callback(Some(interrupt.callback()));
-                ctx
-            }
+            Ok(ctx) => ctx,
             Err(e) => {
                 // SAFETY: nothing borrows the model yet.
                 unsafe { drop(Box::from_raw(model as *const LlamaModel as *mut LlamaModel)) };
@@ -590,7 +587,6 @@ impl LlamaEngine {
             steps_saved: false,
             rates,
             measured_rate,
-            interrupt,
         })
     }
 
@@ -1010,6 +1006,12 @@ impl LlamaEngine {
     /// Evaluates `suffix` after the cached prefix. Returns the index of the
     /// logits to sample from, or None when the caller stopped it: between
     /// batches through `on_event`, inside one through `interrupt`.
+    ///
+    /// A prefill batch of a 7B on a laptop CPU runs for seconds, so the
+    /// stop flag is polled inside it too: llama.cpp's abort callback, asked
+    /// between the nodes of the batch's graph (by the CPU backend; a GPU's
+    /// finishes the batch). Only prefills install it: a generation step is
+    /// one token, and stopping between steps is soon enough.
     fn prefill(
         &mut self,
         suffix: &[LlamaToken],
@@ -1017,7 +1019,23 @@ impl LlamaEngine {
         result: &mut Completion,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Option<i32>, LlmError> {
-        let _armed = self.interrupt.arm(interrupt);
+        if let Some(token) = interrupt.cloned() {
+            self.ctx
+                .set_abort_callback(Some(Box::new(move || token.is_cancelled())));
+        }
+        let prefilled = self.prefill_batches(suffix, result, on_event);
+        if interrupt.is_some() {
+            self.ctx.set_abort_callback(None);
+        }
+        prefilled
+    }
+
+    fn prefill_batches(
+        &mut self,
+        suffix: &[LlamaToken],
+        result: &mut Completion,
+        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> Result<Option<i32>, LlmError> {
         let started = Instant::now();
         let mut batch = LlamaBatch::new(self.n_batch, 1);
         let mut done = 0;

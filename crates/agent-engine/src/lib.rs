@@ -8,7 +8,6 @@ mod batch_invariance;
 mod build;
 pub mod engine;
 pub mod gguf;
-mod interrupt;
 pub mod offload;
 pub mod prefill_rate;
 pub mod prompt_cache;

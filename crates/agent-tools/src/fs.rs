@@ -123,7 +123,9 @@ pub(crate) fn not_found(ctx: &ToolContext<'_>, given: &str, abs: &Path) -> ToolO
         }
     }
     let hint = if similar.is_empty() {
-        "use list_dir or glob to find the right path".to_string()
+        // Said as a path: a small model that passes a tool's name as the
+        // path ("list_dir") read "list_dir does not exist" as the tool's.
+        "list_dir on a folder shows what is in it; glob finds a file by name".to_string()
     } else {
         format!("did you mean: {}?", similar.join(", "))
     };
@@ -134,7 +136,7 @@ pub(crate) fn not_found(ctx: &ToolContext<'_>, given: &str, abs: &Path) -> ToolO
     };
     ToolOutput::error(
         ErrorClass::NotFound,
-        format!("{shown} does not exist; {hint}"),
+        format!("no file or folder \"{shown}\" in the workspace; {hint}"),
     )
 }
 

@@ -268,8 +268,14 @@ fn list_dir_shows_a_tree_and_respects_ignores() {
         out.content
     );
 
-    let out = h.call("list_dir", json!({"path": "nope"}));
+    let out = h.call("list_dir", json!({"path": "list_dir"}));
     err(&out, ErrorClass::NotFound);
+    assert!(
+        out.content
+            .starts_with("no file or folder \"list_dir\" in the workspace; list_dir on a folder"),
+        "{}",
+        out.content
+    );
 }
 
 #[test]

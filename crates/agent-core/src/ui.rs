@@ -15,7 +15,7 @@ use super::protocol::{ToolCall, FINISH};
 use super::ToolAccess;
 use agent_tools::diff::colored;
 use agent_tools::grep::cut;
-use agent_tools::proposal::{editor_command, Edits};
+use agent_tools::proposal::{editor_command, run_editor, Edits};
 use agent_tools::todo;
 use agent_tools::{Approval, Approver, Decision, ToolOutput};
 
@@ -358,15 +358,11 @@ to change code, say what to change (\"Make X do Y in path\")",
 }
 
 /// The plan's heading: `plan 1/3 done`, or that it was cleared.
-pub fn plan_title(items: &[todo::Item]) -> String {
+fn plan_title(items: &[todo::Item]) -> String {
     if items.is_empty() {
         return "plan cleared".into();
     }
-    let done = items
-        .iter()
-        .filter(|i| i.status == todo::Status::Done)
-        .count();
-    format!("plan {done}/{} done", items.len())
+    format!("plan {}/{} done", todo::done(items), items.len())
 }
 
 /// `{"path": "src/a.rs", "start_line": 3}` → `src/a.rs start_line=3`.
@@ -523,8 +519,7 @@ impl Approver for TerminalApprover {
 fn edit_in_editor(edits: &mut Edits) {
     let mut run = || -> std::io::Result<bool> {
         let draft = edits.draft()?;
-        let mut editor = editor_command(&draft.paths());
-        let status = agent_base::cancel::ignoring_ctrl_c(|| editor.status())?;
+        let status = run_editor(&mut editor_command(&draft.paths()))?;
         if !status.success() {
             return Err(std::io::Error::other(format!(
                 "the editor exited with {status}; the change is as it was"

@@ -169,6 +169,12 @@ pub fn editor_command(files: &[PathBuf]) -> Command {
     command
 }
 
+/// Runs `command` (from [`editor_command`]) with the terminal the user's:
+/// the agent ignores Ctrl-C meanwhile, as git does while its editor runs.
+pub fn run_editor(command: &mut Command) -> std::io::Result<std::process::ExitStatus> {
+    agent_base::cancel::ignoring_ctrl_c(|| command.status())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

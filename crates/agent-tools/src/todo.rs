@@ -67,14 +67,18 @@ pub fn all_done(plan: &[Item]) -> bool {
     !plan.is_empty() && plan.iter().all(|i| i.status == Status::Done)
 }
 
+/// How many of the plan's items are done.
+pub fn done(plan: &[Item]) -> usize {
+    plan.iter().filter(|i| i.status == Status::Done).count()
+}
+
 /// The plan as the model and the line mode read it: a count, then one line
 /// per item with its marker.
 pub fn render(plan: &[Item]) -> String {
     if plan.is_empty() {
         return "Plan cleared.".into();
     }
-    let done = plan.iter().filter(|i| i.status == Status::Done).count();
-    let mut out = format!("Plan ({done}/{} done):", plan.len());
+    let mut out = format!("Plan ({}/{} done):", done(plan), plan.len());
     for item in plan {
         out.push_str(&format!("\n{} {}", item.status.marker(), item.text));
     }

@@ -323,7 +323,7 @@ impl App {
             command.stderr(fd);
         }
         self.screen.suspend();
-        let status = agent_base::cancel::ignoring_ctrl_c(|| command.status());
+        let status = agent_tools::proposal::run_editor(&mut command);
         self.screen.resume()?;
         status
     }

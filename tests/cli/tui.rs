@@ -371,6 +371,18 @@ fn fake_editor(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     fake_editor_doing(dir, "")
 }
 
+/// The shell line running `agent chat ARGS --script SCRIPT` with `editor`
+/// as the user's (VISUAL empty, so EDITOR is the one). `exec`: the process
+/// group is the agent and its editor, no shell between.
+fn chat_with_editor(editor: &Path, args: &str, script: &Path) -> String {
+    format!(
+        "VISUAL= EDITOR='{}' exec {} chat {args} --script {}",
+        editor.display(),
+        env!("CARGO_BIN_EXE_agent"),
+        script.display()
+    )
+}
+
 /// The fake editor, doing `first` (shell) before its edit.
 fn fake_editor_doing(dir: &Path, first: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let git = dir.join(".git");
@@ -400,12 +412,7 @@ fn e_in_the_line_mode_edits_the_change_too() {
         ]),
     );
     let (editor, _) = fake_editor(dir.path());
-    let line = format!(
-        "VISUAL= EDITOR='{}' {} chat --no-tui --script {}",
-        editor.display(),
-        env!("CARGO_BIN_EXE_agent"),
-        script.display()
-    );
+    let line = chat_with_editor(&editor, "--no-tui", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
         agent_base::skip!("no pseudo-terminal can be opened here");
     };
@@ -447,13 +454,7 @@ fn ctrl_c_in_the_editor_neither_stops_the_turn_nor_exits() {
         dir.path(),
         "trap '' INT; kill -INT 0; sleep 0.2; kill -INT 0; sleep 0.2",
     );
-    // `exec`: the group is the agent and its editor, no shell between.
-    let line = format!(
-        "VISUAL= EDITOR='{}' exec {} chat --script {}",
-        editor.display(),
-        env!("CARGO_BIN_EXE_agent"),
-        script.display()
-    );
+    let line = chat_with_editor(&editor, "", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
         agent_base::skip!("no pseudo-terminal can be opened here");
     };
@@ -492,12 +493,7 @@ fn e_edits_the_proposed_change_in_the_users_editor_before_the_answer() {
         ]),
     );
     let (editor, opened) = fake_editor(dir.path());
-    let line = format!(
-        "VISUAL= EDITOR='{}' {} chat --script {}",
-        editor.display(),
-        env!("CARGO_BIN_EXE_agent"),
-        script.display()
-    );
+    let line = chat_with_editor(&editor, "", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
         agent_base::skip!("no pseudo-terminal can be opened here");
     };

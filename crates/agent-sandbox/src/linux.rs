@@ -158,8 +158,14 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     let (hide_dirs, hide_files) = hidden(sandbox);
     let limits = rlimits(&sandbox.limits);
     let root = uid == 0;
+    // Root is exempt from RLIMIT_NPROC: a pids cgroup holds its commands,
+    // where one can be made (`doctor` says which).
     let cgroup_procs = match (root, sandbox.limits.processes) {
-        (true, Some(max)) => child::pids_cgroup(max),
+        (true, Some(max)) => child::pids_cgroup(max).map_err(|e| {
+            fail(&format!(
+                "cannot make a pids cgroup for the process limit: {e}"
+            ))
+        })?,
         _ => None,
     };
     Ok(Prepared {

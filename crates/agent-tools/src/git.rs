@@ -77,12 +77,11 @@ fn filter_drivers(workspace: &Path) -> Vec<String> {
 /// `git` with a clean environment, inside the sandbox where there is one.
 fn command(workspace: &Path) -> Option<Command> {
     let sandbox = crate::fence::reader(&agent_policy::Policy::default());
-    let mut command = match agent_sandbox::available()
-        .then(|| sandbox.prepare().ok())
-        .flatten()
-    {
-        Some(prepared) => agent_sandbox::command(prepared, "git"),
-        None => Command::new("git"),
+    // Where the sandbox exists but cannot be set up for this call, git does
+    // not run: the fence is not dropped for a status line.
+    let mut command = match agent_sandbox::available() {
+        true => agent_sandbox::command(sandbox.prepare().ok()?, "git"),
+        false => Command::new("git"),
     };
     command
         .current_dir(workspace)

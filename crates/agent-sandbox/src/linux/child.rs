@@ -8,7 +8,7 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What `prepare` built for the child.
 pub(super) struct Plan {
@@ -627,33 +627,89 @@ pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
     writable.then_some(base)
 }
 
+/// Names of the pids cgroups this crate makes: `agent-cmd-<pid>-<nonce>`.
+const CGROUP_PREFIX: &str = "agent-cmd-";
+
 /// A pids cgroup for one command, holding at most `max` processes and
-/// threads: its `cgroup.procs`, for the child to join. The folders of
-/// earlier commands are removed once empty (a command's child joins its
-/// folder as it starts, so only folders older than a few seconds are tried).
-pub(super) fn pids_cgroup(max: u64) -> Option<CString> {
+/// threads: its `cgroup.procs`, for the child to join; None where no pids
+/// cgroup is writable.
+///
+/// A folder stays until it is empty and a few seconds old (the child joins
+/// it as it starts); this process removes its own then, and its first call
+/// removes those that processes which have exited left behind. An error means no
+/// process limit can be had, and the command must not run: `doctor` said a
+/// pids cgroup enforces it.
+pub(super) fn pids_cgroup(max: u64) -> Result<Option<CString>, String> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Mutex;
+    use std::sync::{Mutex, Once};
     use std::time::{Duration, Instant};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static MADE: Mutex<Vec<(PathBuf, Instant)>> = Mutex::new(Vec::new());
-    let base = pids_cgroup_base()?;
-    let mut made = MADE.lock().ok()?;
+    static SWEPT: Once = Once::new();
+    let Some(base) = pids_cgroup_base() else {
+        return Ok(None);
+    };
+    SWEPT.call_once(|| sweep_stale(&base));
+    let mut made = MADE.lock().map_err(|e| e.to_string())?;
     made.retain(|(dir, when)| {
         when.elapsed() < Duration::from_secs(10)
             || std::fs::remove_dir(dir).is_err_and(|e| e.kind() != std::io::ErrorKind::NotFound)
     });
+    // The time in the name: a pid is reused, and a folder left by an
+    // earlier holder of ours must never be taken for a new one.
     let name = format!(
-        "agent-cmd-{}-{}",
+        "{CGROUP_PREFIX}{}-{}-{}",
         std::process::id(),
+        since_epoch().as_nanos(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
     let dir = base.join(name);
-    std::fs::create_dir(&dir).ok()?;
-    if std::fs::write(dir.join("pids.max"), max.to_string()).is_err() {
+    let fail = |e: std::io::Error| format!("{}: {e}", dir.display());
+    std::fs::create_dir(&dir).map_err(fail)?;
+    if let Err(e) = std::fs::write(dir.join("pids.max"), max.to_string()) {
         let _ = std::fs::remove_dir(&dir);
-        return None;
+        return Err(fail(e));
     }
     made.push((dir.clone(), Instant::now()));
-    CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes()).ok()
+    let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes());
+    procs.map(Some).map_err(|e| e.to_string())
+}
+
+/// Removes the pids cgroups of commands that are over, left by processes
+/// that exited before they could. The time a folder was made is in its name
+/// (cgroupfs gives a folder the time its inode was last cached): one a
+/// minute old is long past the moment its command's child joined it. A
+/// name without a time is an older agent's, left if its process lives. A
+/// folder with processes in it cannot be removed, so nothing live is touched.
+pub(super) fn sweep_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let now = since_epoch().as_nanos();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(CGROUP_PREFIX)) else {
+            continue;
+        };
+        let parts: Vec<&str> = rest.split('-').collect();
+        let stale = match parts[..] {
+            [_, made, _] => made
+                .parse::<u128>()
+                .is_ok_and(|made| now.saturating_sub(made) > 60_000_000_000),
+            [pid, _] => pid.parse::<libc::pid_t>().is_ok_and(|pid| {
+                // SAFETY: kill with signal 0 only asks whether the process exists.
+                (unsafe { libc::kill(pid, 0) }) != 0 && errno().raw_os_error() == Some(libc::ESRCH)
+            }),
+            _ => false,
+        };
+        if stale {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+fn since_epoch() -> std::time::Duration {
+    let now = std::time::SystemTime::now();
+    now.duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
 }

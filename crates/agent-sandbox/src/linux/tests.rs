@@ -220,3 +220,59 @@ fn limits_stop_a_fork_flood_and_a_large_allocation() {
     assert!(!out.contains("fsize=0"), "{out}");
     assert!(out.contains("1024"), "{out}");
 }
+
+/// The folders a process leaves behind go with the next process's first
+/// command, and a new one or one with processes in it stays. (A leftover folder whose name a new
+/// process's command took again used to make its process limit vanish
+/// without a word: pids are reused, and 18,000 folders had piled up.)
+#[test]
+fn stale_pids_cgroups_are_swept_and_each_command_gets_a_new_one() {
+    let Some(base) = child::pids_cgroup_base() else {
+        agent_base::testing::skipped(
+            module_path!(),
+            "no pids cgroup is writable here",
+            agent_base::testing::Need::Optional,
+        );
+        return;
+    };
+    let procs = child::pids_cgroup(8).unwrap().unwrap();
+    let fresh = Path::new(procs.to_str().unwrap()).parent().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fresh.join("pids.max"))
+            .unwrap()
+            .trim(),
+        "8"
+    );
+    let again = child::pids_cgroup(8).unwrap().unwrap();
+    assert_ne!(procs, again, "each command has a folder of its own");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let made = hour_ago
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let left = base.join(format!("agent-cmd-1-{made}-0"));
+    let busy = base.join(format!("agent-cmd-1-{made}-1"));
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    for dir in [&left, &busy] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    child::sweep_stale(&base);
+    let (left_gone, busy_kept, fresh_kept) = (!left.exists(), busy.exists(), fresh.exists());
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let _ = std::fs::remove_dir(&left);
+    for _ in 0..50 {
+        if std::fs::remove_dir(&busy).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        left_gone && busy_kept && fresh_kept,
+        "{left_gone} {busy_kept} {fresh_kept}"
+    );
+}

@@ -20,13 +20,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use agent_base::approvals::Approvals;
 use agent_base::term::untrusted;
 
 const FILE_NAME: &str = "trusted-workspaces.json";
+const WHAT: &str = "trusted workspaces";
 
 /// One thing the workspace ships that waits for trust.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -327,55 +329,30 @@ struct Entry {
     summary: String,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct StoreFile {
-    trusted: Vec<Entry>,
-}
-
 /// The trusted workspaces, read from (and written to) one file.
 #[derive(Debug)]
 pub struct TrustStore {
-    path: Option<PathBuf>,
-    file: StoreFile,
+    list: Approvals<Entry>,
 }
 
 impl TrustStore {
     /// The user's store (`~/.config/agent/trusted-workspaces.json`); empty
     /// when there is no home to keep it in, and then nothing is trusted.
     pub fn open_default() -> Result<Self> {
-        match agent_base::paths::config_dir() {
-            Some(dir) => Self::open(&dir.join(FILE_NAME)),
-            None => Ok(Self {
-                path: None,
-                file: StoreFile::default(),
-            }),
-        }
+        Approvals::open_default(FILE_NAME, WHAT).map(|list| Self { list })
     }
 
     pub fn open(path: &Path) -> Result<Self> {
-        let file = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "{} is not a valid list of trusted workspaces (fix or delete it)",
-                    path.display()
-                )
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreFile::default(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        Ok(Self {
-            path: Some(path.to_path_buf()),
-            file,
-        })
+        Approvals::open(path, WHAT).map(|list| Self { list })
     }
 
     /// The file it is kept in.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.list.path()
     }
 
     fn entry(&self, root: &Path) -> Option<&Entry> {
-        self.file.trusted.iter().find(|e| e.workspace == root)
+        self.list.entries.iter().find(|e| e.workspace == root)
     }
 
     /// Where `inv` (of `root`) stands.
@@ -413,36 +390,18 @@ impl TrustStore {
 
     /// Trusts `inv` of `root` as it is now (replacing an earlier trust).
     pub fn trust(&mut self, root: &Path, inv: &Inventory) -> Result<()> {
-        self.file.trusted.retain(|e| e.workspace != root);
-        self.file.trusted.push(Entry {
+        let entry = Entry {
             workspace: root.to_path_buf(),
             sha256: inv.fingerprint(),
             files: inv.files.clone(),
             summary: inv.summary(),
-        });
-        self.save()
+        };
+        self.list.replace(|e| e.workspace == root, entry)
     }
 
     /// Withdraws the trust of `root`; whether there was one.
     pub fn revoke(&mut self, root: &Path) -> Result<bool> {
-        let before = self.file.trusted.len();
-        self.file.trusted.retain(|e| e.workspace != root);
-        let removed = self.file.trusted.len() != before;
-        if removed {
-            self.save()?;
-        }
-        Ok(removed)
-    }
-
-    fn save(&self) -> Result<()> {
-        let Some(path) = &self.path else {
-            anyhow::bail!(
-                "no home folder to keep trusted workspaces in (set HOME or XDG_CONFIG_HOME)"
-            );
-        };
-        let text = serde_json::to_string_pretty(&self.file)? + "\n";
-        agent_base::files::atomic_write(path, text.as_bytes(), Some(0o600))
-            .with_context(|| format!("cannot write {}", path.display()))
+        self.list.remove(|e| e.workspace == root)
     }
 }
 

@@ -16,13 +16,15 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use agent_base::approvals::Approvals;
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::ServerConfig;
 
 const FILE_NAME: &str = "trusted-mcp.json";
+const WHAT: &str = "trusted MCP servers";
 
 /// One approval: this definition, under this name, in this workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,16 +37,10 @@ struct Approval {
     command: String,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct TrustFile {
-    trusted: Vec<Approval>,
-}
-
 /// The approvals, read from (and written to) one file.
 #[derive(Debug)]
 pub struct TrustStore {
-    path: Option<PathBuf>,
-    file: TrustFile,
+    list: Approvals<Approval>,
 }
 
 /// What identifies a server definition in `workspace`: its command,
@@ -78,37 +74,18 @@ impl TrustStore {
     /// The user's store (`~/.config/agent/trusted-mcp.json`); empty when
     /// there is no home to keep it in, and then nothing can be trusted.
     pub fn open_default() -> Result<Self> {
-        match agent_base::paths::config_dir() {
-            Some(dir) => Self::open(&dir.join(FILE_NAME)),
-            None => Ok(Self {
-                path: None,
-                file: TrustFile::default(),
-            }),
-        }
+        Approvals::open_default(FILE_NAME, WHAT).map(|list| Self { list })
     }
 
     pub fn open(path: &Path) -> Result<Self> {
-        let file = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "{} is not a valid list of trusted MCP servers (fix or delete it)",
-                    path.display()
-                )
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile::default(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        Ok(Self {
-            path: Some(path.to_path_buf()),
-            file,
-        })
+        Approvals::open(path, WHAT).map(|list| Self { list })
     }
 
     /// Whether this exact definition is approved in `workspace`.
     pub fn is_trusted(&self, workspace: &Path, config: &ServerConfig) -> bool {
         let sha = fingerprint(config, workspace);
-        self.file
-            .trusted
+        self.list
+            .entries
             .iter()
             .any(|a| a.workspace == workspace && a.name == config.name && a.sha256 == sha)
     }
@@ -116,46 +93,20 @@ impl TrustStore {
     /// Approves `config` in `workspace` (replacing an approval of an earlier
     /// definition under the same name) and saves the store.
     pub fn trust(&mut self, workspace: &Path, config: &ServerConfig) -> Result<()> {
-        self.file
-            .trusted
-            .retain(|a| !(a.workspace == workspace && a.name == config.name));
-        self.file.trusted.push(Approval {
+        let approval = Approval {
             workspace: workspace.to_path_buf(),
             name: config.name.clone(),
             sha256: fingerprint(config, workspace),
             command: config.command_line(),
-        });
-        self.save()
+        };
+        let same = |a: &Approval| a.workspace == workspace && a.name == config.name;
+        self.list.replace(same, approval)
     }
 
     /// Withdraws the approval of `name` in `workspace`; whether there was one.
     pub fn revoke(&mut self, workspace: &Path, name: &str) -> Result<bool> {
-        let before = self.file.trusted.len();
-        self.file
-            .trusted
-            .retain(|a| !(a.workspace == workspace && a.name == name));
-        let removed = self.file.trusted.len() != before;
-        if removed {
-            self.save()?;
-        }
-        Ok(removed)
-    }
-
-    /// Written whole to a temporary file, then renamed: a crash leaves the
-    /// old list or the new one.
-    fn save(&self) -> Result<()> {
-        let Some(path) = &self.path else {
-            anyhow::bail!(
-                "no home folder to keep trusted MCP servers in (set HOME or XDG_CONFIG_HOME)"
-            );
-        };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let text = serde_json::to_string_pretty(&self.file)? + "\n";
-        let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .with_context(|| format!("cannot write {}", path.display()))
+        self.list
+            .remove(|a| a.workspace == workspace && a.name == name)
     }
 }
 

@@ -140,7 +140,7 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
             .complete(&plain.request, &mut |_| Flow::Continue)?;
         return Ok(exit::OK);
     }
-    stream_answer(args, &plain.request, cancel)
+    stream_answer(args, &plain.request)
 }
 
 /// The workspace's index, opened for one search; None (and nothing said)
@@ -168,15 +168,12 @@ fn grammar(args: &AskArgs) -> Result<Option<Grammar>> {
 
 /// The model's reply to `request`, streamed to stdout as text or reported
 /// whole as JSON.
-fn stream_answer(args: &AskArgs, request: &CompletionRequest, cancel: &CancelToken) -> Result<i32> {
+fn stream_answer(args: &AskArgs, request: &CompletionRequest) -> Result<i32> {
     let json = args.format() != OutputFormat::Text;
     let mut provider = super::provider(&args.model)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let completion = provider.complete(request, &mut |event| {
-        if cancel.is_cancelled() {
-            return Flow::Stop;
-        }
         if let (false, Event::Text(text)) = (json, event) {
             // A closed pipe (`agent ask ... | head`) ends generation quietly.
             if out

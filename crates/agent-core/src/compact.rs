@@ -494,13 +494,7 @@ impl Agent {
             json!({"messages": request.messages.len(), "fitted": fitted,
                    "grammar": request.grammar.is_some(), "max_tokens": max_tokens}),
         );
-        let completion = self.provider.complete(&request, &mut |_| {
-            if cancel.is_cancelled() {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            }
-        });
+        let completion = self.provider.complete(&request, &mut |_| Flow::Continue);
         let completion = match completion {
             Ok(c) => c,
             Err(e) => return Ok(Err(format!("the model could not write a summary ({e})"))),

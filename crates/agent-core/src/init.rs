@@ -904,13 +904,7 @@ ws ::= " "?
         };
         // A minute of prefill on a laptop CPU: say what is happening.
         let spinner = crate::ui::timed_spinner("asking the model for an overview…".into());
-        let completion = self.provider.complete(&request, &mut |_| {
-            if cancel.is_cancelled() {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            }
-        });
+        let completion = self.provider.complete(&request, &mut |_| Flow::Continue);
         spinner.finish_and_clear();
         let completion = completion.map_err(|e| format!("the model could not write one ({e})"))?;
         self.log.trace(

@@ -160,13 +160,7 @@ UNCERTAIN: none of these clearly.\n"
     // Between turns: the conversation's cached prompt must outlive it.
     req.aside = true;
     req.interrupt = Some(cancel.clone());
-    let completion = model.complete(&req, &mut |_| {
-        if cancel.is_cancelled() {
-            Flow::Stop
-        } else {
-            Flow::Continue
-        }
-    })?;
+    let completion = model.complete(&req, &mut |_| Flow::Continue)?;
     Ok(Label::parse(completion.text.trim_matches('"')))
 }
 

@@ -976,9 +976,6 @@ a larger --model does better)"
         let mut looped = false;
         let mut last_progress = std::time::Instant::now();
         let completion = self.provider.complete(&request, &mut |event| {
-            if cancel.is_cancelled() {
-                return Flow::Stop;
-            }
             if let Event::Prefill { done, total } = event {
                 ui.prefilling(step + 1, done, total);
             }

@@ -823,6 +823,7 @@ impl Provider for LlamaEngine {
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
         let mut streamed = false;
+        let mut on_event = request.watched(on_event);
         let result = self.complete_once(request, &mut |event| {
             streamed |= matches!(event, Event::Text(_));
             on_event(event)
@@ -830,7 +831,7 @@ impl Provider for LlamaEngine {
         match result {
             Err(LlmError::Backend(failure)) if !streamed && self.cpu_fallback.is_some() => {
                 self.fall_back_to_cpu(&failure)?;
-                self.complete_once(request, on_event)
+                self.complete_once(request, &mut on_event)
             }
             other => other,
         }

@@ -126,10 +126,10 @@ pub struct CompletionRequest {
     /// turns: a provider that can answers it without disturbing what it
     /// keeps of the conversation's prompt (the engine: a second KV sequence).
     pub aside: bool,
-    /// The caller's stop flag, for a provider to poll where it cannot
-    /// send events: inside a prefill batch (the engine), which on a laptop
-    /// CPU runs for seconds. The callback's `Flow::Stop` still stops it
-    /// between events.
+    /// The caller's stop flag: a provider stops at its next event once it
+    /// is set ([`CompletionRequest::watched`]), and polls it where it
+    /// cannot send events: inside a prefill batch (the engine), which on a
+    /// laptop CPU runs for seconds. The callback's `Flow::Stop` stops it too.
     pub interrupt: Option<agent_base::cancel::CancelToken>,
 }
 
@@ -139,6 +139,19 @@ impl CompletionRequest {
             messages,
             max_tokens: 512,
             ..Self::default()
+        }
+    }
+
+    /// `on_event`, answered with `Flow::Stop` once `interrupt` is set: a
+    /// provider sends its events through this, so a caller hands its stop
+    /// flag over once instead of checking it in every callback.
+    pub fn watched<'a>(
+        &'a self,
+        on_event: &'a mut dyn FnMut(Event<'_>) -> Flow,
+    ) -> impl FnMut(Event<'_>) -> Flow + 'a {
+        move |event| match &self.interrupt {
+            Some(stop) if stop.is_cancelled() => Flow::Stop,
+            _ => on_event(event),
         }
     }
 

@@ -236,6 +236,7 @@ impl Provider for OpenAiProvider {
         request: &CompletionRequest,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
+        let on_event = &mut request.watched(on_event);
         let started = Instant::now();
         let url = format!("{}/chat/completions", self.base_url);
         let body = self.body(request);

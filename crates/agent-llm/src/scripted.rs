@@ -284,6 +284,7 @@ impl Provider for ScriptedProvider {
         request: &CompletionRequest,
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
+        let on_event = &mut request.watched(on_event);
         self.requests.push(request.clone());
         let rendered = self.format.render(request);
         let constraint = self.format.constraint(request);
@@ -447,6 +448,30 @@ mod tests {
             Err(LlmError::ScriptExhausted(2))
         ));
         assert_eq!(p.requests.len(), 3);
+    }
+
+    /// A caller hands its stop flag over in the request, and its callback
+    /// need not check it: the provider stops at its next event.
+    #[test]
+    fn a_set_interrupt_stops_the_stream_though_the_callback_goes_on() {
+        let stop = agent_base::cancel::CancelToken::new();
+        let mut p = ScriptedProvider::new(vec!["one two three four five".into()]);
+        let req = CompletionRequest {
+            interrupt: Some(stop.clone()),
+            ..CompletionRequest::new(vec![Message::user("q")])
+        };
+        let mut streamed = String::new();
+        let c = p
+            .complete(&req, &mut |e| {
+                if let Event::Text(t) = e {
+                    streamed.push_str(t);
+                    stop.cancel();
+                }
+                Flow::Continue
+            })
+            .unwrap();
+        assert_eq!(c.finish, FinishReason::Cancelled);
+        assert_eq!(streamed, "one ");
     }
 
     #[test]

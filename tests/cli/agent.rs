@@ -68,6 +68,31 @@ pub(crate) fn json_of(out: &std::process::Output) -> Value {
     })
 }
 
+/// The events of a stream-json run, one JSON object a line.
+pub(crate) fn events_of(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// `agent ask FLAGS --mode yolo` in `dir`, with `script` playing the model.
+pub(crate) fn ask_yolo(
+    dir: &Path,
+    script: &Path,
+    flags: &[&str],
+    request: &str,
+) -> std::process::Output {
+    agent_in(dir)
+        .arg("ask")
+        .args(flags)
+        .args(["--mode", "yolo", "--script"])
+        .arg(script)
+        .arg(request)
+        .output()
+        .unwrap()
+}
+
 /// A replay: grep for `def add`, then answer.
 fn grep_then_finish(dir: &Path) -> std::path::PathBuf {
     write_script(
@@ -83,12 +108,12 @@ fn grep_then_finish(dir: &Path) -> std::path::PathBuf {
 fn a_replayed_session_prints_the_json_contract_and_is_saved() {
     let dir = repo();
     let script = grep_then_finish(dir.path());
-    let out = agent_in(dir.path())
-        .args(["ask", "--json", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .arg("Where is the function add defined?")
-        .output()
-        .unwrap();
+    let out = ask_yolo(
+        dir.path(),
+        &script,
+        &["--json"],
+        "Where is the function add defined?",
+    );
     common::assert_success(&out);
     let v = json_of(&out);
     assert_eq!(v["answer"], "add is in calc.py");
@@ -169,24 +194,14 @@ fn a_replayed_session_prints_the_json_contract_and_is_saved() {
 fn stream_json_prints_one_event_per_line_as_it_happens() {
     let dir = repo();
     let script = grep_then_finish(dir.path());
-    let out = agent_in(dir.path())
-        .args([
-            "ask",
-            "--output-format",
-            "stream-json",
-            "--mode",
-            "yolo",
-            "--script",
-        ])
-        .arg(&script)
-        .arg("Where is the function add defined?")
-        .output()
-        .unwrap();
+    let out = ask_yolo(
+        dir.path(),
+        &script,
+        &["--output-format", "stream-json"],
+        "Where is the function add defined?",
+    );
     common::assert_success(&out);
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let events = events_of(&out);
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     let at = |k: &str| {
         kinds
@@ -289,12 +304,12 @@ fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
             r#"{"thought": "t", "tool": "finish", "args": {"answer": "closed ticket 7: the login page times out"}}"#
         ]),
     );
-    let out = agent_in(dir.path())
-        .args(["ask", "--json", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .arg("Fix the login timeout, then close ticket 7")
-        .output()
-        .unwrap();
+    let out = ask_yolo(
+        dir.path(),
+        &script,
+        &["--json"],
+        "Fix the login timeout, then close ticket 7",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("MCP server broken"), "{stderr}");
     common::assert_success(&out);
@@ -704,12 +719,12 @@ fn a_coding_task_whose_changes_were_all_refused_is_not_done() {
         .contains("return a + b\n"));
 
     // --json says the same: finish "not_done", the reason as the answer.
-    let out = agent_in(dir.path())
-        .args(["ask", "--json", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .arg("In calc.py, make add also add zero")
-        .output()
-        .unwrap();
+    let out = ask_yolo(
+        dir.path(),
+        &script,
+        &["--json"],
+        "In calc.py, make add also add zero",
+    );
     assert_eq!(out.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["finish"], "not_done", "{v}");
@@ -796,12 +811,7 @@ fn an_exported_session_replays_to_the_same_result() {
     );
     let request = "Swap the operands in add in calc.py";
     let run = |dir: &Path, script: &Path| {
-        let out = agent_in(dir)
-            .args(["ask", "--json", "--mode", "yolo", "--script"])
-            .arg(script)
-            .arg(request)
-            .output()
-            .unwrap();
+        let out = ask_yolo(dir, script, &["--json"], request);
         common::assert_success(&out);
         json_of(&out)
     };
@@ -1116,12 +1126,7 @@ fn undo_in_a_new_chat_leaves_an_earlier_runs_change_and_names_it() {
             r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
         ]),
     );
-    let out = agent_in(dir.path())
-        .args(["ask", "--json", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .arg("Create new.py with x = 1")
-        .output()
-        .unwrap();
+    let out = ask_yolo(dir.path(), &script, &["--json"], "Create new.py with x = 1");
     common::assert_success(&out);
     let earlier = json_of(&out)["session_id"].as_str().unwrap().to_string();
     assert!(dir.path().join("new.py").exists());

@@ -2,7 +2,7 @@
 //! the model: what the tool refuses, and how `--json`, stream-json, the
 //! line mode, `--resume` and the prompt show it.
 
-use crate::agent::{agent_in, json_of, repo, write_script};
+use crate::agent::{agent_in, ask_yolo, events_of, json_of, repo, write_script};
 use crate::common;
 
 use std::path::Path;
@@ -63,12 +63,7 @@ fn planned_task(dir: &Path) -> std::path::PathBuf {
 fn json_carries_the_final_plan_and_stream_json_each_plan_written() {
     let dir = repo();
     let script = planned_task(dir.path());
-    let out = agent_in(dir.path())
-        .args(["ask", "--json", "--mode", "yolo", "--script"])
-        .arg(&script)
-        .arg(CODING)
-        .output()
-        .unwrap();
+    let out = ask_yolo(dir.path(), &script, &["--json"], CODING);
     common::assert_success(&out);
     let v = json_of(&out);
     assert_eq!(v["intent"]["label"], "CODING_TASK", "{v}");
@@ -87,24 +82,14 @@ fn json_carries_the_final_plan_and_stream_json_each_plan_written() {
     // A fresh repository: the first run wrote sub.py.
     let dir = repo();
     let script = planned_task(dir.path());
-    let out = agent_in(dir.path())
-        .args([
-            "ask",
-            "--output-format",
-            "stream-json",
-            "--mode",
-            "yolo",
-            "--script",
-        ])
-        .arg(&script)
-        .arg(CODING)
-        .output()
-        .unwrap();
+    let out = ask_yolo(
+        dir.path(),
+        &script,
+        &["--output-format", "stream-json"],
+        CODING,
+    );
     common::assert_success(&out);
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let events = events_of(&out);
     let plans: Vec<&Value> = events.iter().filter(|e| e["type"] == "plan").collect();
     // The refused list is no plan: two events, not three.
     assert_eq!(plans.len(), 2, "{events:?}");

@@ -36,10 +36,6 @@ pub use crate::build::{system_info, LLAMA_CPP_CRATE_VERSION};
 use agent_base::cancel::CancelToken;
 
 use crate::gguf;
-
-/// What `llama_decode` returns when the abort callback stopped it; llama.cpp
-/// has then removed the stopped batch's cells from the KV cache.
-const ABORTED: i32 = 2;
 use crate::offload::{self, Device, DeviceKind, GpuLayers, ModelShape, OffloadRequest, Plan};
 use crate::prefill_rate::{self, RateBook};
 use crate::prompt_cache::{self, PromptCache, PromptCacheConfig};
@@ -56,6 +52,10 @@ use agent_llm::{
     Placement, PrefillRate, Provider, RateSource, Sampling, StopScanner, TemplateInfo, Think,
     ToolChoice, ToolSpec,
 };
+
+/// What `llama_decode` returns when the abort callback stopped it; llama.cpp
+/// has then removed the stopped batch's cells from the KV cache.
+const ABORTED: i32 = 2;
 
 /// When to draft tokens by prompt lookup (greedy decoding only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

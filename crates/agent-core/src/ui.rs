@@ -517,17 +517,7 @@ impl Approver for TerminalApprover {
 /// `e`: the user's editor on the proposed change (the terminal is theirs
 /// meanwhile), then the diff against what they saved, or why there is none.
 fn edit_in_editor(edits: &mut Edits) {
-    let mut run = || -> std::io::Result<bool> {
-        let draft = edits.draft()?;
-        let status = run_editor(&mut editor_command(&draft.paths()))?;
-        if !status.success() {
-            return Err(std::io::Error::other(format!(
-                "the editor exited with {status}; the change is as it was"
-            )));
-        }
-        edits.read(&draft)
-    };
-    match run() {
+    match edits.edit_with(|files| run_editor(&mut editor_command(files))) {
         Ok(true) => {
             eprintln!("{}", style("your edit of the change:").bold());
             eprint!("{}", colored(&escape_controls(&edits.diff())));

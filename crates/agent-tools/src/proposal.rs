@@ -147,6 +147,24 @@ impl Edits {
         }
         Ok(changed)
     }
+
+    /// The user's edit: the draft written, `run` (the user's editor, run
+    /// however the front end runs it) on its files, and what they saved
+    /// read back; true when it changed anything. An editor that fails
+    /// leaves the change as it was.
+    pub fn edit_with(
+        &mut self,
+        run: impl FnOnce(&[PathBuf]) -> std::io::Result<std::process::ExitStatus>,
+    ) -> std::io::Result<bool> {
+        let draft = self.draft()?;
+        let status = run(&draft.paths())?;
+        if !status.success() {
+            return Err(std::io::Error::other(format!(
+                "the editor exited with {status}; the change is as it was"
+            )));
+        }
+        self.read(&draft)
+    }
 }
 
 /// The user's editor on `files`, found and run as git does: `$VISUAL`,

@@ -170,18 +170,14 @@ impl TuiApprover {
         }
     }
 
-    /// Writes the draft, has the UI thread run the editor on it, reads it back.
+    /// The user's edit, with the UI thread running the editor (it owns
+    /// the terminal).
     fn run_editor(&self, edits: &mut Edits) -> std::io::Result<bool> {
-        let draft = edits.draft()?;
-        let (tx, rx) = mpsc::channel();
-        self.link.send(Event::Edit(draft.paths(), tx));
-        let status = rx.recv().map_err(std::io::Error::other)??;
-        if !status.success() {
-            return Err(std::io::Error::other(format!(
-                "the editor exited with {status}; the change is as it was"
-            )));
-        }
-        edits.read(&draft)
+        edits.edit_with(|files| {
+            let (tx, rx) = mpsc::channel();
+            self.link.send(Event::Edit(files.to_vec(), tx));
+            rx.recv().map_err(std::io::Error::other)?
+        })
     }
 }
 

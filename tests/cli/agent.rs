@@ -93,6 +93,17 @@ pub(crate) fn ask_yolo(
         .unwrap()
 }
 
+/// A replay: write `new.py` (`x = 1`), then answer "wrote new.py".
+pub(crate) fn writes_new_py(dir: &Path) -> std::path::PathBuf {
+    write_script(
+        dir,
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    )
+}
+
 /// A replay: grep for `def add`, then answer.
 fn grep_then_finish(dir: &Path) -> std::path::PathBuf {
     write_script(
@@ -516,13 +527,7 @@ fn on_a_terminal(
 #[test]
 fn the_confirm_prompt_takes_one_key_without_enter_on_a_terminal() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = writes_new_py(dir.path());
     let cmd = format!(
         "{} ask --script {} 'Create new.py with x = 1'",
         env!("CARGO_BIN_EXE_agent"),
@@ -935,13 +940,7 @@ fn chat_commands_never_reach_the_model_and_empty_lines_do_not_quit() {
 #[test]
 fn chat_undo_reverts_the_last_change_and_resume_shows_the_last_turns() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = writes_new_py(dir.path());
     let err = chat(
         dir.path(),
         &script,
@@ -1119,13 +1118,7 @@ fn chat_rewind_restores_the_tree_and_the_conversation_and_resume_goes_on_from_th
 #[test]
 fn undo_in_a_new_chat_leaves_an_earlier_runs_change_and_names_it() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = writes_new_py(dir.path());
     let out = ask_yolo(dir.path(), &script, &["--json"], "Create new.py with x = 1");
     common::assert_success(&out);
     let earlier = json_of(&out)["session_id"].as_str().unwrap().to_string();

@@ -2,7 +2,7 @@
 //! size, its screen parsed by `vt100` as a terminal would show it, with
 //! `--script` playing the model: what the user sees, and what is on disk.
 
-use crate::agent::{repo, write_script};
+use crate::agent::{repo, write_script, writes_new_py};
 use crate::common;
 
 use std::io::{Read, Write};
@@ -404,13 +404,7 @@ fn fake_editor_doing(dir: &Path, first: &str) -> (std::path::PathBuf, std::path:
 #[test]
 fn e_in_the_line_mode_edits_the_change_too() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = writes_new_py(dir.path());
     let (editor, _) = fake_editor(dir.path());
     let line = chat_with_editor(&editor, "--no-tui", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
@@ -443,13 +437,7 @@ fn e_in_the_line_mode_edits_the_change_too() {
 #[test]
 fn ctrl_c_in_the_editor_neither_stops_the_turn_nor_exits() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = writes_new_py(dir.path());
     let (editor, _) = fake_editor_doing(
         dir.path(),
         "trap '' INT; kill -INT 0; sleep 0.2; kill -INT 0; sleep 0.2",
@@ -784,13 +772,7 @@ const SHIFT_TAB: &str = "\x1b[Z";
 #[test]
 fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = writes_new_py(dir.path());
     let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
     term.wait_for("mode confirm");
     term.send(SHIFT_TAB);

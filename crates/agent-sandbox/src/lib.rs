@@ -66,6 +66,10 @@ mod platform {
         super::Support::default()
     }
 
+    pub fn overlay_support(_: &std::path::Path) -> Result<(), String> {
+        Err("no copy-on-write layer on this system".into())
+    }
+
     pub struct Prepared;
 
     pub fn prepare(_: &super::Sandbox) -> Result<Prepared, String> {
@@ -82,6 +86,11 @@ mod platform {
 pub use platform::describe;
 /// The Landlock ABI this kernel speaks, if any (`None` off Linux).
 pub use platform::landlock_abi;
+/// Whether commands' writes can go to a copy-on-write layer whose upper
+/// folder lives under `scratch` (probed once per process, in a throwaway
+/// child: overlayfs in the command's namespaces, on that file system);
+/// the error says why not.
+pub use platform::overlay_support;
 /// What this system lets the sandbox do, probed once.
 pub use platform::support;
 /// A sandbox made ready in the parent: everything that allocates or reads
@@ -104,6 +113,28 @@ pub struct Sandbox {
     /// writable folder (hiding it would hide the workspace), are skipped.
     pub deny_read: Vec<PathBuf>,
     pub limits: Limits,
+    /// The workspace as a copy-on-write layer: the command's writes under
+    /// [`Overlay::root`] land in [`Overlay::upper`], for the caller to
+    /// admit, and the folder itself is never written.
+    pub overlay: Option<Overlay>,
+}
+
+/// An overlayfs over one writable folder (Linux, where [`Support::overlay`]).
+///
+/// The command sees `root` as it was, with its own changes on top; new,
+/// changed and deleted files (whiteouts: character devices 0/0) and folders
+/// whose old contents it replaced (opaque: the `user.overlay.opaque` or
+/// `trusted.overlay.opaque` attribute) are in `upper` when it ends.
+#[derive(Debug, Clone, Default)]
+pub struct Overlay {
+    /// The folder the command writes through the layer (one of `writable`).
+    pub root: PathBuf,
+    /// Empty folders on one file system, outside `root`.
+    pub upper: PathBuf,
+    pub work: PathBuf,
+    /// Folders inside `root` written directly, not through the layer (build
+    /// output such as `target/`): bound over the layer as they are.
+    pub bypass: Vec<PathBuf>,
 }
 
 /// Per-command resource limits (`None`: the system's own).

@@ -55,6 +55,58 @@ pub fn support() -> Support {
     })
 }
 
+/// Whether a copy-on-write layer with its upper folder under `scratch` can
+/// be mounted in a command's namespaces: probed once per process, in a
+/// throwaway child, with a file deleted through it (a whiteout needs the
+/// file system's extended attributes and the kernel's leave).
+pub fn overlay_support(scratch: &Path) -> Result<(), String> {
+    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBED.get_or_init(|| probe_overlay(scratch)).clone()
+}
+
+fn probe_overlay(scratch: &Path) -> Result<(), String> {
+    let s = support();
+    if !s.mounts() {
+        return Err("no mount namespace for commands here (user namespaces are off)".into());
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let dir = scratch.join(format!("probe-{}-{nanos}", std::process::id()));
+    let made = (|| {
+        for sub in ["lower", "upper", "work"] {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        std::fs::write(dir.join("lower/a"), "a")
+    })();
+    let result = match made {
+        Err(e) => Err(format!(
+            "cannot make a layer under {}: {e}",
+            scratch.display()
+        )),
+        Ok(()) => {
+            let options = format!(
+                "{}lowerdir={},upperdir={},workdir={}",
+                if s.user_namespace { "userxattr," } else { "" },
+                dir.join("lower").display(),
+                dir.join("upper").display(),
+                dir.join("work").display()
+            );
+            match (cstring(&dir.join("lower")), CString::new(options)) {
+                (Some(target), Ok(options)) => {
+                    child::probe_overlay(s.user_namespace, &target, &options)
+                        .map_err(|e| format!("overlayfs over {}: {e}", scratch.display()))
+                }
+                _ => Err(format!("{} is not a usable path", scratch.display())),
+            }
+        }
+    };
+    // The work folder holds a root-owned, mode-0 `work` inside.
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
 pub fn describe() -> Result<String, String> {
     let Some(abi) = landlock_abi() else {
         return Err(
@@ -153,6 +205,10 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     });
     let ruleset = ruleset(sandbox)?;
     let fail = |e: &dyn std::fmt::Display| format!("cannot set up the sandbox: {e}");
+    let overlay = match &sandbox.overlay {
+        Some(o) => Some(overlay_plan(o).map_err(|e| fail(&e))?),
+        None => None,
+    };
     let ruleset_fd: Option<OwnedFd> = ruleset.try_clone().map_err(|e| fail(&e))?.into();
     let (dev_dir, dev_file) = device_access();
     let (hide_dirs, hide_files) = hidden(sandbox);
@@ -190,8 +246,49 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
             limits,
             processes: sandbox.limits.processes.map(|n| n as libc::rlim_t),
             cgroup_procs,
-            expect_mounts: support().mounts(),
+            // A layer is never silently dropped: without the mounts the
+            // command would write the workspace itself.
+            expect_mounts: support().mounts() || overlay.is_some(),
+            overlay,
         },
+    })
+}
+
+/// The overlay as the child mounts it: a handle held on each folder here
+/// reserves the number the child's own handle takes ([`child::OverlayPlan`]).
+fn overlay_plan(o: &super::Overlay) -> std::io::Result<child::OverlayPlan> {
+    use std::os::fd::AsRawFd;
+    let nul = || std::io::Error::other("a path with a NUL byte");
+    let mut reopen = Vec::new();
+    let mut folders = vec![&o.root, &o.upper, &o.work];
+    // Only folders inside the workspace, and only ones that exist.
+    folders.extend(
+        o.bypass
+            .iter()
+            .filter(|d| d.starts_with(&o.root) && **d != o.root && d.is_dir()),
+    );
+    for dir in folders {
+        let c = cstring(dir).ok_or_else(nul)?;
+        let fd = std::fs::File::open(dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        reopen.push((c, OwnedFd::from(fd)));
+    }
+    let fd = |i: usize| reopen[i].1.as_raw_fd();
+    let options = |user: bool| {
+        CString::new(format!(
+            "{}lowerdir=/proc/self/fd/{},upperdir=/proc/self/fd/{},workdir=/proc/self/fd/{}",
+            if user { "userxattr," } else { "" },
+            fd(0),
+            fd(1),
+            fd(2)
+        ))
+        .map_err(std::io::Error::other)
+    };
+    Ok(child::OverlayPlan {
+        target: cstring(&o.root).ok_or_else(nul)?,
+        options_user: options(true)?,
+        options_root: options(false)?,
+        reopen,
     })
 }
 
@@ -325,7 +422,11 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, String> {
     // `mknod` of a disk or of `/dev/kmsg` in the workspace is refused.
     let write = AccessFs::from_write(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
-    for dir in &sandbox.writable {
+    // The layer's folder gets its rule in the child, once the layer is
+    // mounted (Landlock ties a rule to the folder's inode, and the mount's
+    // root is another one); the folder beneath stays unwritable.
+    let layered = sandbox.overlay.as_ref().map(|o| &o.root);
+    for dir in sandbox.writable.iter().filter(|d| Some(*d) != layered) {
         let fd = PathFd::new(dir).map_err(|e| fail(&e))?;
         created = created
             .add_rule(PathBeneath::new(fd, write))

@@ -98,6 +98,11 @@ mod macos {
         crate::Support::default()
     }
 
+    /// macOS has no overlayfs: commands write the workspace directly.
+    pub fn overlay_support(_: &Path) -> Result<(), String> {
+        Err("macOS has no overlayfs; commands write the workspace directly".into())
+    }
+
     pub fn describe() -> Result<String, String> {
         if Path::new(SANDBOX_EXEC).exists() {
             Ok(

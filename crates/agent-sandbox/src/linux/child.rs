@@ -48,6 +48,33 @@ pub(super) struct Plan {
     /// they are enforced): if the child cannot get them after all, the
     /// command fails rather than run without them.
     pub expect_mounts: bool,
+    /// The workspace's copy-on-write layer, mounted before everything else.
+    pub overlay: Option<OverlayPlan>,
+}
+
+/// An overlayfs over the workspace (see [`crate::Overlay`]).
+///
+/// A mount takes no folder of another mount namespace (EINVAL), so the
+/// folders are opened again in the command's own: each onto the number of
+/// a handle the parent holds, which the options and binds name as
+/// `/proc/self/fd/N` (no path needs escaping in the options).
+pub(super) struct OverlayPlan {
+    /// The workspace: where the layer is mounted, over itself.
+    pub target: CString,
+    /// Mount options in a user namespace (`userxattr`: the layer's marks
+    /// are `user.overlay.*` attributes) and without one (root's `trusted.*`).
+    pub options_user: CString,
+    pub options_root: CString,
+    /// Lower, upper, work, then the bypass folders: each path and the
+    /// handle whose number it takes over.
+    pub reopen: Vec<(CString, OwnedFd)>,
+}
+
+impl OverlayPlan {
+    /// The bypass folders: the handles after lower, upper and work.
+    fn bypass(&self) -> &[(CString, OwnedFd)] {
+        self.reopen.get(3..).unwrap_or_default()
+    }
 }
 
 /// What the child got.
@@ -168,12 +195,21 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
     if !private && plan.expect_mounts {
         return Err(errno());
     }
+    if !private && plan.overlay.is_some() {
+        return Err(errno());
+    }
     if private {
+        if let Some(overlay) = &plan.overlay {
+            mount_overlay(overlay, applied.user_namespace)?;
+        }
         for socket in plan.offline.iter().flatten() {
             bind(c"/dev/null", socket, 0);
         }
         mount_sets(plan)?;
         applied.dev = minimal_dev();
+        if plan.overlay.is_some() {
+            enter_again()?;
+        }
     }
     // Fork without glibc's atfork handlers: only system calls from here.
     let child = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
@@ -197,6 +233,67 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
         );
     }
     Ok(applied)
+}
+
+/// The layer over the workspace, then the bypass folders bound over it as
+/// they are.
+unsafe fn mount_overlay(overlay: &OverlayPlan, user_namespace: bool) -> io::Result<()> {
+    reopen(overlay)?;
+    let options = if user_namespace {
+        &overlay.options_user
+    } else {
+        &overlay.options_root
+    };
+    let r = libc::mount(
+        c"overlay".as_ptr(),
+        overlay.target.as_ptr(),
+        c"overlay".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        options.as_ptr().cast(),
+    );
+    if r != 0 {
+        return Err(errno());
+    }
+    for (target, fd) in overlay.bypass() {
+        let mut buf = [0u8; 32];
+        if !bind(fd_path(fd.as_raw_fd(), &mut buf), target, libc::MS_REC) {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+/// Opens the layer's folders in this mount namespace, each onto its
+/// reserved number.
+unsafe fn reopen(overlay: &OverlayPlan) -> io::Result<()> {
+    for (path, fd) in &overlay.reopen {
+        let new = libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        );
+        if new < 0 {
+            return Err(errno());
+        }
+        let moved = libc::dup3(new, fd.as_raw_fd(), libc::O_CLOEXEC);
+        libc::close(new);
+        if moved < 0 {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+/// The working folder was entered (by `Command::current_dir`) before the
+/// layer covered it: entered again by its path, it is the layer's, and a
+/// relative write goes through the layer like any other.
+unsafe fn enter_again() -> io::Result<()> {
+    let mut buf = [0u8; 4096];
+    if libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null()
+        || libc::chdir(buf.as_ptr().cast()) != 0
+    {
+        return Err(errno());
+    }
+    Ok(())
 }
 
 /// The read-only and the hidden sets; the first failure is the error.
@@ -411,6 +508,14 @@ unsafe fn device_rules(plan: &Plan, own_dev: bool) -> io::Result<()> {
         );
         libc::close(fd);
     };
+    if let Some(overlay) = &plan.overlay {
+        // The layer's root and the bypass folders as mounted now: a write
+        // there is a write into the layer (or the build folder).
+        add(&overlay.target, plan.dev_dir);
+        for (target, _) in overlay.bypass() {
+            add(target, plan.dev_dir);
+        }
+    }
     if own_dev {
         // The device files may be written, nothing made beside them
         // (`> /dev/kmsg` makes no file); /dev/shm is a folder to write in.
@@ -576,6 +681,93 @@ pub(super) fn probe(user: bool) -> bool {
             }
         }
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
+
+/// Whether a throwaway child, in the namespaces a command gets (a user
+/// namespace if `user`), can mount an overlay at `target` with `options`
+/// and delete a file through it (`a`, which makes a whiteout).
+pub(super) fn probe_overlay(user: bool, target: &CStr, options: &CStr) -> Result<(), String> {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid_map = format!("{uid} {uid} 1\n");
+    let gid_map = format!("{gid} {gid} 1\n");
+    let file = {
+        let mut bytes = target.to_bytes().to_vec();
+        bytes.extend_from_slice(b"/a");
+        CString::new(bytes).map_err(|e| e.to_string())?
+    };
+    // SAFETY: the child only makes system calls on buffers made above and
+    // leaves with _exit, its exit code the step that failed; the parent
+    // waits for it.
+    let status = unsafe {
+        let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+        if pid < 0 {
+            return Err(errno().to_string());
+        }
+        if pid == 0 {
+            let flags = libc::CLONE_NEWNS | if user { libc::CLONE_NEWUSER } else { 0 };
+            let fail = |step: i32| libc::_exit(step);
+            if libc::unshare(flags) != 0 {
+                fail(1);
+            }
+            if user {
+                write_file(c"/proc/self/setgroups", b"deny");
+                if !write_file(c"/proc/self/uid_map", uid_map.as_bytes())
+                    || !write_file(c"/proc/self/gid_map", gid_map.as_bytes())
+                {
+                    fail(1);
+                }
+            }
+            let private = libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            );
+            if private != 0 {
+                fail(1);
+            }
+            let mounted = libc::mount(
+                c"overlay".as_ptr(),
+                target.as_ptr(),
+                c"overlay".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                options.as_ptr().cast(),
+            );
+            if mounted != 0 {
+                fail(2);
+            }
+            if libc::unlink(file.as_ptr()) != 0 {
+                fail(3);
+            }
+            libc::_exit(0);
+        }
+        let mut status = 0;
+        while libc::waitpid(pid as libc::pid_t, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                return Err(errno().to_string());
+            }
+        }
+        status
+    };
+    if !libc::WIFEXITED(status) {
+        return Err("the probe was killed".into());
+    }
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        1 => Err("no mount namespace for a command".into()),
+        2 => Err(
+            "the kernel refuses to mount overlayfs there (it needs Linux 5.11+ in a \
+                  user namespace, and a file system that can hold an upper layer)"
+                .into(),
+        ),
+        _ => Err(
+            "a file cannot be deleted through the layer (the file system keeps no \
+                  extended attributes or whiteouts)"
+                .into(),
+        ),
     }
 }
 

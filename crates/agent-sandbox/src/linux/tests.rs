@@ -276,3 +276,76 @@ fn stale_pids_cgroups_are_swept_and_each_command_gets_a_new_one() {
         "{left_gone} {busy_kept} {fresh_kept}"
     );
 }
+
+#[test]
+fn a_layered_command_writes_the_layer_and_never_the_workspace() {
+    if !fenced() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, state) = (dir.path().join("ws"), dir.path().join("state"));
+    std::fs::create_dir_all(ws.join("d")).unwrap();
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::fs::create_dir_all(ws.join("target")).unwrap();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    for (path, text) in [("a.txt", "a\n"), ("b.txt", "b\n"), ("d/f", "f\n")] {
+        std::fs::write(ws.join(path), text).unwrap();
+    }
+    std::fs::create_dir_all(&state).unwrap();
+    if let Err(why) = overlay_support(&state) {
+        agent_base::testing::skipped(module_path!(), &why, agent_base::testing::Need::Required);
+        return;
+    }
+    let (upper, work) = (state.join("upper"), state.join("work"));
+    std::fs::create_dir(&upper).unwrap();
+    std::fs::create_dir(&work).unwrap();
+    let mut sandbox = Sandbox::new(vec![ws.clone()]);
+    sandbox.read_only = vec![ws.join(".git")];
+    sandbox.overlay = Some(crate::Overlay {
+        root: ws.clone(),
+        upper: upper.clone(),
+        work,
+        bypass: vec![ws.join("target")],
+    });
+    let script = "set -e; echo new > c.txt; echo more >> a.txt; rm b.txt; rm -rf d; \
+                  echo built > target/out; cd sub; echo rel > r.txt; cd ..; cat a.txt c.txt; \
+                  if { echo x > .git/config; } 2>/dev/null; then echo GIT-WRITTEN; fi";
+    let (code, text) = run(&sandbox, &ws, script);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(text, "a\nmore\nnew\n", "the command saw its own changes");
+    // The workspace is as it was, but for the bypass folder.
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "a\n");
+    assert!(ws.join("b.txt").exists() && ws.join("d/f").exists());
+    assert!(!ws.join("c.txt").exists() && !ws.join("sub/r.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("target/out")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    // The layer holds the changes, deletions as whiteouts.
+    use std::os::unix::fs::FileTypeExt;
+    assert_eq!(
+        std::fs::read_to_string(upper.join("c.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(upper.join("a.txt")).unwrap(),
+        "a\nmore\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(upper.join("sub/r.txt")).unwrap(),
+        "rel\n"
+    );
+    for gone in ["b.txt", "d"] {
+        let meta = std::fs::symlink_metadata(upper.join(gone)).unwrap();
+        assert!(meta.file_type().is_char_device(), "{gone}: {meta:?}");
+    }
+    assert!(
+        !upper.join("target").exists(),
+        "bypassed writes are not in the layer"
+    );
+}

@@ -130,7 +130,20 @@ pub(crate) fn apply(
     changes: Vec<FileChange>,
     summary: &str,
 ) -> Result<Applied, ToolOutput> {
-    write(ctx, changes, summary, Checkpoint::Save)
+    write(ctx, changes, summary, Origin::Tool)
+}
+
+/// Admits what a command wrote to its layer ([`crate::admit`]): as
+/// [`apply`], but asked for only when `why` says so (then whatever the
+/// mode), with no jail of its own (the caller classified every path) and
+/// no checkers run (the command's own output says how it went).
+pub(crate) fn admit(
+    ctx: &mut ToolContext<'_>,
+    changes: Vec<FileChange>,
+    summary: &str,
+    why: Option<String>,
+) -> Result<Applied, ToolOutput> {
+    write(ctx, changes, summary, Origin::Command(why))
 }
 
 /// Applies a change set that restores a checkpoint (`undo`): as [`apply`],
@@ -140,36 +153,48 @@ pub(crate) fn restore(
     changes: Vec<FileChange>,
     summary: &str,
 ) -> Result<Applied, ToolOutput> {
-    write(ctx, changes, summary, Checkpoint::Skip)
+    write(ctx, changes, summary, Origin::Undo)
 }
 
+/// Who changes the files, which decides the checks on the way.
 #[derive(PartialEq)]
-enum Checkpoint {
-    Save,
-    Skip,
+enum Origin {
+    /// A file tool: jailed, asked as the mode says, checkpointed, checked.
+    Tool,
+    /// `undo`: as a tool, without a checkpoint of its own.
+    Undo,
+    /// A command's admitted changes: asked only with the reason given.
+    Command(Option<String>),
 }
 
 fn write(
     ctx: &mut ToolContext<'_>,
     changes: Vec<FileChange>,
     summary: &str,
-    checkpoint: Checkpoint,
+    origin: Origin,
 ) -> Result<Applied, ToolOutput> {
     let mut changes: Vec<FileChange> = changes.into_iter().filter(|c| c.old != c.new).collect();
     if changes.is_empty() {
         return Ok(Applied::default());
     }
-    for c in &changes {
+    let tool = !matches!(origin, Origin::Command(_));
+    for c in changes.iter().filter(|_| tool) {
         ctx.workspace
             .check_writable(&c.abs)
             .map_err(|e| ToolOutput::error(ErrorClass::PolicyDenied, e))?;
         crate::fs::check_protected(ctx, &c.abs)?;
     }
     let mut applied = described(&changes);
-    let why = changes
-        .iter()
-        .find_map(|c| crate::state_guard::agent_file(&c.rel));
-    if why.is_some() || ctx.policy.needs_approval(Access::Write) {
+    let (why, by_mode) = match &origin {
+        Origin::Command(why) => (why.clone(), false),
+        _ => (
+            changes
+                .iter()
+                .find_map(|c| crate::state_guard::agent_file(&c.rel)),
+            ctx.policy.needs_approval(Access::Write),
+        ),
+    };
+    if why.is_some() || by_mode {
         let request = Approval::Write {
             paths: changes.iter().map(|c| c.rel.clone()).collect(),
             diff: applied.diff.clone(),
@@ -190,7 +215,7 @@ fn write(
             }
         }
     }
-    let set_id = if checkpoint == Checkpoint::Save {
+    let set_id = if origin != Origin::Undo {
         let modes: Vec<Option<u32>> = changes.iter().map(|c| current_mode(&c.abs)).collect();
         let snaps: Vec<Snapshot<'_>> = changes
             .iter()
@@ -215,9 +240,11 @@ fn write(
         None
     };
     // Syntax first; the project's checkers take the files that parse, and
-    // see them once before the write, to tell the change's errors apart.
+    // see them once before the write, to tell the change's errors apart. A
+    // command's changes get neither: nothing to check is planned.
     let syntax: Vec<Option<String>> = changes
         .iter()
+        .filter(|_| tool)
         .map(|c| {
             let after = std::str::from_utf8(c.new.as_deref()?).ok()?;
             let before = c.old.as_deref().and_then(|b| std::str::from_utf8(b).ok());

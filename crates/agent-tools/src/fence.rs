@@ -158,6 +158,16 @@ pub fn allow_git_writes(sandbox: &mut Sandbox, root: &Path) {
     sandbox
         .read_only
         .retain(|p| !git.iter().any(|g| p.starts_with(g)));
+    // What makes git run a program stays read-only: its config, hooks and
+    // info (a planted hook would run at the user's next commit).
+    for dir in &git {
+        for name in ["config", "config.worktree", "hooks", "info"] {
+            let path = dir.join(name);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                sandbox.read_only.push(path);
+            }
+        }
+    }
     for dir in git.into_iter().filter(|g| g.is_dir()) {
         if !sandbox.writable.iter().any(|w| dir.starts_with(w)) {
             sandbox.writable.push(dir);

@@ -11,6 +11,7 @@
 //! [`Approver`], every command through [`agent_policy::Policy`] first.
 //! A refused or declined action changes nothing and says why.
 
+pub mod admit;
 mod args;
 mod change;
 pub mod checkpoint;

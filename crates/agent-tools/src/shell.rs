@@ -8,7 +8,12 @@
 //! and last 4 KiB. A failure is classified from the output (syntax, missing
 //! dependency, test failure, permission) with a one-line hint for the model.
 //!
-//! Files a command changes are NOT checkpointed: `undo` cannot revert them.
+//! In the sandbox a command writes a copy-on-write layer, not the
+//! workspace; what it changed is admitted afterwards as one change set
+//! (shown as a diff, checkpointed, undoable), and what configures the agent
+//! or git is asked for or refused ([`admit`]). Where no layer can be had
+//! (`--sandbox off`, no overlayfs) a command writes the workspace directly
+//! and its changes are not checkpointed.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -22,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::admit;
 use super::args::Args;
 use super::fence;
 use super::fs::{not_found, resolve};
@@ -540,7 +546,7 @@ impl Tool for RunCmd {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_cmd",
-            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. .git, .agent/, .mcp.json and AGENTS.md are read-only; a git command that writes the repository (git commit) asks the user. Changes it makes cannot be undone.",
+            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. .git, .agent/, .mcp.json and AGENTS.md are read-only; a git command that writes the repository (git commit) asks the user. The files it changes are shown to the user and undo reverts them.",
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -567,8 +573,16 @@ impl Tool for RunCmd {
             let gate = Gate::judge(ctx, &command)?;
             let dir = command_dir(ctx, &a, &cwd)?;
             gate.confirm(ctx, &command, &dir)?;
-            let r = gate.execute(ctx, &command, &dir, timeout_s)?;
-            Ok(report(ctx, r, timeout_s))
+            let (r, admitted) = gate.execute(ctx, &command, &dir, timeout_s)?;
+            let mut output = report(ctx, r, timeout_s);
+            if let Some(admitted) = admitted {
+                if let Some(text) = admit::report(&admitted) {
+                    output.content = format!("{}\n{text}", output.content.trim_end());
+                }
+                output.diff = (!admitted.diff.is_empty()).then_some(admitted.diff);
+                output.changed = admitted.changed;
+            }
+            Ok(output)
         });
         result.unwrap_or_else(|e| e)
     }
@@ -699,30 +713,57 @@ impl Gate {
         ))
     }
 
-    /// Runs the command with the policy's environment, the agent's settings
-    /// guarded: a command that changed them is an error.
+    /// Runs the command with the policy's environment. In the sandbox it
+    /// writes a layer, whose changes are then admitted ([`admit`]); where
+    /// there is no layer, the agent's settings are guarded instead, and a
+    /// command that changed them is an error.
     fn execute(
         &self,
-        ctx: &ToolContext<'_>,
+        ctx: &mut ToolContext<'_>,
         command: &str,
         dir: &Path,
         timeout_s: u64,
-    ) -> Result<CmdResult, ToolOutput> {
+    ) -> Result<(CmdResult, Option<admit::Admitted>), ToolOutput> {
         let mut env = ctx.policy.command_env();
         if self.git_writer.is_some() {
             env.extend(fence::git_hardening_env());
         }
-        let guard = StateGuard::snapshot(&ctx.workspace.team_dir());
-        let config_guard = ConfigGuard::snapshot(ctx.workspace.root());
+        let root = ctx.workspace.root().to_path_buf();
+        let mut sandbox = self.sandbox.clone();
+        let layer = sandbox.as_mut().and_then(|s| {
+            let layer = admit::Layer::new(&ctx.workspace.state_dir())
+                .map_err(|e| tracing::info!("commands write the workspace directly: {e}"))
+                .ok()?;
+            let mut bypass = admit::bypass(&root);
+            if self.git_writer.is_some() {
+                // An approved git command writes the repository's data
+                // directly (its config, hooks and info stay read-only).
+                bypass.push(root.join(".git"));
+            }
+            s.overlay = Some(layer.overlay(&root, bypass));
+            Some(layer)
+        });
+        let guards = layer.is_none().then(|| {
+            (
+                StateGuard::snapshot(&ctx.workspace.team_dir()),
+                ConfigGuard::snapshot(&root),
+            )
+        });
         let r = run_command(
             command,
             dir,
             env,
             Duration::from_secs(timeout_s),
             ctx.cancel,
-            self.sandbox.as_ref(),
+            sandbox.as_ref(),
         )
         .map_err(|e| ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")))?;
+        if let Some(layer) = layer {
+            return Ok((r, Some(admit::admit(ctx, &layer, command))));
+        }
+        let Some((guard, config_guard)) = guards else {
+            return Ok((r, None));
+        };
         let mut tampered = guard.restore();
         tampered.extend(config_guard.restore());
         if !tampered.is_empty() {
@@ -737,7 +778,7 @@ impl Gate {
                 ),
             ));
         }
-        Ok(r)
+        Ok((r, None))
     }
 }
 

@@ -427,7 +427,8 @@ impl Agent {
                             Verdict::Failed("stopped by Ctrl-C".into())
                         } else if !tampered.is_empty() {
                             Verdict::Failed(format!(
-                                "it changed the agent's own settings, which were put back: {}",
+                                "it changed what configures the agent or git, which was not \
+                                 kept: {}",
                                 tampered.join("; ")
                             ))
                         } else {

@@ -1218,7 +1218,9 @@ a larger --model does better)"
         ui.notice(&format!("verifying: {command}"));
         // The user gave this command on the command line: no prompt, but
         // the same policy, timeout, output cap and scrubbed environment.
-        let run = json!({ "command": command });
+        // What it writes is thrown away: the rollback below must undo the
+        // change it judged, not the command's own.
+        let run = json!({ "command": command, "discard_changes": true });
         let output = self.call_tool("run_cmd", &run, &mut AlwaysApprove, cancel);
         self.log.audit(
             "verify",

@@ -22,10 +22,11 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use agent_policy::Policy;
 use agent_sandbox::Overlay;
 
 use super::change::{self, FileChange};
-use super::ToolContext;
+use super::{ToolContext, Workspace};
 
 /// Top-level folders that hold build output, written directly when the
 /// repository ignores them ([`bypass`]).
@@ -349,55 +350,52 @@ pub struct Admitted {
     pub notes: Vec<String>,
 }
 
-/// Admits what the command left in `layer` into the workspace (see the
-/// module's rules). Refusals and declines are notes; the rest is written.
-pub(crate) fn admit(ctx: &mut ToolContext<'_>, layer: &Layer, command: &str) -> Admitted {
-    let found = layer.read();
-    let mut out = Admitted::default();
-    if found.is_empty() {
-        return out;
-    }
-    let root = ctx.workspace.root().to_path_buf();
-    let hooks = hooks_path(&root);
+/// A layer's changes sorted by [`Class`]; what needs no review (moved build
+/// output, links, empty folders) already made.
+struct Sorted {
+    admit: Vec<FileChange>,
+    asked: Vec<(FileChange, String)>,
+    /// Existing files whose mode alone (or too) changed.
+    modes: Vec<(String, u32)>,
+    notes: Vec<String>,
+}
+
+fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) -> Sorted {
+    let root = workspace.root();
+    let hooks = hooks_path(root);
     let class = |rel: &str| {
         classify(rel, hooks.as_deref(), |p| {
-            ctx.policy.protected(p).map(Path::to_path_buf)
+            policy.protected(p).map(Path::to_path_buf)
         })
     };
+    let mut notes = Vec::new();
     let mut moved = BTreeSet::new();
     for dir in found.dirs.iter().filter(|d| !d.contains('/')) {
-        if new_build_dir(&root, dir) && class(dir) == Class::Admit {
-            match move_in(&layer.upper.join(dir), &root.join(dir)) {
-                Ok(()) => out.notes.push(format!(
-                    "{dir}/: new build output (ignored by git), moved in as it is"
-                )),
-                Err(e) => out
-                    .notes
-                    .push(format!("{dir}/: not admitted: cannot move it in: {e}")),
-            }
+        if new_build_dir(root, dir) && class(dir) == Class::Admit {
+            notes.push(match move_in(&layer.upper.join(dir), &root.join(dir)) {
+                Ok(()) => format!("{dir}/: new build output (ignored by git), moved in as it is"),
+                Err(e) => format!("{dir}/: not admitted: cannot move it in: {e}"),
+            });
             moved.insert(dir.clone());
         }
     }
     let outside_moved = |rel: &str| !moved.iter().any(|m| Path::new(rel).starts_with(m));
-    let (changes, modes, notes) = changes(ctx, &layer.upper, &found, &outside_moved);
-    out.notes.extend(notes);
-    let mut admit = Vec::new();
-    let mut asked: Vec<(FileChange, String)> = Vec::new();
+    let (changes, mut modes, more) = changes(workspace, &layer.upper, found, &outside_moved);
+    notes.extend(more);
+    let (mut admit, mut asked) = (Vec::new(), Vec::new());
     for c in changes {
         match class(&c.rel) {
             Class::Admit => admit.push(c),
             Class::Ask(why) => asked.push((c, why)),
-            Class::Refuse(why) => out.notes.push(format!("not admitted: {why}")),
+            Class::Refuse(why) => notes.push(format!("not admitted: {why}")),
         }
     }
-    for (rel, target) in &found.links {
-        if outside_moved(rel) {
-            out.notes.push(link(ctx, rel, target, &class));
-        }
+    modes.retain(|(rel, _)| class(rel) == Class::Admit);
+    for (rel, target) in found.links.iter().filter(|(r, _)| outside_moved(r)) {
+        notes.push(link(workspace, rel, target, &class));
     }
     for rel in found.special.iter().filter(|r| outside_moved(r)) {
-        out.notes
-            .push(format!("not admitted: {rel} is a device, FIFO or socket"));
+        notes.push(format!("not admitted: {rel} is a device, FIFO or socket"));
     }
     for rel in found.dirs.iter().filter(|d| outside_moved(d)) {
         // A folder the command made and left empty (`mkdir out`): made
@@ -407,19 +405,77 @@ pub(crate) fn admit(ctx: &mut ToolContext<'_>, layer: &Layer, command: &str) -> 
             let _ = std::fs::create_dir_all(root.join(rel));
         }
     }
+    Sorted {
+        admit,
+        asked,
+        modes,
+        notes,
+    }
+}
+
+/// Admits what the command left in `layer` into the workspace (see the
+/// module's rules). Refusals and declines are notes; the rest is written.
+pub(crate) fn admit(ctx: &mut ToolContext<'_>, layer: &Layer, command: &str) -> Admitted {
+    let found = layer.read();
+    if found.is_empty() {
+        return Admitted::default();
+    }
+    let sorted = sort(ctx.workspace, ctx.policy, layer, &found);
+    let mut out = Admitted {
+        notes: sorted.notes,
+        ..Admitted::default()
+    };
     let summary = format!("run_cmd: {}", super::grep::cut(command, 80));
-    take(ctx, admit, &summary, None, &mut out);
-    for (c, why) in asked {
+    take(ctx, sorted.admit, &summary, None, &mut out);
+    for (c, why) in sorted.asked {
         take(ctx, vec![c], &summary, Some(why), &mut out);
     }
+    set_modes(ctx.workspace.root(), &sorted.modes, &mut out);
+    out
+}
+
+/// Admits a layer's ordinary changes with no one to review them (a hook
+/// of the trusted team's, with no change set to join): written as they
+/// are; what would be asked for is refused.
+pub fn admit_unreviewed(workspace: &Workspace, policy: &Policy, layer: &Layer) -> Admitted {
+    let found = layer.read();
+    if found.is_empty() {
+        return Admitted::default();
+    }
+    let sorted = sort(workspace, policy, layer, &found);
+    let mut out = Admitted {
+        notes: sorted.notes,
+        ..Admitted::default()
+    };
+    for (c, why) in sorted.asked {
+        out.notes.push(format!(
+            "not admitted: {why}; no one was there to approve it ({})",
+            c.rel
+        ));
+    }
+    for c in sorted.admit.into_iter().filter(|c| c.old != c.new) {
+        let written = match &c.new {
+            Some(bytes) => agent_base::files::atomic_write(&c.abs, bytes, c.mode),
+            None => std::fs::remove_file(&c.abs),
+        };
+        match written {
+            Ok(()) => out.changed.push(c.rel),
+            Err(e) => out.notes.push(format!("not admitted: {}: {e}", c.rel)),
+        }
+    }
+    set_modes(workspace.root(), &sorted.modes, &mut out);
+    out
+}
+
+fn set_modes(root: &Path, modes: &[(String, u32)], out: &mut Admitted) {
     for (rel, mode) in modes {
-        if class(&rel) == Class::Admit {
-            let _ =
-                std::fs::set_permissions(root.join(&rel), std::fs::Permissions::from_mode(mode));
+        let path = root.join(rel);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+            && std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).is_ok()
+        {
             out.notes.push(format!("{rel}: mode set to {mode:o}"));
         }
     }
-    out
 }
 
 /// Writes one change set through [`change::admit`]; its diff and paths, or
@@ -451,12 +507,12 @@ fn take(
 /// a new mode apart), deleted files, and the earlier contents of folders
 /// it replaced. Paths that cross a symlink of the workspace are refused.
 fn changes(
-    ctx: &ToolContext<'_>,
+    workspace: &Workspace,
     upper: &Path,
     found: &Found,
     keep: &dyn Fn(&str) -> bool,
 ) -> (Vec<FileChange>, Vec<(String, u32)>, Vec<String>) {
-    let root = ctx.workspace.root();
+    let root = workspace.root();
     let mut out: Vec<FileChange> = Vec::new();
     let mut modes = Vec::new();
     let mut notes = Vec::new();
@@ -470,7 +526,7 @@ fn changes(
             // The path as the workspace resolves it must be the plain one: a
             // symlink on the way (one the command replaced by a folder) would
             // send the write elsewhere.
-            if ctx.workspace.resolve(&rel).ok().as_deref() != Some(abs.as_path()) {
+            if workspace.resolve(&rel).ok().as_deref() != Some(abs.as_path()) {
                 notes.push(format!(
                     "not admitted: {rel} crosses a symlink of the workspace"
                 ));
@@ -555,8 +611,8 @@ fn files_under(path: &Path) -> Vec<PathBuf> {
 
 /// A symlink the command made: made in the workspace when it points, by a
 /// relative path, at something inside it that may be admitted; else refused.
-fn link(ctx: &ToolContext<'_>, rel: &str, target: &Path, class: &dyn Fn(&str) -> Class) -> String {
-    let root = ctx.workspace.root();
+fn link(workspace: &Workspace, rel: &str, target: &Path, class: &dyn Fn(&str) -> Class) -> String {
+    let root = workspace.root();
     let parent = Path::new(rel).parent().unwrap_or(Path::new(""));
     let mut resolved = PathBuf::new();
     let mut escapes = target.is_absolute();
@@ -580,7 +636,7 @@ fn link(ctx: &ToolContext<'_>, rel: &str, target: &Path, class: &dyn Fn(&str) ->
         }
     }
     let abs = root.join(rel);
-    if ctx.workspace.resolve(rel).ok().as_deref() != Some(abs.as_path()) {
+    if workspace.resolve(rel).ok().as_deref() != Some(abs.as_path()) {
         return format!("not admitted: {rel} crosses a symlink of the workspace");
     }
     if std::fs::symlink_metadata(&abs).is_ok() {

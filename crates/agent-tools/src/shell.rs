@@ -382,9 +382,12 @@ pub fn run_command_with(
 /// A program the agent starts on its own account (a hook), run as `run_cmd`
 /// runs a command, without the approval: the policy's scrubbed environment
 /// plus `extra_env`, in the workspace root, inside the sandbox when the policy
-/// has it on and the system provides one (else unfenced, as `--verify` runs),
-/// with the agent's settings put back afterwards. Returns the result, whether
-/// it was fenced, and what was put back. Its output is not redacted yet.
+/// has it on and the system provides one (else unfenced, as `--verify` runs).
+/// In the sandbox it writes a layer whose ordinary changes are admitted
+/// unreviewed ([`admit::admit_unreviewed`]) and the rest refused; without a
+/// layer the agent's settings are put back afterwards. Returns the result,
+/// whether it was fenced, and what was refused or put back. Its output is
+/// not redacted yet.
 pub fn run_fenced(
     command: &str,
     stdin: Vec<u8>,
@@ -394,7 +397,7 @@ pub fn run_fenced(
     timeout: Duration,
     cancel: &CancelToken,
 ) -> std::io::Result<(CmdResult, bool, Vec<String>)> {
-    let sandbox = (policy.sandbox && sandbox::available())
+    let mut sandbox = (policy.sandbox && sandbox::available())
         .then(|| super::fence::sandbox(workspace.root(), policy));
     if sandbox.is_none() && policy.require_sandbox {
         return Err(std::io::Error::other(NO_SANDBOX_REQUIRED));
@@ -405,24 +408,37 @@ pub fn run_fenced(
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
-    let guard = StateGuard::snapshot(&workspace.team_dir());
-    let config_guard = ConfigGuard::snapshot(workspace.root());
+    let root = workspace.root();
+    let layer = sandbox.as_mut().and_then(|s| {
+        let layer = admit::Layer::new(&workspace.state_dir()).ok()?;
+        s.overlay = Some(layer.overlay(root, admit::bypass(root)));
+        Some(layer)
+    });
+    let guards = layer.is_none().then(|| {
+        (
+            StateGuard::snapshot(&workspace.team_dir()),
+            ConfigGuard::snapshot(root),
+        )
+    });
     let io = Io {
         stdin: Some(stdin),
         split_stderr: true,
     };
-    let result = run_command_with(
-        command,
-        workspace.root(),
-        env,
-        timeout,
-        cancel,
-        sandbox.as_ref(),
-        io,
-    );
-    let mut tampered = guard.restore();
-    tampered.extend(config_guard.restore());
-    Ok((result?, sandbox.is_some(), tampered))
+    let result = run_command_with(command, root, env, timeout, cancel, sandbox.as_ref(), io);
+    let refused = match (layer, guards) {
+        (Some(layer), _) => admit::admit_unreviewed(workspace, policy, &layer)
+            .notes
+            .into_iter()
+            .filter(|n| n.starts_with("not admitted"))
+            .collect(),
+        (None, Some((guard, config_guard))) => {
+            let mut tampered = guard.restore();
+            tampered.extend(config_guard.restore());
+            tampered
+        }
+        (None, None) => Vec::new(),
+    };
+    Ok((result?, sandbox.is_some(), refused))
 }
 
 /// What kind of failure an output shows, and a one-line hint (with the line
@@ -573,7 +589,10 @@ impl Tool for RunCmd {
             let gate = Gate::judge(ctx, &command)?;
             let dir = command_dir(ctx, &a, &cwd)?;
             gate.confirm(ctx, &command, &dir)?;
-            let (r, admitted) = gate.execute(ctx, &command, &dir, timeout_s)?;
+            // `--verify` judges the change; what it writes is not kept (its
+            // rollback undoes the last change set, which must be the edit's).
+            let keep = args.get("discard_changes") != Some(&Value::Bool(true));
+            let (r, admitted) = gate.execute(ctx, &command, &dir, timeout_s, keep)?;
             let mut output = report(ctx, r, timeout_s);
             if let Some(admitted) = admitted {
                 if let Some(text) = admit::report(&admitted) {
@@ -723,6 +742,7 @@ impl Gate {
         command: &str,
         dir: &Path,
         timeout_s: u64,
+        keep: bool,
     ) -> Result<(CmdResult, Option<admit::Admitted>), ToolOutput> {
         let mut env = ctx.policy.command_env();
         if self.git_writer.is_some() {
@@ -758,8 +778,10 @@ impl Gate {
             sandbox.as_ref(),
         )
         .map_err(|e| ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")))?;
-        if let Some(layer) = layer {
-            return Ok((r, Some(admit::admit(ctx, &layer, command))));
+        match layer {
+            Some(layer) if keep => return Ok((r, Some(admit::admit(ctx, &layer, command)))),
+            Some(_) => return Ok((r, None)),
+            None => {}
         }
         let Some((guard, config_guard)) = guards else {
             return Ok((r, None));

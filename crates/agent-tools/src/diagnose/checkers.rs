@@ -8,7 +8,8 @@
 //! | Go | `go vet` on the changed packages | nearest `go.mod` |
 //! | Python | `ruff` (syntax and undefined names only), `pyright` | nearest `pyproject.toml`, `setup.py` or `setup.cfg` |
 //!
-//! Each runs offline, inside the command sandbox, for at most
+//! Each runs offline, inside the command sandbox (its writes to the
+//! workspace go to a layer that is thrown away), for at most
 //! `check_timeout_s` (policy.toml, default 20; 0 turns them off). `cargo
 //! check` runs the project's build scripts and macros, so without a sandbox
 //! it runs only in yolo mode. Errors are compared with a run before the
@@ -386,15 +387,31 @@ impl Checks {
                 env.push((var.into(), dir.into()));
             }
         }
+        // A checker runs project code (build scripts, macros) and has no
+        // business changing the workspace: it writes a layer that is
+        // thrown away (build folders git ignores bypass it, as for commands).
+        let mut sandbox = self.sandbox.clone();
+        let state = agent_base::paths::state_dir(&self.workspace);
+        let layer = sandbox.as_mut().and_then(|s| {
+            let layer = crate::admit::Layer::new(&state).ok()?;
+            s.overlay = Some(layer.overlay(&self.workspace, crate::admit::bypass(&self.workspace)));
+            Some(layer)
+        });
         let result = run_command(
             &command,
             &p.root,
             env,
             self.timeout,
             cancel,
-            self.sandbox.as_ref(),
+            sandbox.as_ref(),
         )
         .map_err(|e| format!("cannot start it: {e}"))?;
+        if let Some(found) = layer.map(|l| l.read()).filter(|f| !f.is_empty()) {
+            tracing::info!(
+                checker = p.checker.name,
+                "its writes to the workspace were discarded: {found:?}"
+            );
+        }
         if result.timed_out {
             let why = format!(
                 "it took longer than {} s on this project, so it is skipped for the rest of the session (raise check_timeout_s in .agent/policy.toml); run it with run_cmd to see its errors",

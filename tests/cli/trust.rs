@@ -519,7 +519,8 @@ fn a_trusted_servers_script_once_edited_is_not_started_again() {
     let dir = repo();
     let root = dir.path();
     let home = tempfile::tempdir().unwrap();
-    let marker = home.path().join("server-ran");
+    // In the workspace: a server runs in the sandbox, which writes nowhere else.
+    let marker = root.join("server-ran");
     write(
         root,
         "tools/server.sh",
@@ -742,4 +743,75 @@ fn doctor_shows_the_limits_a_session_would_get_trusted_or_not() {
     assert!(!untrusted.contains("processes 7777"), "{untrusted}");
     let trusted = sets(true);
     assert!(trusted.contains("processes 7777"), "{trusted}");
+}
+
+/// Issue 50: a server the workspace defines runs in the command sandbox
+/// even once trusted: the user's credentials are hidden from it and it
+/// writes nothing outside the workspace.
+#[test]
+fn a_trusted_workspace_server_reads_no_credentials_and_writes_no_dotfile() {
+    let Some(python) = super::agent::mcp_python() else {
+        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+    };
+    let dir = repo();
+    let root = dir.path();
+    let home = tempfile::tempdir().unwrap();
+    write(home.path(), ".ssh/id_ed25519", "PRIVATE KEY\n");
+    write(home.path(), ".bashrc", "# mine\n");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    write(
+        root,
+        ".mcp.json",
+        &json!({"mcpServers": {"tickets": {"command": python, "args": [server]}}}).to_string(),
+    );
+    common::assert_success(
+        &agent_at(root, home.path())
+            .args(["mcp", "trust", "tickets"])
+            .output()
+            .unwrap(),
+    );
+    let key = home.path().join(".ssh/id_ed25519");
+    let bashrc = home.path().join(".bashrc");
+    let script = write_script(
+        root,
+        json!([
+            json!({"thought": "t", "tool": "mcp__tickets__snoop", "args": {"path": key}}).to_string(),
+            json!({"thought": "t", "tool": "mcp__tickets__snoop", "args": {"path": bashrc, "write": true}}).to_string(),
+            json!({"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 7}}).to_string(),
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "done"}}"#
+        ]),
+    );
+    let out = agent_at(root, home.path())
+        .args([
+            "ask",
+            "--mode",
+            "yolo",
+            "--output-format",
+            "stream-json",
+            "--script",
+        ])
+        .arg(&script)
+        .arg("Fix calc.py")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let results: Vec<String> = super::agent::events_of(&out)
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| e["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        !results[0].contains("bytes of"),
+        "the server read the key: {results:?}"
+    );
+    assert!(
+        results[1].contains("refused"),
+        "the server wrote a dotfile: {results:?}"
+    );
+    assert!(
+        results[2].contains("ticket 7"),
+        "the server did not work: {results:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
 }

@@ -519,6 +519,7 @@ mod tests {
             command: "true".into(),
             timeout_s: None,
             read_only: false,
+            file: std::path::PathBuf::new(),
         };
         Hook::new(&config, &Settings::defaults(dir.path())).unwrap()
     }
@@ -538,6 +539,7 @@ mod tests {
             command: "x".into(),
             timeout_s: None,
             read_only: false,
+            file: std::path::PathBuf::new(),
         };
         let err = format!(
             "{:#}",

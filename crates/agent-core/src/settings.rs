@@ -63,6 +63,9 @@ pub struct HookConfig {
     /// only for requests that may change the workspace (coding tasks).
     #[serde(default)]
     pub read_only: bool,
+    /// The file it came from (`config.toml` or `config.local.toml`).
+    #[serde(skip)]
+    pub file: PathBuf,
 }
 
 #[derive(Deserialize)]
@@ -165,8 +168,16 @@ impl Settings {
                 }
             }
         }
-        settings.pre_tool.extend(parsed.hooks.pre_tool);
-        settings.post_tool.extend(parsed.hooks.post_tool);
+        let from_here = |mut hook: HookConfig| {
+            hook.file = file.to_path_buf();
+            hook
+        };
+        settings
+            .pre_tool
+            .extend(parsed.hooks.pre_tool.into_iter().map(from_here));
+        settings
+            .post_tool
+            .extend(parsed.hooks.post_tool.into_iter().map(from_here));
         Ok(())
     }
 }

@@ -2,9 +2,10 @@
 //! trust: what a repository ships that runs code or widens the sandbox takes
 //! effect only once the user trusts the workspace as it is now.
 //!
-//! That is ([`Inventory`]): hooks (`.agent/config.toml`), MCP servers
+//! That is ([`Inventory`]): hooks (`.agent/config.toml` and
+//! `config.local.toml`, each named by its own file), MCP servers
 //! (`.mcp.json`, `.agent/config.toml`; added by the caller, which knows their
-//! format), `.agent/policy.toml` keys that loosen the policy
+//! format), keys of `.agent/policy.toml` and `policy.local.toml` that loosen the policy
 //! ([`agent_policy::Policy::loosening`]) and commands or skills that declare
 //! tools (`allowed-tools` in their front matter). Until then they are pending:
 //! hooks do not run, servers do not start, the loosening keys are not
@@ -90,7 +91,6 @@ impl Inventory {
             ..Self::default()
         };
         let settings = crate::settings::Settings::load(root)?;
-        let config = rel(root, &settings.file);
         for (event, hooks) in [
             ("pre_tool", &settings.pre_tool),
             ("post_tool", &settings.post_tool),
@@ -98,19 +98,24 @@ impl Inventory {
             for hook in hooks {
                 let words = shlex::split(&hook.command)
                     .unwrap_or_else(|| hook.command.split_whitespace().map(String::from).collect());
-                inv.pin(&settings.file);
+                inv.pin(&hook.file);
                 inv.pin_run(&words);
                 inv.items.push(Item::Hook {
                     event: event.into(),
                     matcher: hook.matcher.clone(),
                     command: hook.command.clone(),
                     read_only: hook.read_only,
-                    file: config.clone(),
+                    file: rel(root, &hook.file),
                 });
             }
         }
-        let policy = root.join(".agent").join(agent_policy::POLICY_FILE);
-        if let Ok(text) = std::fs::read_to_string(&policy) {
+        // Both policy files: a repository can ship `policy.local.toml` as
+        // well as the team's file, and either would loosen the policy.
+        for name in [agent_policy::POLICY_FILE, agent_policy::LOCAL_POLICY_FILE] {
+            let policy = root.join(".agent").join(name);
+            let Ok(text) = std::fs::read_to_string(&policy) else {
+                continue;
+            };
             for setting in agent_policy::Policy::loosening(&text, &policy)? {
                 inv.pin(&policy);
                 inv.items.push(Item::Policy {
@@ -479,6 +484,34 @@ mod tests {
         assert!(
             matches!(store.state(&root, &collect()), State::Pending { changed } if changed == [".agent/hooks/check.sh"])
         );
+        write(&root, ".agent/hooks/check.sh", "#!/bin/sh\nexit 0\n");
+        assert_eq!(store.state(&root, &collect()), State::Trusted);
+
+        // Issue 50: a repository's policy.local.toml loosens nothing
+        // unasked, and a config.local.toml hook is named by its own file.
+        write(&root, ".agent/policy.local.toml", "allow_network = true\n");
+        let inv = collect();
+        assert!(
+            inv.items.iter().any(
+                |i| matches!(i, Item::Policy { file, .. } if file == ".agent/policy.local.toml")
+            ),
+            "{:?}",
+            inv.items
+        );
+        assert!(matches!(store.state(&root, &inv), State::Pending { .. }));
+        std::fs::remove_file(root.join(".agent/policy.local.toml")).unwrap();
+        write(
+            &root,
+            ".agent/config.local.toml",
+            "[[hooks.post_tool]]\ncommand = \"lint\"\n",
+        );
+        let inv = collect();
+        assert!(
+            inv.items.iter().any(|i| matches!(i, Item::Hook { file, command, .. } if file == ".agent/config.local.toml" && command == "lint")),
+            "{:?}",
+            inv.items
+        );
+        assert!(matches!(store.state(&root, &inv), State::Pending { .. }));
     }
 
     #[test]

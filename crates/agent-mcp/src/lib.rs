@@ -10,10 +10,13 @@
 //!
 //! Calls run under the policy: the user's `deny` rules apply to
 //! `mcp__SERVER__TOOL {args}`, and a tool asks first in `confirm` mode unless
-//! its server marks it read-only. Servers run with the user's rights
-//! (scrubbed of secrets, plus the `env` the config gives them), outside the
-//! command sandbox, so one starts only once the user has approved its exact
-//! definition for the workspace ([`trust`]).
+//! its server marks it read-only. A server the workspace defines starts only
+//! once the user has approved its exact definition ([`trust`]), and then in
+//! the command sandbox: the user's credentials hidden, writes only in the
+//! workspace (its read-only set kept) and a temp folder of its own, the
+//! network open (its trust widens the sandbox, never removes it). Servers of
+//! the user's own configuration or an editor run as the user's programs. All
+//! get the scrubbed environment plus the `env` their definition gives.
 
 pub mod config;
 mod http;
@@ -185,6 +188,87 @@ fn render(result: &Value) -> String {
     parts.join("\n")
 }
 
+/// One server to start, owned, for the runtime's thread.
+struct Launch {
+    config: ServerConfig,
+    workspace: std::path::PathBuf,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    logs: std::path::PathBuf,
+    policy: Policy,
+}
+
+impl Launch {
+    /// The server's process: a server the workspace defines runs in the
+    /// command sandbox (its trust opens the network to it, and nothing
+    /// more); one from the user's own configuration or an editor runs as
+    /// the user's program.
+    fn command(&self) -> Result<tokio::process::Command, String> {
+        let config = &self.config;
+        let from_workspace =
+            !config.source.as_os_str().is_empty() && config.source.starts_with(&self.workspace);
+        if !from_workspace {
+            return Ok(tokio::process::Command::new(&config.command));
+        }
+        let tmp = agent_base::paths::state_dir(&self.workspace)
+            .join("mcp-tmp")
+            .join(&config.name);
+        let fenced =
+            agent_tools::fence::program(&self.workspace, &self.policy, &config.command, true, &tmp)
+                .map_err(|e| format!("not started: {e}"))?;
+        Ok(fenced.map_or_else(
+            || tokio::process::Command::new(&config.command),
+            tokio::process::Command::from,
+        ))
+    }
+
+    async fn run(self) -> Result<(RunningService<RoleClient, ()>, Vec<ToolInfo>), String> {
+        let config = &self.config;
+        let workspace = self.workspace.as_path();
+        if let Some(url) = &config.url {
+            let limit = config
+                .startup_timeout_s
+                .map_or(START_TIMEOUT, Duration::from_secs);
+            return http::start(config, url, workspace, limit).await;
+        }
+        let mut cmd = self.command()?;
+        cmd.args(&config.args)
+            .current_dir(workspace)
+            .env_clear()
+            .envs(self.env.iter().cloned())
+            .envs(&config.env)
+            .env(SERVER_VAR, server_id(&config.name));
+        // Its stderr goes to a log of its own, for when it misbehaves.
+        let log_path = self.logs.join(format!("mcp-{}.log", config.name));
+        let log_shown = log_path.display().to_string();
+        let log = std::fs::File::create(&log_path)
+            .map(std::process::Stdio::from)
+            .unwrap_or_else(|_| std::process::Stdio::null());
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
+        let work = async {
+            let client = ().serve(transport).await.map_err(|e| {
+                format!("did not complete the MCP handshake: {e} (see {log_shown})")
+            })?;
+            let tools = client
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("cannot list its tools: {e}"))?;
+            Ok((client, tools.iter().map(tool_info).collect()))
+        };
+        let limit = config
+            .startup_timeout_s
+            .map_or(START_TIMEOUT, Duration::from_secs);
+        tokio::time::timeout(limit, work).await.map_err(|_| {
+            format!(
+                "did not start within {}s (see {log_shown}; a slow server can set startup_timeout_s)",
+                limit.as_secs(),
+            )
+        })?
+    }
+}
+
 impl Hub {
     /// Starts every `trusted` server (in `workspace`, with the policy's
     /// scrubbed environment plus each server's own `env`) and lists their
@@ -205,10 +289,26 @@ impl Hub {
         let _ = std::fs::create_dir_all(&logs);
         let env = policy.command_env();
         // All at once: a session waits for the slowest server, not the sum.
-        let launches = configs
+        // Started on the runtime's own thread, which lives as long as the
+        // hub: a sandboxed server dies with the thread that started it.
+        let launches: Vec<_> = configs
             .iter()
-            .map(|config| Self::launch(config, workspace, &env, &logs));
-        let results = rt.block_on(futures::future::join_all(launches));
+            .map(|config| {
+                let launch = Launch {
+                    config: config.clone(),
+                    workspace: workspace.to_path_buf(),
+                    env: env.clone(),
+                    logs: logs.clone(),
+                    policy: policy.clone(),
+                };
+                rt.spawn(launch.run())
+            })
+            .collect();
+        let results: Vec<Result<_, String>> = rt
+            .block_on(futures::future::join_all(launches))
+            .into_iter()
+            .map(|joined| joined.map_err(|e| format!("its start failed: {e}"))?)
+            .collect();
         let mut servers: Vec<Server> = configs
             .into_iter()
             .zip(results)
@@ -242,56 +342,6 @@ impl Hub {
             servers: Mutex::new(servers),
             rt,
         })
-    }
-
-    async fn launch(
-        config: &ServerConfig,
-        workspace: &Path,
-        env: &[(std::ffi::OsString, std::ffi::OsString)],
-        logs: &Path,
-    ) -> Result<(RunningService<RoleClient, ()>, Vec<ToolInfo>), String> {
-        if let Some(url) = &config.url {
-            let limit = config
-                .startup_timeout_s
-                .map_or(START_TIMEOUT, Duration::from_secs);
-            return http::start(config, url, workspace, limit).await;
-        }
-        let mut cmd = tokio::process::Command::new(&config.command);
-        cmd.args(&config.args)
-            .current_dir(workspace)
-            .env_clear()
-            .envs(env.iter().cloned())
-            .envs(&config.env)
-            .env(SERVER_VAR, server_id(&config.name));
-        // Its stderr goes to a log of its own, for when it misbehaves.
-        let log_path = logs.join(format!("mcp-{}.log", config.name));
-        let log_shown = log_path.display().to_string();
-        let log = std::fs::File::create(&log_path)
-            .map(std::process::Stdio::from)
-            .unwrap_or_else(|_| std::process::Stdio::null());
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
-        let work = async {
-            let client = ().serve(transport).await.map_err(|e| {
-                format!("did not complete the MCP handshake: {e} (see {log_shown})")
-            })?;
-            let tools = client
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("cannot list its tools: {e}"))?;
-            Ok((client, tools.iter().map(tool_info).collect()))
-        };
-        let limit = config
-            .startup_timeout_s
-            .map_or(START_TIMEOUT, Duration::from_secs);
-        tokio::time::timeout(limit, work).await.map_err(|_| {
-            format!(
-                "did not start within {}s (see {log_shown}; a slow server can set startup_timeout_s)",
-                limit.as_secs(),
-            )
-        })?
     }
 
     /// Every server and its state.

@@ -70,6 +70,36 @@ pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
     sandbox
 }
 
+/// A long-lived program the workspace defines (an MCP server), started in
+/// the sandbox: the workspace writable but for its read-only set, the
+/// hidden set hidden, `tmp` its temp folder, the network open only when its
+/// trust says so. `Ok(None)` where this system has no sandbox and the
+/// policy allows going without; an error where the policy requires one.
+pub fn program(
+    root: &Path,
+    policy: &Policy,
+    program: &str,
+    allow_network: bool,
+    tmp: &Path,
+) -> Result<Option<std::process::Command>, String> {
+    if !policy.sandbox || !agent_sandbox::available() {
+        if policy.require_sandbox {
+            return Err("the policy requires the command sandbox, which this system lacks".into());
+        }
+        return Ok(None);
+    }
+    let mut fence = sandbox(root, policy);
+    fence.allow_network = allow_network || policy.allow_network;
+    std::fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    fence.writable.push(tmp.to_path_buf());
+    let prepared = fence.prepare()?;
+    let mut cmd = agent_sandbox::command(prepared, program);
+    for var in ["TMPDIR", "TMP", "TEMP"] {
+        cmd.env(var, tmp);
+    }
+    Ok(Some(cmd))
+}
+
 /// A sandbox where nothing is writable (so no read-only set is needed),
 /// offline, with the hidden set and the policy's limits: the agent's own
 /// git.

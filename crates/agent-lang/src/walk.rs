@@ -227,8 +227,21 @@ pub fn is_secret_file(rel: &str) -> bool {
     (lower == ".env" || lower.starts_with(".env.")) && !template
         || matches!(
             lower.as_str(),
-            ".netrc" | ".npmrc" | ".pypirc" | ".git-credentials" | ".htpasswd" | "credentials"
+            ".netrc"
+                | ".npmrc"
+                | ".pypirc"
+                | ".git-credentials"
+                | ".htpasswd"
+                | "credentials"
+                | ".envrc"
+                | ".pgpass"
+                | ".vault-token"
+                | "secrets.yaml"
+                | "secrets.yml"
         )
+        || lower.starts_with("terraform.tfstate")
+        || (lower.ends_with(".json") && lower.contains("credentials"))
+        || rel.ends_with(".docker/config.json")
         || ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"]
             .iter()
             .any(|k| lower == *k)

@@ -14,9 +14,13 @@
 //!   ...), plus the harmless device files (`/dev/null`, the terminal).
 //! - Network, unless `allow_network = true` in policy.toml: no TCP, UDP or
 //!   DNS, and no Unix sockets of the host's services (the Docker daemon, the
-//!   session bus, an ssh-agent), which would let a command act outside the
-//!   fence. Sockets the command makes itself in the workspace or its temp
-//!   dir still work (test servers, multiprocessing).
+//!   session bus, an ssh-agent, a database listening in the workspace),
+//!   which would let a command act outside the fence. Sockets the command
+//!   makes itself still work (test servers, multiprocessing).
+//! - The workspace as a copy-on-write layer ([`Sandbox::overlay`], Linux
+//!   with overlayfs in user namespaces, 5.11+): the command's writes land in
+//!   a folder of the caller's, which decides what reaches the workspace;
+//!   the workspace itself is never written (but the bypass folders).
 //! - Privilege: no capabilities, even when the agent runs as root; no device
 //!   nodes made; a minimal `/dev`; limits on processes, memory, file size
 //!   and CPU time ([`Limits`]).

@@ -198,7 +198,7 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     let (uid, gid, parent) = unsafe { (libc::getuid(), libc::getgid(), libc::getpid()) };
     let offline = (!sandbox.allow_network).then(|| {
         let unix = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
-        host_sockets(&unix, &sandbox.writable)
+        host_sockets(&unix)
             .iter()
             .filter_map(|p| cstring(p))
             .collect()
@@ -437,9 +437,11 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, String> {
 
 /// The host's listening Unix sockets a command must not reach, from the
 /// text of `/proc/net/unix`: bound to a path (abstract ones stay behind in
-/// the host's network namespace), still a socket on disk, and outside the
-/// folders the command may write (its own sockets are its business).
-fn host_sockets(proc_net_unix: &str, writable: &[PathBuf]) -> Vec<PathBuf> {
+/// the host's network namespace) and still a socket on disk. Those inside
+/// the workspace too (a dev server's, a database's): every one listening
+/// before the command starts is another program's; the sockets the command
+/// binds itself come after and work.
+fn host_sockets(proc_net_unix: &str) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = proc_net_unix
         .lines()
         .skip(1)
@@ -447,7 +449,6 @@ fn host_sockets(proc_net_unix: &str, writable: &[PathBuf]) -> Vec<PathBuf> {
         .filter_map(|line| line.split_whitespace().nth(7))
         .filter(|p| p.starts_with('/'))
         .map(PathBuf::from)
-        .filter(|p| !writable.iter().any(|w| p.starts_with(w)))
         .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket()))
         .collect();
     out.sort();

@@ -39,6 +39,12 @@ pub const HOME_SECRETS: &[&str] = &[
     ".pypirc",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".config/git/credentials",
+    ".pgpass",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/hub",
+    ".config/op",
 ];
 
 /// System files with secrets.

@@ -1880,6 +1880,24 @@ fn files_that_hold_secrets_are_never_read_or_searched() {
     assert!(out.content.contains("app.py"), "{}", out.content);
     assert!(agent_lang::walk::is_secret_file(".git/config"));
     assert!(!agent_lang::walk::is_secret_file("src/keys.py"));
+    // Issue 50: what the attack round read through the file tools.
+    for secret in [
+        ".envrc",
+        "db/.pgpass",
+        "infra/terraform.tfstate",
+        "infra/terraform.tfstate.backup",
+        "gcp-credentials.json",
+        "config/secrets.yaml",
+        "home/.docker/config.json",
+    ] {
+        assert!(agent_lang::walk::is_secret_file(secret), "{secret}");
+        h.write(secret, "token=s3cr3t\n");
+        let out = h.call("read_file", json!({"path": secret}));
+        err(&out, ErrorClass::PolicyDenied);
+    }
+    for plain in ["package.json", "config/settings.yaml", "docs/credentials.md"] {
+        assert!(!agent_lang::walk::is_secret_file(plain), "{plain}");
+    }
 }
 
 /// An editor's view of the files: unsaved buffers over the disk; writes

@@ -73,7 +73,11 @@ pub(crate) fn run(args: &ConfigArgs) -> Result<i32> {
 }
 
 fn managed_source(m: &Managed) -> Option<String> {
-    m.path.as_ref().map(|p| p.display().to_string())
+    let path = m.path.as_ref()?.display().to_string();
+    Some(match &m.also {
+        Some(also) => format!("{path} + {} (AGENT_MANAGED_CONFIG)", also.display()),
+        None => path,
+    })
 }
 
 /// What a session's flags and the environment decide.

@@ -162,8 +162,11 @@ fn managed_check() -> Check {
         None => format!("none ({SYSTEM_FILE} not found): nothing restricted"),
         Some(p) => {
             let r = m.restrictions();
+            let also = m.also.as_ref().map_or(String::new(), |a| {
+                format!(" narrowed by {} (AGENT_MANAGED_CONFIG)", a.display())
+            });
             let mut d = format!(
-                "{}: {}",
+                "{}{also}: {}",
                 p.display(),
                 if r.is_empty() {
                     "restricts nothing".into()

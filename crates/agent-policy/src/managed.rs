@@ -1,6 +1,9 @@
 //! Managed configuration: the rules an administrator sets for every user of
-//! the machine, in `/etc/agent/managed.toml` (`AGENT_MANAGED_CONFIG` names
-//! another file, for tests).
+//! the machine, in `/etc/agent/managed.toml`. `AGENT_MANAGED_CONFIG` names
+//! another file (tests, packaging checks): alone where the system file does
+//! not exist, and applied over it where it does, only ever adding
+//! restrictions ([`Managed::narrowed`]): an environment variable never
+//! replaces what the administrator wrote.
 //!
 //! The binary reads the file once, at start ([`Managed::load`]), and passes
 //! the result down; no crate reads it on its own. Nothing a user, a
@@ -43,6 +46,8 @@ pub const PATH_ENV: &str = "AGENT_MANAGED_CONFIG";
 pub struct Managed {
     /// The file it came from; None when there is none.
     pub path: Option<PathBuf>,
+    /// The file `AGENT_MANAGED_CONFIG` named, applied over `path`.
+    pub also: Option<PathBuf>,
     /// Permission modes a user may pick; None: all.
     pub allowed_modes: Option<Vec<Mode>>,
     /// Commands run only inside the sandbox: none when it cannot be set up,
@@ -70,6 +75,7 @@ impl Default for Managed {
     fn default() -> Self {
         Self {
             path: None,
+            also: None,
             allowed_modes: None,
             require_sandbox: false,
             allow_network: None,
@@ -115,21 +121,73 @@ fn is_sha256(s: &str) -> bool {
 }
 
 impl Managed {
-    /// The file `AGENT_MANAGED_CONFIG` names, else `/etc/agent/managed.toml`;
-    /// nothing restricted when the system file does not exist. A named file
-    /// that is missing, or any file that cannot be read, is an error.
+    /// `/etc/agent/managed.toml`, narrowed by the file `AGENT_MANAGED_CONFIG`
+    /// names (that file alone where the system's does not exist); nothing
+    /// restricted when neither exists. A named file that is missing, or any
+    /// file that cannot be read, is an error.
     pub fn load() -> anyhow::Result<Self> {
-        let (path, named) = match std::env::var_os(PATH_ENV).filter(|p| !p.is_empty()) {
-            Some(p) => (PathBuf::from(p), true),
-            None => (PathBuf::from(SYSTEM_FILE), false),
+        let named = std::env::var_os(PATH_ENV)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
+        Self::load_from(Path::new(SYSTEM_FILE), named.as_deref())
+    }
+
+    /// [`Managed::load`] with the system file at `system`.
+    pub fn load_from(system: &Path, named: Option<&Path>) -> anyhow::Result<Self> {
+        let read = |path: &Path, required: bool| -> anyhow::Result<Option<Self>> {
+            match std::fs::read_to_string(path) {
+                Ok(text) => Self::parse(&text, path).map(Some),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
+                Err(e) => anyhow::bail!(
+                    "cannot read the managed configuration {}: {e}\n  the agent does not run without the rules its administrator set",
+                    path.display()
+                ),
+            }
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(&text, &path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => Ok(Self::default()),
-            Err(e) => anyhow::bail!(
-                "cannot read the managed configuration {}: {e}\n  the agent does not run without the rules its administrator set",
-                path.display()
-            ),
+        let system = read(system, false)?;
+        let named = match named {
+            Some(p) if Some(p) != system.as_ref().and_then(|s| s.path.as_deref()) => read(p, true)?,
+            _ => None,
+        };
+        Ok(match (system, named) {
+            (Some(system), Some(named)) => system.narrowed(named),
+            (system, named) => system.or(named).unwrap_or_default(),
+        })
+    }
+
+    /// This file's rules and `other`'s, both applied: every list the
+    /// intersection, every switch the stricter, the protected paths the union.
+    pub fn narrowed(self, other: Self) -> Self {
+        fn both<T: PartialEq>(a: Option<Vec<T>>, b: Option<Vec<T>>) -> Option<Vec<T>> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.into_iter().filter(|x| b.contains(x)).collect()),
+                (a, b) => a.or(b),
+            }
+        }
+        let mut protected_paths = self.protected_paths;
+        for p in other.protected_paths {
+            if !protected_paths.contains(&p) {
+                protected_paths.push(p);
+            }
+        }
+        let allow_network = if self.allow_network == Some(false) || other.allow_network == Some(false) {
+            Some(false)
+        } else {
+            self.allow_network.or(other.allow_network)
+        };
+        Self {
+            path: self.path,
+            also: other.path,
+            allowed_modes: both(self.allowed_modes, other.allowed_modes),
+            require_sandbox: self.require_sandbox || other.require_sandbox,
+            allow_network,
+            allowed_models: both(self.allowed_models, other.allowed_models),
+            allowed_servers: both(self.allowed_servers, other.allowed_servers),
+            mcp_allowlist: both(self.mcp_allowlist, other.mcp_allowlist),
+            allow_hooks: self.allow_hooks && other.allow_hooks,
+            protected_paths,
+            audit_dir: self.audit_dir.or(other.audit_dir),
+            message: self.message.or(other.message),
         }
     }
 
@@ -460,5 +518,31 @@ mod tests {
         assert!(parse("audit_dir = \"logs\"").is_err());
         assert!(parse("protected_paths = [\"**/*.pem\"]").is_err());
         assert!(parse("mcp_allowlist = [\"docs\"]").is_err());
+    }
+
+    #[test]
+    fn a_named_file_only_adds_restrictions_to_the_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        let system = dir.path().join("managed.toml");
+        let named = dir.path().join("mine.toml");
+        std::fs::write(
+            &system,
+            "allowed_modes = [\"human\", \"confirm\"]\nrequire_sandbox = true\nallow_network = false\nprotected_paths = [\"deploy/**\"]\n",
+        )
+        .unwrap();
+        // Issue 50's attack: an empty file named by the variable.
+        std::fs::write(&named, "allowed_modes = [\"yolo\", \"confirm\"]\nallow_network = true\nprotected_paths = [\"ci\"]\n").unwrap();
+        let m = Managed::load_from(&system, Some(&named)).unwrap();
+        assert_eq!(m.allowed_modes, Some(vec![Mode::Confirm]));
+        assert!(m.require_sandbox);
+        assert_eq!(m.allow_network, Some(false));
+        assert_eq!(m.protected_paths, [PathBuf::from("deploy"), PathBuf::from("ci")]);
+        assert_eq!((m.path.as_deref(), m.also.as_deref()), (Some(system.as_path()), Some(named.as_path())));
+        let empty = Managed::load_from(&system, Some(Path::new("/dev/null"))).unwrap();
+        assert!(!empty.allows_mode(Mode::Yolo) && empty.require_sandbox);
+        // Alone, the named file applies; a missing named file is an error.
+        let alone = Managed::load_from(&dir.path().join("none.toml"), Some(&named)).unwrap();
+        assert!(alone.allows_mode(Mode::Yolo) && alone.path.as_deref() == Some(named.as_path()));
+        assert!(Managed::load_from(&system, Some(&dir.path().join("gone.toml"))).is_err());
     }
 }

@@ -73,6 +73,101 @@ pub fn files_run(root: &Path, words: &[String]) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Most files a server's load set holds; past it the set stops growing.
+const MAX_LOADED: usize = 2000;
+
+/// The files inside `root` a long-lived program (an MCP server) can load,
+/// for a trust to pin: [`files_run`], and for an interpreter what it
+/// imports beside its script. Python puts the script's folder first on
+/// its module path (a planted `tools/json.py` is imported before the
+/// standard library's `json`), and `-m pkg.mod` the working folder (the
+/// workspace: its top-level modules, and the package); node and its kin
+/// resolve relative imports from the script's folder. So the source files
+/// of those folders, below them too (`node_modules` and hidden folders
+/// apart), are pinned. Canonical paths, sorted.
+pub fn files_loaded(root: &Path, words: &[String]) -> Vec<std::path::PathBuf> {
+    let mut out = files_run(root, words);
+    let Ok(root) = root.canonicalize() else {
+        return out;
+    };
+    let base = words
+        .first()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .unwrap_or_default();
+    let python = base == "python" || base.starts_with("python3");
+    let js = matches!(base, "node" | "deno" | "bun");
+    let sources: &[&str] = if python {
+        &["py", "pth"]
+    } else if js {
+        &["js", "mjs", "cjs", "ts", "mts", "json"]
+    } else {
+        return out;
+    };
+    let mut rest = words.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        if python && arg == "-m" {
+            // The module's top package, and the workspace's own modules.
+            if let Some(module) = rest.next() {
+                let top = module.split('.').next().unwrap_or(module);
+                collect_sources(&root.join(top), sources, true, &mut out);
+                collect_sources(&root, sources, false, &mut out);
+            }
+            break;
+        }
+        if arg.starts_with('-') {
+            continue;
+        }
+        if let Some(dir) = root
+            .join(arg)
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+        {
+            if dir.starts_with(&root) {
+                collect_sources(&dir, sources, true, &mut out);
+            }
+        }
+        break;
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The files of `dir` with one of `extensions`, and below it when `deep`.
+fn collect_sources(dir: &Path, extensions: &[&str], deep: bool, out: &mut Vec<std::path::PathBuf>) {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if out.len() >= MAX_LOADED {
+                return;
+            }
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if deep && !name.starts_with('.') && name != "node_modules" && name != "__pycache__"
+                {
+                    stack.push(path);
+                }
+            } else if kind.is_file()
+                && path
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| extensions.contains(&e))
+            {
+                out.push(path);
+            }
+        }
+    }
+}
+
 fn collect_run(root: &Path, words: &[String], out: &mut Vec<std::path::PathBuf>, depth: usize) {
     let Some(program) = words.first() else {
         return;
@@ -164,6 +259,53 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&n).unwrap().permissions().mode() & 0o777,
             0o600
+        );
+    }
+
+    #[test]
+    fn a_servers_load_set_is_what_its_interpreter_imports() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in [
+            "tools/server.py",
+            "tools/json.py",
+            "tools/sub/util.py",
+            "tools/README.md",
+            "pkg/__init__.py",
+            "pkg/server.py",
+            "top.py",
+            "other/x.py",
+            "web/index.js",
+            "web/lib/a.js",
+        ] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let rel = |v: Vec<std::path::PathBuf>| -> Vec<String> {
+            v.iter()
+                .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(
+            rel(files_loaded(&root, &words(&["python3", "tools/server.py"]))),
+            ["tools/json.py", "tools/server.py", "tools/sub/util.py"]
+        );
+        assert_eq!(
+            rel(files_loaded(
+                &root,
+                &words(&["python3", "-m", "pkg.server"])
+            )),
+            ["pkg/__init__.py", "pkg/server.py", "top.py"]
+        );
+        assert_eq!(
+            rel(files_loaded(&root, &words(&["node", "web/index.js"]))),
+            ["web/index.js", "web/lib/a.js"]
+        );
+        assert_eq!(
+            rel(files_loaded(&root, &words(&["sh", "top.py"]))),
+            ["top.py"]
         );
     }
 }

@@ -150,7 +150,13 @@ impl Inventory {
             .chain(args.iter().cloned())
             .collect();
         self.pin(file);
-        self.pin_run(&words);
+        // A server is pinned by all it can load, not its script alone.
+        for loaded in agent_base::files::files_loaded(&self.root, &words) {
+            self.pin(&loaded);
+            if !self.run_files.contains(&loaded) {
+                self.run_files.push(loaded);
+            }
+        }
         self.items.push(Item::McpServer {
             name: name.into(),
             command: command.into(),

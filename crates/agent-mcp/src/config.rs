@@ -63,13 +63,14 @@ impl ServerConfig {
             .join(" ")
     }
 
-    /// The files inside `workspace` its command line names (its script):
+    /// The files inside `workspace` it runs and can load (its script, and
+    /// what its interpreter imports beside it: [`agent_base::files::files_loaded`]):
     /// pinned by a trust, kept read-only by the sandbox.
     pub fn files_run(&self, workspace: &Path) -> Vec<std::path::PathBuf> {
         let words: Vec<String> = std::iter::once(self.command.clone())
             .chain(self.args.iter().cloned())
             .collect();
-        agent_base::files::files_run(workspace, &words)
+        agent_base::files::files_loaded(workspace, &words)
     }
 }
 

@@ -170,11 +170,12 @@ impl Managed {
                 protected_paths.push(p);
             }
         }
-        let allow_network = if self.allow_network == Some(false) || other.allow_network == Some(false) {
-            Some(false)
-        } else {
-            self.allow_network.or(other.allow_network)
-        };
+        let allow_network =
+            if self.allow_network == Some(false) || other.allow_network == Some(false) {
+                Some(false)
+            } else {
+                self.allow_network.or(other.allow_network)
+            };
         Self {
             path: self.path,
             also: other.path,
@@ -536,8 +537,14 @@ mod tests {
         assert_eq!(m.allowed_modes, Some(vec![Mode::Confirm]));
         assert!(m.require_sandbox);
         assert_eq!(m.allow_network, Some(false));
-        assert_eq!(m.protected_paths, [PathBuf::from("deploy"), PathBuf::from("ci")]);
-        assert_eq!((m.path.as_deref(), m.also.as_deref()), (Some(system.as_path()), Some(named.as_path())));
+        assert_eq!(
+            m.protected_paths,
+            [PathBuf::from("deploy"), PathBuf::from("ci")]
+        );
+        assert_eq!(
+            (m.path.as_deref(), m.also.as_deref()),
+            (Some(system.as_path()), Some(named.as_path()))
+        );
         let empty = Managed::load_from(&system, Some(Path::new("/dev/null"))).unwrap();
         assert!(!empty.allows_mode(Mode::Yolo) && empty.require_sandbox);
         // Alone, the named file applies; a missing named file is an error.

@@ -1895,7 +1895,11 @@ fn files_that_hold_secrets_are_never_read_or_searched() {
         let out = h.call("read_file", json!({"path": secret}));
         err(&out, ErrorClass::PolicyDenied);
     }
-    for plain in ["package.json", "config/settings.yaml", "docs/credentials.md"] {
+    for plain in [
+        "package.json",
+        "config/settings.yaml",
+        "docs/credentials.md",
+    ] {
         assert!(!agent_lang::walk::is_secret_file(plain), "{plain}");
     }
 }

@@ -73,6 +73,44 @@ pub fn files_run(root: &Path, words: &[String]) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// The first symlink on the way from `root` to `path` (`path` itself
+/// included), if any. Files that configure the agent (`.agent/`, `.mcp.json`,
+/// `AGENTS.md`, ...) are never read through a link: a command or a
+/// repository could point one at a file of its choosing.
+pub fn link_on_the_way(root: &Path, path: &Path) -> Option<std::path::PathBuf> {
+    let rel = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// The refusal of a configuration file reached through `link`, with the fix.
+pub fn link_refused(link: &Path) -> String {
+    format!(
+        "{} is a symlink: the agent never follows a link among the files that configure it\n  \
+         fix: replace the link with the file itself (cp --remove-destination \"$(readlink -f {0})\" {0}), or remove it",
+        link.display()
+    )
+}
+
+/// Reads a file that configures the agent, inside `root`: `Ok(None)` when
+/// it does not exist, an error ([`link_refused`]) when a symlink is on its way.
+pub fn read_config(root: &Path, path: &Path) -> Result<Option<String>, String> {
+    if let Some(link) = link_on_the_way(root, path) {
+        return Err(link_refused(&link));
+    }
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
 /// Most files a server's load set holds; past it the set stops growing.
 const MAX_LOADED: usize = 2000;
 

@@ -94,6 +94,11 @@ pub fn list(workspace: &Path, personal: Option<&Path>) -> Vec<Command> {
             {
                 continue;
             }
+            // Never through a link in the workspace (`.agent`, `.claude`, the file).
+            if let Some(link) = agent_base::files::link_on_the_way(workspace, &path) {
+                tracing::warn!("{}", agent_base::files::link_refused(&link));
+                continue;
+            }
             let description = read(&path).ok().and_then(|(d, _)| d);
             out.push(Command {
                 name: name.to_string(),

@@ -27,8 +27,14 @@ pub fn personal_file() -> Option<PathBuf> {
 }
 
 /// The text of `path` cut to `max` bytes (at a line end when it can), or
-/// `None` when it is missing, empty or not text.
-fn read_capped(path: &Path, max: usize) -> Option<String> {
+/// `None` when it is missing, empty or not text, or when it lies in the
+/// workspace `inside` and a symlink is on its way (never followed: a
+/// command or a repository could point it at a file of its choosing).
+fn read_capped(path: &Path, max: usize, inside: Option<&Path>) -> Option<String> {
+    if let Some(link) = inside.and_then(|root| agent_base::files::link_on_the_way(root, path)) {
+        tracing::warn!("{}", agent_base::files::link_refused(&link));
+        return None;
+    }
     let bytes = std::fs::read(path).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let text = text.trim();
@@ -71,12 +77,20 @@ impl Instructions {
         };
         let root_file = workspace.join(FILE_NAME);
         let mut left = MAX_BYTES;
-        for (path, heading) in [
-            (personal.map(Path::to_path_buf), "Personal instructions"),
-            (Some(root_file), "Project instructions (AGENTS.md)"),
+        for (path, heading, inside) in [
+            (
+                personal.map(Path::to_path_buf),
+                "Personal instructions",
+                None,
+            ),
+            (
+                Some(root_file),
+                "Project instructions (AGENTS.md)",
+                Some(workspace),
+            ),
         ] {
             let Some(path) = path else { continue };
-            let Some(text) = read_capped(&path, left.max(256)) else {
+            let Some(text) = read_capped(&path, left.max(256), inside) else {
                 continue;
             };
             left = left.saturating_sub(text.len());
@@ -96,7 +110,7 @@ impl Instructions {
         while dir.starts_with(&self.root) && dir != self.root {
             let file = dir.join(FILE_NAME);
             if !self.shown.contains(&file) {
-                if let Some(text) = read_capped(&file, MAX_BYTES) {
+                if let Some(text) = read_capped(&file, MAX_BYTES, Some(&self.root)) {
                     let rel = file.strip_prefix(&self.root).unwrap_or(&file);
                     parts.push(format!(
                         "[instructions for this folder, from {}; follow them]\n{text}",

@@ -116,7 +116,9 @@ impl Settings {
         let mut settings = Self::defaults(workspace);
         // The team's file, then the user's own (ignored by git) over it.
         for file in [path(workspace), local_path(workspace)] {
-            if let Ok(text) = std::fs::read_to_string(&file) {
+            let text =
+                agent_base::files::read_config(workspace, &file).map_err(anyhow::Error::msg)?;
+            if let Some(text) = text {
                 settings.apply(&text, &file)?;
             }
         }

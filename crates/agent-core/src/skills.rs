@@ -165,6 +165,13 @@ impl Skills {
                     ));
                     continue;
                 }
+                if let Some(link) = agent_base::files::link_on_the_way(workspace, &file) {
+                    out.problems.push(
+                        agent_base::term::untrusted_text(&agent_base::files::link_refused(&link))
+                            .to_string(),
+                    );
+                    continue;
+                }
                 match read(&file) {
                     Err(problem) => out.problems.push(problem),
                     Ok((name, description, _)) => {

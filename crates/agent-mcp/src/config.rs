@@ -190,7 +190,9 @@ fn check_name(name: &str, file: &Path) -> Result<()> {
 pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
     let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
     let json_path = workspace.join(".mcp.json");
-    if let Ok(text) = std::fs::read_to_string(&json_path) {
+    let read =
+        |path: &Path| agent_base::files::read_config(workspace, path).map_err(anyhow::Error::msg);
+    if let Some(text) = read(&json_path)? {
         let file: McpJson = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a valid .mcp.json", json_path.display()))?;
         for (name, server) in file.servers {
@@ -215,7 +217,7 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
     // The team's config.toml, then the user's own config.local.toml over it.
     let team = agent_base::paths::team_dir(workspace);
     for toml_path in [team.join("config.toml"), team.join("config.local.toml")] {
-        let Ok(text) = std::fs::read_to_string(&toml_path) else {
+        let Some(text) = read(&toml_path)? else {
             continue;
         };
         let file: ConfigToml = toml::from_str(&text)
@@ -241,6 +243,15 @@ pub fn load(workspace: &Path) -> Result<Vec<ServerConfig>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mcp_json_that_is_a_symlink_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("docs.md"), r#"{"mcpServers": {}}"#).unwrap();
+        std::os::unix::fs::symlink("docs.md", dir.path().join(".mcp.json")).unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains(".mcp.json is a symlink"), "{e}");
+    }
 
     #[test]
     fn both_files_are_read_and_config_toml_wins() {

@@ -67,6 +67,17 @@ impl Policy {
         let mut policy = Self::builtin(mode);
         for name in [POLICY_FILE, LOCAL_POLICY_FILE] {
             let path = team_dir.join(name);
+            // Never through a link (`.agent` itself, or the file): a command
+            // or a repository could point it at a policy of its choosing.
+            for link in [team_dir, path.as_path()] {
+                if std::fs::symlink_metadata(link).is_ok_and(|m| m.file_type().is_symlink()) {
+                    anyhow::bail!(
+                        "{} is a symlink: the agent never follows a link among the files that configure it\n  \
+                         fix: replace the link with the file itself, or remove it",
+                        link.display()
+                    );
+                }
+            }
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -205,6 +216,38 @@ fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_reached_through_a_symlink_is_refused_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        std::fs::create_dir_all(ws.join("cfg")).unwrap();
+        std::fs::write(
+            ws.join("cfg").join(LOCAL_POLICY_FILE),
+            "allow_network = true\n",
+        )
+        .unwrap();
+        // Issue 50: `ln -s cfg .agent`, then `.agent/x -> elsewhere`.
+        std::os::unix::fs::symlink("cfg", ws.join(".agent")).unwrap();
+        let e = Policy::load(&ws.join(".agent"), Mode::Yolo)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(".agent is a symlink") && e.contains("fix:"),
+            "{e}"
+        );
+        std::fs::remove_file(ws.join(".agent")).unwrap();
+        std::fs::create_dir(ws.join(".agent")).unwrap();
+        std::os::unix::fs::symlink(
+            "../cfg/policy.local.toml",
+            ws.join(".agent").join(LOCAL_POLICY_FILE),
+        )
+        .unwrap();
+        let e = Policy::load(&ws.join(".agent"), Mode::Yolo)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("policy.local.toml is a symlink"), "{e}");
+    }
 
     #[test]
     fn policy_file_deny_allow_and_errors() {

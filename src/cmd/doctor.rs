@@ -82,6 +82,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     });
     if agent_sandbox::available() {
         checks.push(sandbox_sets_check());
+        checks.push(layer_check());
     }
     checks.push(Check {
         name: "llama.cpp",
@@ -406,12 +407,17 @@ fn sandbox_sets_check() -> Check {
     let detail = format!(
         "read-only for commands ({enforced}): {}; hidden from commands ({enforced}): {} \
          (and any of ~/.ssh ~/.aws ~/.kube ~/.gnupg ... that appear); limits per command: \
-         processes {}, memory {} per process (RLIMIT_DATA), file size {}, CPU {} per process; \
+         processes {}, memory {} {}, file size {}, CPU {} per process; \
          capabilities: {}",
         shown(&sandbox.read_only),
         shown(&sandbox.deny_read),
         limit(l.processes, ""),
         limit(l.memory_mb, " MiB"),
+        if support.memory_cgroup {
+            "for the whole command (a cgroup)"
+        } else {
+            "per process (RLIMIT_DATA)"
+        },
         limit(l.file_size_mb, " MiB"),
         limit(l.cpu_s, " s"),
         command_capabilities(&sandbox),
@@ -430,6 +436,54 @@ fn sandbox_sets_check() -> Check {
 }
 
 /// The capability sets and no_new_privs of a command run in `sandbox`.
+/// Whether commands write a copy-on-write layer whose changes the agent
+/// admits, or the workspace itself (and why).
+fn layer_check() -> Check {
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let layers = paths::state_location(&root).join("layers");
+    let probed = std::fs::create_dir_all(&layers)
+        .map_err(|e| format!("{}: {e}", layers.display()))
+        .and_then(|()| agent_sandbox::overlay_support(&layers));
+    let bypass: Vec<String> = agent_tools::admit::bypass(&root)
+        .iter()
+        .filter_map(|p| Some(format!("{}/", p.strip_prefix(&root).ok()?.display())))
+        .collect();
+    match probed {
+        Ok(()) => Check {
+            name: "command layer",
+            ok: true,
+            required: false,
+            detail: format!(
+                "in use: commands write a copy-on-write layer over the workspace, and what they \
+                 change is admitted as one change set (a diff, undone by /undo); files that \
+                 configure agents, git hooks or tools are asked for, a .git anywhere refused; \
+                 written directly: {}",
+                if bypass.is_empty() {
+                    "no build folder here (target/, node_modules/, ... when git ignores them)"
+                        .to_string()
+                } else {
+                    bypass.join(", ")
+                }
+            ),
+            fix: None,
+        },
+        Err(why) => Check {
+            name: "command layer",
+            ok: false,
+            required: false,
+            detail: format!(
+                "NOT in use: {why}; commands write the workspace directly, and only the agent's \
+                 settings are put back after each"
+            ),
+            fix: Some(
+                "Linux 5.11+ with user namespaces, and the state folder on a file system with \
+                 extended attributes (ext4, xfs, btrfs; tmpfs from 6.6)"
+                    .into(),
+            ),
+        },
+    }
+}
+
 fn command_capabilities(sandbox: &agent_sandbox::Sandbox) -> String {
     let Ok(prepared) = sandbox.prepare() else {
         return "unknown (the sandbox could not be prepared)".into();

@@ -6,8 +6,8 @@
 //! protected_paths = ["tools/*.py", "Makefile"]  # read-only for commands (globs, workspace-relative)
 //! deny_read = ["~/.vault-token", "/srv/keys"]   # hidden from commands
 //! [limits]            # per command; 0 = no limit
-//! processes = 4096    # processes and threads at once
-//! memory_mb = 8192    # data (heap) of each process
+//! processes = 1024    # processes and threads at once
+//! memory_mb = 8192    # the command's memory, all its processes (a cgroup; else each process's heap)
 //! file_size_mb = 16384
 //! cpu_s = 3600        # CPU seconds of each process
 //! ```
@@ -39,7 +39,7 @@ impl Default for Limits {
     /// enough that one command cannot take the machine down.
     fn default() -> Self {
         Self {
-            processes: Some(4096),
+            processes: Some(1024),
             memory_mb: Some(default_memory_mb()),
             file_size_mb: Some(16 * 1024),
             cpu_s: Some(3600),
@@ -47,7 +47,8 @@ impl Default for Limits {
     }
 }
 
-/// Three quarters of the machine's memory (8 GiB if unknown), at least 1 GiB.
+/// Half the machine's memory (8 GiB if unknown), at least 1 GiB: what a
+/// user would call safe for one command beside their editor and browser.
 fn default_memory_mb() -> u64 {
     let total_kb = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -56,8 +57,8 @@ fn default_memory_mb() -> u64 {
                 .find_map(|l| l.strip_prefix("MemTotal:"))
                 .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
         })
-        .unwrap_or(8 * 1024 * 1024 * 4 / 3);
-    (total_kb / 1024 * 3 / 4).max(1024)
+        .unwrap_or(16 * 1024 * 1024);
+    (total_kb / 1024 / 2).max(1024)
 }
 
 /// `[limits]` of policy.toml; 0 is no limit.

@@ -22,7 +22,7 @@
 //! protected_paths = ["tools/*.py"] # read-only for commands, besides .git, .agent/, AGENTS.md, ...
 //! deny_read = ["~/.vault-token"]   # hidden from commands, besides ~/.ssh, ~/.aws, ...
 //! [limits]                         # per command (see [`fence`]); 0 = no limit
-//! processes = 4096
+//! processes = 1024
 //! ```
 //!
 //! In a workspace the user has not trusted, only the keys that restrict apply

@@ -167,6 +167,9 @@ pub struct Support {
     pub mount_namespace: bool,
     /// The agent runs as root.
     pub root: bool,
+    /// A memory cgroup can be made per command: its memory limit holds all
+    /// its processes (and its /dev/shm), not each process's heap alone.
+    pub memory_cgroup: bool,
 }
 
 impl Support {

@@ -51,6 +51,7 @@ pub fn support() -> Support {
             user_namespace,
             mount_namespace: !user_namespace && root && child::probe(false),
             root,
+            memory_cgroup: child::cgroup_base("memory").is_some(),
         }
     })
 }
@@ -154,17 +155,28 @@ pub fn describe() -> Result<String, String> {
     Ok(text)
 }
 
-/// How the process limit is enforced here.
-fn process_limit_note(s: &Support) -> &'static str {
-    if !s.root {
-        "processes by RLIMIT_NPROC (counted in the command's own user namespace), memory \
-         (RLIMIT_DATA), file size, CPU time"
-    } else if child::pids_cgroup_base().is_some() {
-        "processes by a pids cgroup (root is exempt from RLIMIT_NPROC), memory \
-         (RLIMIT_DATA), file size, CPU time"
+/// How the limits are enforced here.
+fn process_limit_note(s: &Support) -> String {
+    let memory = if s.memory_cgroup {
+        "memory by a cgroup of the command's (all its processes, its /dev/shm included)"
     } else {
-        "memory (RLIMIT_DATA), file size, CPU time; the process limit is NOT enforced \
-         (root is exempt from RLIMIT_NPROC and no pids cgroup is writable)"
+        "memory (RLIMIT_DATA, per process)"
+    };
+    if !s.root {
+        format!(
+            "processes by RLIMIT_NPROC (counted in the command's own user namespace), {memory}, \
+             file size, CPU time"
+        )
+    } else if child::pids_cgroup_base().is_some() {
+        format!(
+            "processes by a pids cgroup (root is exempt from RLIMIT_NPROC), {memory}, file size, \
+             CPU time"
+        )
+    } else {
+        format!(
+            "{memory}, file size, CPU time; the process limit is NOT enforced (root is exempt \
+             from RLIMIT_NPROC and no pids cgroup is writable)"
+        )
     }
 }
 
@@ -215,15 +227,24 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     let limits = rlimits(&sandbox.limits);
     let root = uid == 0;
     // Root is exempt from RLIMIT_NPROC: a pids cgroup holds its commands,
-    // where one can be made (`doctor` says which).
-    let cgroup_procs = match (root, sandbox.limits.processes) {
-        (true, Some(max)) => child::pids_cgroup(max).map_err(|e| {
-            fail(&format!(
-                "cannot make a pids cgroup for the process limit: {e}"
-            ))
-        })?,
-        _ => None,
-    };
+    // where one can be made (`doctor` says which). Memory is held by a
+    // cgroup of the command's wherever one can be made: all its processes
+    // together, its /dev/shm included (RLIMIT_DATA counts one process).
+    const MIB: u64 = 1024 * 1024;
+    let processes = sandbox.limits.processes.filter(|_| root);
+    let memory = sandbox.limits.memory_mb.map(|m| m * MIB);
+    let cgroup_procs = child::command_cgroups(processes, memory).map_err(|e| {
+        fail(&format!(
+            "cannot make a cgroup for the command's limits: {e}"
+        ))
+    })?;
+    // A quarter of the memory limit, at most 1 GiB: enough for Python's
+    // multiprocessing and a test's shared memory, not a way around it.
+    let shm_mb = sandbox
+        .limits
+        .memory_mb
+        .map_or(1024, |m| (m / 4).clamp(16, 1024));
+    let shm_options = CString::new(format!("mode=1777,size={shm_mb}m")).map_err(|e| fail(&e))?;
     Ok(Prepared {
         ruleset,
         child: child::Plan {
@@ -246,6 +267,7 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
             limits,
             processes: sandbox.limits.processes.map(|n| n as libc::rlim_t),
             cgroup_procs,
+            shm_options,
             // A layer is never silently dropped: without the mounts the
             // command would write the workspace itself.
             expect_mounts: support().mounts() || overlay.is_some(),

@@ -41,9 +41,13 @@ pub(super) struct Plan {
     /// RLIMIT_NPROC, applied only in a user namespace of the command's own,
     /// where the kernel counts that namespace's processes alone.
     pub processes: Option<libc::rlim_t>,
-    /// `cgroup.procs` of a pids cgroup made for this command (root, whom
-    /// RLIMIT_NPROC does not bind).
-    pub cgroup_procs: Option<CString>,
+    /// `cgroup.procs` of the cgroups made for this command: its process
+    /// limit (root, whom RLIMIT_NPROC does not bind) and its memory between
+    /// all its processes.
+    pub cgroup_procs: Vec<CString>,
+    /// The options of the command's own `/dev/shm` (its size: what it
+    /// holds is memory no rlimit counts).
+    pub shm_options: CString,
     /// The probe found the namespaces and mounts possible (so `doctor` says
     /// they are enforced): if the child cannot get them after all, the
     /// command fails rather than run without them.
@@ -93,7 +97,7 @@ fn errno() -> io::Error {
 /// Only system calls on `plan`; safe between fork and exec.
 pub(super) unsafe fn enforce(plan: &Plan) -> io::Result<()> {
     die_with(plan.parent);
-    if let Some(procs) = &plan.cgroup_procs {
+    for procs in &plan.cgroup_procs {
         // Before leaving the host's user namespace: "0" is this process.
         if !write_file(procs, b"0") {
             return Err(errno());
@@ -206,7 +210,7 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
             bind(c"/dev/null", socket, 0);
         }
         mount_sets(plan)?;
-        applied.dev = minimal_dev();
+        applied.dev = minimal_dev(&plan.shm_options);
         if plan.overlay.is_some() {
             enter_again()?;
         }
@@ -386,7 +390,7 @@ unsafe fn read_only(path: &CStr, flags: libc::c_ulong) -> io::Result<()> {
 /// a devpts of its own, `/dev/shm`, and the `/dev/fd` links. The host's
 /// disks, `/dev/kmsg` and the rest are not there to open. False when the
 /// tmpfs could not be mounted (the host's `/dev` stays, fenced by Landlock).
-unsafe fn minimal_dev() -> bool {
+unsafe fn minimal_dev(shm_options: &CStr) -> bool {
     const DEVICES: [&CStr; 6] = [
         c"/dev/null",
         c"/dev/zero",
@@ -442,7 +446,7 @@ unsafe fn minimal_dev() -> bool {
         c"/dev/shm".as_ptr(),
         c"tmpfs".as_ptr(),
         libc::MS_NOSUID | libc::MS_NODEV,
-        c"mode=1777".as_ptr().cast(),
+        shm_options.as_ptr().cast(),
     );
     for (target, link) in [
         (c"/proc/self/fd", c"/dev/fd"),
@@ -771,11 +775,12 @@ pub(super) fn probe_overlay(user: bool, target: &CStr, options: &CStr) -> Result
     }
 }
 
-/// The folder under which this process may make pids cgroups: the pids
-/// controller's folder for this process in cgroup v1, or a cgroup v2 one
-/// that delegates `pids` to its children. None where no such folder is
-/// writable (most unprivileged setups, where RLIMIT_NPROC does the job).
-pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
+/// The folder under which this process may make cgroups of `controller`
+/// (`pids`, `memory`): the controller's folder for this process in cgroup
+/// v1, or a cgroup v2 one that delegates it to its children; and whether
+/// it is v2. None where no such folder is writable (most unprivileged
+/// setups, where the rlimits do the job).
+pub(super) fn cgroup_base(controller: &str) -> Option<(PathBuf, bool)> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount_of = |v2: bool| {
@@ -786,7 +791,7 @@ pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
             let fits = if v2 {
                 fstype == "cgroup2"
             } else {
-                fstype == "cgroup" && options.split(',').any(|o| o == "pids")
+                fstype == "cgroup" && options.split(',').any(|o| o == controller)
             };
             fits.then(|| PathBuf::from(left.split_whitespace().nth(4).unwrap_or("/")))
         })
@@ -796,52 +801,82 @@ pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         controllers
             .split(',')
-            .any(|c| c == "pids")
+            .any(|c| c == controller)
             .then(|| path.to_string())
     });
-    let base = match v1 {
-        Some(path) => mount_of(false)?.join(path.trim_start_matches('/')),
+    let (base, v2) = match v1 {
+        Some(path) => (mount_of(false)?.join(path.trim_start_matches('/')), false),
         None => {
             let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
             let base = mount_of(true)?.join(path.trim_start_matches('/'));
             let delegated = std::fs::read_to_string(base.join("cgroup.subtree_control"))
-                .is_ok_and(|s| s.split_whitespace().any(|c| c == "pids"));
+                .is_ok_and(|s| s.split_whitespace().any(|c| c == controller));
             if !delegated {
                 return None;
             }
-            base
+            (base, true)
         }
     };
     let writable = CString::new(base.as_os_str().as_encoded_bytes())
         .ok()
         // SAFETY: access(2) on a NUL-terminated path.
         .is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0);
-    writable.then_some(base)
+    writable.then_some((base, v2))
 }
 
-/// Names of the pids cgroups this crate makes: `agent-cmd-<pid>-<nonce>`.
+/// The folder for pids cgroups (root's process limit), if any.
+pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
+    cgroup_base("pids").map(|(base, _)| base)
+}
+
+/// Names of the cgroups this crate makes: `agent-cmd-<pid>-<nonce>`.
 const CGROUP_PREFIX: &str = "agent-cmd-";
 
-/// A pids cgroup for one command, holding at most `max` processes and
-/// threads: its `cgroup.procs`, for the child to join; None where no pids
-/// cgroup is writable.
+/// A pids cgroup for one command (see [`command_cgroups`]).
+pub(super) fn pids_cgroup(max: u64) -> Result<Option<CString>, String> {
+    Ok(command_cgroups(Some(max), None)?.into_iter().next())
+}
+
+/// The cgroups of one command, holding at most `processes` processes and
+/// threads and `memory` bytes (its `/dev/shm` included) between all its
+/// processes: each `cgroup.procs`, for the child to join (one in cgroup
+/// v2, one per controller in v1). A controller with no writable folder is
+/// left out (the rlimits stand in); the caller asks for `processes` only
+/// where it promised a pids cgroup.
 ///
 /// A folder stays until it is empty and a few seconds old (the child joins
 /// it as it starts); this process removes its own then, and its first call
-/// removes those that processes which have exited left behind. An error means no
-/// process limit can be had, and the command must not run: `doctor` said a
-/// pids cgroup enforces it.
-pub(super) fn pids_cgroup(max: u64) -> Result<Option<CString>, String> {
+/// per folder removes those that processes which have exited left behind.
+/// An error means a promised limit cannot be had, and the command must not
+/// run.
+pub(super) fn command_cgroups(
+    processes: Option<u64>,
+    memory: Option<u64>,
+) -> Result<Vec<CString>, String> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Mutex, Once};
+    use std::sync::Mutex;
     use std::time::{Duration, Instant};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static MADE: Mutex<Vec<(PathBuf, Instant)>> = Mutex::new(Vec::new());
-    static SWEPT: Once = Once::new();
-    let Some(base) = pids_cgroup_base() else {
-        return Ok(None);
-    };
-    SWEPT.call_once(|| sweep_stale(&base));
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    // Each folder with the files to write in it.
+    let mut wanted: Vec<(PathBuf, Vec<(&str, u64)>)> = Vec::new();
+    let limits = [("pids", processes), ("memory", memory)];
+    for (controller, value) in limits {
+        let Some(value) = value else { continue };
+        let Some((base, v2)) = cgroup_base(controller) else {
+            continue;
+        };
+        let file = match (controller, v2) {
+            ("pids", _) => "pids.max",
+            (_, true) => "memory.max",
+            (_, false) => "memory.limit_in_bytes",
+        };
+        match wanted.iter_mut().find(|(b, _)| *b == base) {
+            Some((_, files)) => files.push((file, value)),
+            None => wanted.push((base, vec![(file, value)])),
+        }
+    }
     let mut made = MADE.lock().map_err(|e| e.to_string())?;
     made.retain(|(dir, when)| {
         when.elapsed() < Duration::from_secs(10)
@@ -855,16 +890,36 @@ pub(super) fn pids_cgroup(max: u64) -> Result<Option<CString>, String> {
         since_epoch().as_nanos(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
-    let dir = base.join(name);
-    let fail = |e: std::io::Error| format!("{}: {e}", dir.display());
-    std::fs::create_dir(&dir).map_err(fail)?;
-    if let Err(e) = std::fs::write(dir.join("pids.max"), max.to_string()) {
-        let _ = std::fs::remove_dir(&dir);
-        return Err(fail(e));
+    let mut procs = Vec::new();
+    for (base, files) in wanted {
+        if let Ok(mut swept) = SWEPT.lock() {
+            if !swept.contains(&base) {
+                sweep_stale(&base);
+                swept.push(base.clone());
+            }
+        }
+        let dir = base.join(&name);
+        let fail = |e: std::io::Error| format!("{}: {e}", dir.display());
+        std::fs::create_dir(&dir).map_err(fail)?;
+        made.push((dir.clone(), Instant::now()));
+        for (file, value) in files {
+            std::fs::write(dir.join(file), value.to_string()).map_err(fail)?;
+            // No swap beyond the limit, where the kernel has the knob.
+            let swap = match file {
+                "memory.max" => Some(("memory.swap.max", 0)),
+                "memory.limit_in_bytes" => Some(("memory.memsw.limit_in_bytes", value)),
+                _ => None,
+            };
+            if let Some((knob, v)) = swap.filter(|(k, _)| dir.join(k).exists()) {
+                let _ = std::fs::write(dir.join(knob), v.to_string());
+            }
+        }
+        procs.push(
+            CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
+                .map_err(|e| e.to_string())?,
+        );
     }
-    made.push((dir.clone(), Instant::now()));
-    let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes());
-    procs.map(Some).map_err(|e| e.to_string())
+    Ok(procs)
 }
 
 /// Removes the pids cgroups of commands that are over, left by processes

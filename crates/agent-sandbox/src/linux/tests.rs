@@ -351,3 +351,33 @@ fn a_layered_command_writes_the_layer_and_never_the_workspace() {
         "bypassed writes are not in the layer"
     );
 }
+
+/// Issue 50: memory is held per command, not per process (four processes
+/// of 80 MB each ran under a 100 MB limit), and /dev/shm is small.
+#[test]
+fn memory_is_limited_for_the_whole_command_and_dev_shm_is_small() {
+    if !fenced() {
+        return;
+    }
+    if child::cgroup_base("memory").is_none() {
+        agent_base::testing::skipped(
+            module_path!(),
+            "no memory cgroup is writable here (RLIMIT_DATA holds each process)",
+            agent_base::testing::Need::Optional,
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = Sandbox::new(vec![dir.path().into()]);
+    sandbox.limits.memory_mb = Some(100);
+    let (_, out) = run(
+        &sandbox,
+        dir.path(),
+        "for i in 1 2 3 4; do python3 -c 'import time; b = bytearray(80 << 20); \
+         b[::4096] = bytes(len(b[::4096])); time.sleep(1); print(\"ok\")' & done; wait; \
+         head -c 200000000 /dev/zero > /dev/shm/big 2>/dev/null; echo shm=$?",
+    );
+    let fine = out.matches("ok").count();
+    assert!(fine < 4, "all four held 80 MB each under 100 MB: {out}");
+    assert!(out.contains("shm=1"), "/dev/shm took 200 MB: {out}");
+}

@@ -815,3 +815,84 @@ fn a_trusted_workspace_server_reads_no_credentials_and_writes_no_dotfile() {
     );
     assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
 }
+
+/// Every file under `root` but `.git` and the script, with its bytes.
+fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if rel == ".git" || rel == "turns.json" {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// Issue 50: a command's changes reach the workspace as one change set,
+/// shown as a diff, named in `--json` (`command_changes`), undone byte for
+/// byte; a nested `.git` it writes is refused with its path, the rest kept.
+#[test]
+fn a_commands_changes_are_shown_named_and_undone_and_a_nested_git_refused() {
+    let dir = repo();
+    let root = dir.path();
+    for (path, text) in [
+        ("a.txt", "a\n"),
+        ("b.txt", "b\n"),
+        ("c.txt", "c\n"),
+        ("gone.txt", "gone\n"),
+    ] {
+        write(root, path, text);
+    }
+    let before = tree(root);
+    let script = run_then_finish(
+        root,
+        "echo one >> a.txt && echo two >> b.txt && printf 'C\\n' > c.txt && rm gone.txt && \
+         mkdir -p sub/.git && printf '[core]\\n\\tfsmonitor = touch x\\n' > sub/.git/config",
+    );
+    let out = ask_yolo(root, &script, "Fix calc.py");
+    common::assert_success(&out);
+    let v = json_of(&out);
+    let mut changed: Vec<String> = v["command_changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no command_changes: {v}"))
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    changed.sort();
+    assert_eq!(changed, ["a.txt", "b.txt", "c.txt", "gone.txt"], "{v}");
+    assert_eq!(v["changed_files"].as_array().unwrap().len(), 4, "{v}");
+    let err = stderr(&out);
+    for line in ["+one", "-c", "+C", "-gone"] {
+        assert!(
+            err.lines().any(|l| l.ends_with(line)),
+            "the diff lacks {line}: {err}"
+        );
+    }
+    assert!(
+        !root.join("sub/.git").exists(),
+        "a nested .git was admitted"
+    );
+    let audit = std::fs::read_to_string(common::state_dir(root).join("logs/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("sub/.git/config is git's own data"),
+        "{audit}"
+    );
+    assert_ne!(tree(root), before);
+    let undo = agent_in(root)
+        .args(["sessions", "undo"])
+        .arg(v["session_id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    common::assert_success(&undo);
+    assert_eq!(tree(root), before, "undo restores the tree byte for byte");
+}

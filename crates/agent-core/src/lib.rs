@@ -205,6 +205,9 @@ pub struct Outcome {
     pub session_id: String,
     pub trace_id: String,
     pub changed_files: Vec<String>,
+    /// Of those, the files commands changed (admitted from their layer),
+    /// once each, in the order they were changed.
+    pub command_changes: Vec<String>,
     /// Writes and commands the user declined.
     pub declined: usize,
     pub wall_ms: u64,

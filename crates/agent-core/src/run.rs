@@ -165,6 +165,7 @@ impl Agent {
             session_id: self.log.session_id.clone(),
             trace_id: self.log.trace_id.clone(),
             changed_files: Vec::new(),
+            command_changes: Vec::new(),
             declined: 0,
             wall_ms: 0,
             decode_ms: 0,
@@ -379,6 +380,13 @@ Another copy of this call ends the request.",
             .cloned()
             .collect();
         outcome.changed_files.extend(newly_changed.iter().cloned());
+        if call.tool == "run_cmd" {
+            for path in &output.changed {
+                if !outcome.command_changes.contains(path) {
+                    outcome.command_changes.push(path.clone());
+                }
+            }
+        }
         for path in &output.changed {
             if !self.session_changed.contains(path) {
                 self.session_changed.push(path.clone());

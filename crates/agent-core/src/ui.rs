@@ -153,6 +153,10 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
         let mut fields = serde_json::to_value(output).unwrap_or_default();
         if let Some(map) = fields.as_object_mut() {
             map.insert("tool".into(), call.tool.clone().into());
+            if call.tool == "run_cmd" {
+                // What the command changed, admitted from its layer.
+                map.insert("command_changes".into(), output.changed.clone().into());
+            }
         }
         self.event("tool_result", fields);
     }
@@ -284,7 +288,10 @@ impl Ui for TerminalUi {
             }
             return;
         }
-        if let Some(diff) = output.diff.as_ref().filter(|_| self.show_diffs) {
+        // A command's admitted changes were asked for by no prompt that
+        // showed them: shown here in every mode.
+        let shown = self.show_diffs || call.tool == "run_cmd";
+        if let Some(diff) = output.diff.as_ref().filter(|_| shown) {
             eprint!("{}", colored(&escape_controls(diff)));
         }
         let first = escape_line(output.content.lines().next().unwrap_or_default());

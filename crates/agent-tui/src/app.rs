@@ -391,7 +391,11 @@ impl App {
             .tool
             .take()
             .unwrap_or_else(|| (String::new(), String::new(), Instant::now()));
-        let diff = done.diff.as_deref().filter(|_| self.show_diffs);
+        // A command's admitted changes were in no approval: shown in every mode.
+        let diff = done
+            .diff
+            .as_deref()
+            .filter(|_| self.show_diffs || tool == "run_cmd");
         let (full, short) = cells::tool_done(
             &tool,
             &summary,

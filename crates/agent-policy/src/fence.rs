@@ -162,6 +162,46 @@ fn expand(dir: &Path, parts: &[&str], out: &mut Vec<PathBuf>, depth: usize) {
     }
 }
 
+impl crate::Policy {
+    /// The policy.toml glob that protects `rel` (workspace-relative), or a
+    /// folder it lies in, if any: the path need not exist yet.
+    pub fn protected_by_glob(&self, rel: &Path) -> Option<&str> {
+        let names: Vec<&str> = rel
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => n.to_str(),
+                _ => None,
+            })
+            .collect();
+        self.protected_globs
+            .iter()
+            .map(String::as_str)
+            .find(|glob| {
+                let parts: Vec<&str> = glob
+                    .split('/')
+                    .filter(|p| !p.is_empty() && *p != ".")
+                    .collect();
+                !parts.is_empty()
+                    && (1..=names.len()).any(|n| glob_parts_match(&parts, &names[..n]))
+            })
+    }
+}
+
+/// Whether path components match glob components (`**`: any number of them).
+fn glob_parts_match(parts: &[&str], names: &[&str]) -> bool {
+    match (parts.split_first(), names.split_first()) {
+        (None, None) => true,
+        (Some((&"**", rest)), _) => {
+            glob_parts_match(rest, names)
+                || (!names.is_empty() && glob_parts_match(parts, &names[1..]))
+        }
+        (Some((part, rest)), Some((name, more))) => {
+            crate::secrets::glob_match(part, name) && glob_parts_match(rest, more)
+        }
+        _ => false,
+    }
+}
+
 /// A deny_read entry as a path: `~/` is the home folder, a relative path
 /// is the workspace's.
 pub fn deny_read_path(entry: &str, workspace: &Path) -> Option<PathBuf> {
@@ -327,6 +367,16 @@ mod tests {
         ];
         want.sort();
         assert_eq!(p.protected_paths, want);
+        // Judged by the globs too, for a path made anew.
+        for (rel, hit) in [
+            ("tools/new.py", true),
+            ("a/b/deep.py", true),
+            ("Makefile", true),
+            ("tools/sub/x.py", false),
+            ("src/main.py", false),
+        ] {
+            assert_eq!(p.protected_by_glob(Path::new(rel)).is_some(), hit, "{rel}");
+        }
         assert_eq!(
             p.deny_read,
             vec![PathBuf::from("/srv/keys"), ws.join("secrets")]

@@ -158,6 +158,8 @@ impl Policy {
             .unwrap_or(Path::new("."));
         self.protected_paths
             .extend(fence::expand_globs(workspace, &file.protected_paths));
+        self.protected_globs
+            .extend(file.protected_paths.iter().cloned());
         self.deny_read.extend(
             file.deny_read
                 .iter()

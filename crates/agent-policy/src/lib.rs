@@ -107,6 +107,10 @@ pub struct Policy {
     /// loaded), and the files trusted MCP servers and hooks run. The
     /// sandbox builder (`agent_tools::fence`) reads it as is.
     pub protected_paths: Vec<PathBuf>,
+    /// policy.toml's `protected_paths` as written (workspace-relative
+    /// globs): what a command's changes are judged by, after the change
+    /// ([`Policy::protected_by_glob`]), so a path made anew is covered too.
+    pub protected_globs: Vec<String>,
     /// Absolute paths hidden from commands, besides the built-in secrets
     /// (`~/.ssh`, `~/.aws`, ...): policy.toml's `deny_read`.
     pub deny_read: Vec<PathBuf>,
@@ -141,6 +145,7 @@ impl Policy {
             check_timeout_s: DEFAULT_CHECK_TIMEOUT_S,
             sandbox: true,
             protected_paths: Vec::new(),
+            protected_globs: Vec::new(),
             deny_read: Vec::new(),
             limits: Limits::default(),
             held_back: Vec::new(),

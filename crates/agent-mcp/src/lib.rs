@@ -212,9 +212,15 @@ impl Launch {
         let tmp = agent_base::paths::state_dir(&self.workspace)
             .join("mcp-tmp")
             .join(&config.name);
-        let fenced =
-            agent_tools::fence::program(&self.workspace, &self.policy, &config.command, true, &tmp)
-                .map_err(|e| format!("not started: {e}"))?;
+        let fenced = agent_tools::fence::program(
+            &self.workspace,
+            &self.policy,
+            &config.command,
+            &config.args,
+            true,
+            &tmp,
+        )
+        .map_err(|e| format!("not started: {e}"))?;
         Ok(fenced.map_or_else(
             || tokio::process::Command::new(&config.command),
             tokio::process::Command::from,

@@ -49,6 +49,8 @@ struct PolicyFile {
     protected_paths: Vec<String>,
     #[serde(default)]
     deny_read: Vec<String>,
+    #[serde(default)]
+    home_allow: Vec<String>,
     limits: Option<fence::LimitsFile>,
 }
 
@@ -163,6 +165,11 @@ impl Policy {
             .extend(fence::expand_globs(workspace, &file.protected_paths));
         self.protected_globs
             .extend(file.protected_paths.iter().cloned());
+        self.home_allow.extend(
+            file.home_allow
+                .iter()
+                .filter_map(|e| fence::deny_read_path(e, workspace)),
+        );
         self.deny_read.extend(
             file.deny_read
                 .iter()
@@ -202,6 +209,9 @@ fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
     }
     for name in std::mem::take(&mut file.env_pass) {
         out.push(format!("env_pass = {name:?}"));
+    }
+    for path in std::mem::take(&mut file.home_allow) {
+        out.push(format!("home_allow = {path:?}"));
     }
     if let Some(t) = file.timeout_s.filter(|t| *t > DEFAULT_TIMEOUT_S) {
         file.timeout_s = None;

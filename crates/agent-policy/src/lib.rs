@@ -21,6 +21,7 @@
 //! check_timeout_s = 20           # cap on the checkers run after edits (cargo check, tsc, ...); 0 = off
 //! protected_paths = ["tools/*.py"] # read-only for commands, besides .git, .agent/, AGENTS.md, ...
 //! deny_read = ["~/.vault-token"]   # hidden from commands, besides ~/.ssh, ~/.aws, ...
+//! home_allow = ["~/.config/mytool"] # seen by commands, besides the toolchains' (~/.cargo, ~/.rustup, ...)
 //! env_pass = ["MY_TOOL_*"]         # variables commands get, besides PATH, HOME, LANG, toolchains' (secrets never)
 //! [limits]                         # per command (see [`fence`]); 0 = no limit
 //! processes = 1024
@@ -115,6 +116,10 @@ pub struct Policy {
     /// Absolute paths hidden from commands, besides the built-in secrets
     /// (`~/.ssh`, `~/.aws`, ...): policy.toml's `deny_read`.
     pub deny_read: Vec<PathBuf>,
+    /// Absolute paths in the home folder commands see besides the
+    /// toolchains' (`agent_tools::fence::HOME_ALLOW`): policy.toml's
+    /// `home_allow`. The rest of the home folder is hidden.
+    pub home_allow: Vec<PathBuf>,
     /// Per-command resource limits: policy.toml's `[limits]`.
     pub limits: Limits,
     /// Keys of policy.toml that would loosen the policy but were not applied,
@@ -150,6 +155,7 @@ impl Policy {
             sandbox: true,
             protected_paths: Vec::new(),
             protected_globs: Vec::new(),
+            home_allow: Vec::new(),
             deny_read: Vec::new(),
             limits: Limits::default(),
             held_back: Vec::new(),

@@ -7,7 +7,8 @@
 //! restored after the fact: what the kernel refuses never happens.
 //!
 //! - Files: read anywhere but the hidden set ([`Sandbox::deny_read`]: the
-//!   user's credentials, the agent's own config and state); write, create and
+//!   user's credentials, the agent's own config and state) and the home
+//!   folder beyond the toolchains' folders ([`Sandbox::home`]); write, create and
 //!   delete only inside the workspace and a private temp dir (`TMPDIR`,
 //!   removed when the command ends), except the read-only set inside them
 //!   ([`Sandbox::read_only`]: `.git`, `.agent/`, `.mcp.json`, `AGENTS.md`,
@@ -117,10 +118,23 @@ pub struct Sandbox {
     /// writable folder (hiding it would hide the workspace), are skipped.
     pub deny_read: Vec<PathBuf>,
     pub limits: Limits,
+    /// The home folder hidden (an empty tmpfs over it), but for what
+    /// [`Home::keep`] names and every writable or read-only path inside it,
+    /// bound back as they are (Linux, with the mounts).
+    pub home: Option<Home>,
     /// The workspace as a copy-on-write layer: the command's writes under
     /// [`Overlay::root`] land in [`Overlay::upper`], for the caller to
     /// admit, and the folder itself is never written.
     pub overlay: Option<Overlay>,
+}
+
+/// The user's home folder as a command sees it.
+#[derive(Debug, Clone, Default)]
+pub struct Home {
+    pub dir: PathBuf,
+    /// Files and folders inside it the command still sees (toolchains,
+    /// caches); missing ones are skipped.
+    pub keep: Vec<PathBuf>,
 }
 
 /// An overlayfs over one writable folder (Linux, where [`Support::overlay`]).

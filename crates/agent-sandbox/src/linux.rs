@@ -272,6 +272,7 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
             // command would write the workspace itself.
             expect_mounts: support().mounts() || overlay.is_some(),
             overlay,
+            home: home_plan(sandbox),
         },
     })
 }
@@ -311,6 +312,46 @@ fn overlay_plan(o: &super::Overlay) -> std::io::Result<child::OverlayPlan> {
         options_user: options(true)?,
         options_root: options(false)?,
         reopen,
+    })
+}
+
+/// The home folder to hide, where the mounts are had: what it keeps, and
+/// every writable, read-only and layered path inside it, none inside
+/// another (a recursive bind brings those along). None when the home
+/// folder is the root, holds nothing, or lies in what the command writes.
+fn home_plan(sandbox: &Sandbox) -> Option<child::HomePlan> {
+    let home = sandbox.home.as_ref()?;
+    let dir = home.dir.canonicalize().ok()?;
+    if !support().mounts() || dir == Path::new("/") {
+        return None;
+    }
+    if sandbox.writable.iter().any(|w| dir.starts_with(w)) {
+        return None;
+    }
+    let mut keep: Vec<PathBuf> = home
+        .keep
+        .iter()
+        .chain(&sandbox.writable)
+        .chain(&sandbox.read_only)
+        .filter_map(|p| p.canonicalize().ok())
+        .filter(|p| p.starts_with(&dir) && *p != dir)
+        .collect();
+    keep.sort();
+    keep.dedup();
+    // Sorted, a path's parent comes first: keep only the outermost.
+    let mut outer: Vec<PathBuf> = Vec::new();
+    for p in keep {
+        if !outer.iter().any(|o| p.starts_with(o)) {
+            outer.push(p);
+        }
+    }
+    outer.truncate(child::MAX_HOME_KEEP);
+    Some(child::HomePlan {
+        dir: cstring(&dir)?,
+        keep: outer
+            .iter()
+            .filter_map(|p| Some((cstring(p)?, p.is_dir())))
+            .collect(),
     })
 }
 

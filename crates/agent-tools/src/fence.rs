@@ -11,7 +11,8 @@
 //!   commit`) asks, and runs with it writable ([`allow_git_writes`]) and
 //!   git's hooks and fsmonitor off ([`git_hardening_env`]).
 //! - Hidden ([`secret_paths`]): the user's credentials, the agent's own
-//!   configuration and state, `/etc/shadow`, and the policy's `deny_read`.
+//!   configuration and state, `/etc/shadow`, and the policy's `deny_read`;
+//!   and the home folder but for the toolchains' folders ([`HOME_ALLOW`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,52 @@ pub const HOME_SECRETS: &[&str] = &[
     ".terraform.d/credentials.tfrc.json",
     ".config/hub",
     ".config/op",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+];
+
+/// What commands see of the home folder (the rest is hidden): where
+/// toolchains, interpreters and their caches live, and the user's git
+/// identity. Their credential files stay hidden ([`HOME_SECRETS`]).
+/// policy.toml's `home_allow` adds to it.
+pub const HOME_ALLOW: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".local/bin",
+    ".local/lib",
+    ".npm",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".pyenv",
+    ".rbenv",
+    ".gem",
+    ".conda",
+    "miniconda3",
+    "anaconda3",
+    ".sdkman",
+    ".gradle",
+    ".m2",
+    "go",
+    ".ghcup",
+    ".cabal",
+    ".stack",
+    ".elan",
+    ".opam",
+    ".dotnet",
+    ".nuget/packages",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/pypoetry",
+    ".cache/go-build",
+    ".cache/yarn",
+    ".cache/pnpm",
+    ".cache/ms-playwright",
+    ".gitconfig",
+    ".config/git/config",
+    ".config/git/ignore",
 ];
 
 /// System files with secrets.
@@ -59,6 +106,7 @@ const MAX_WALK: usize = 50_000;
 /// and hidden sets, the policy's limits.
 pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
     let mut sandbox = reader(policy);
+    sandbox.home = home(policy);
     sandbox.writable = vec![root.to_path_buf()];
     sandbox.allow_network = policy.allow_network;
     sandbox.read_only = protected_paths(root);
@@ -76,6 +124,15 @@ pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
     sandbox
 }
 
+/// The home folder as commands see it: [`HOME_ALLOW`] and the policy's
+/// `home_allow` (None without a home folder).
+fn home(policy: &Policy) -> Option<agent_sandbox::Home> {
+    let dir = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
+    let mut keep: Vec<PathBuf> = HOME_ALLOW.iter().map(|p| dir.join(p)).collect();
+    keep.extend(policy.home_allow.iter().cloned());
+    Some(agent_sandbox::Home { dir, keep })
+}
+
 /// A long-lived program the workspace defines (an MCP server), started in
 /// the sandbox: the workspace writable but for its read-only set, the
 /// hidden set hidden, `tmp` its temp folder, the network open only when its
@@ -85,6 +142,7 @@ pub fn program(
     root: &Path,
     policy: &Policy,
     program: &str,
+    args: &[String],
     allow_network: bool,
     tmp: &Path,
 ) -> Result<Option<std::process::Command>, String> {
@@ -96,6 +154,24 @@ pub fn program(
     }
     let mut fence = sandbox(root, policy);
     fence.allow_network = allow_network || policy.allow_network;
+    // What its definition names by absolute path stays in sight in a hidden
+    // home: its program's installation (a virtualenv's `bin/python`: the
+    // environment) and the folders of the files it is given.
+    if let Some(home) = fence.home.as_mut() {
+        let named = std::iter::once(program).chain(args.iter().map(String::as_str));
+        for path in named
+            .map(Path::new)
+            .filter(|p| p.is_absolute() && p.exists())
+        {
+            let install = if path == Path::new(program) {
+                path.parent().and_then(Path::parent)
+            } else {
+                path.parent()
+            };
+            home.keep
+                .extend(install.filter(|d| *d != home.dir).map(Path::to_path_buf));
+        }
+    }
     std::fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     fence.writable.push(tmp.to_path_buf());
     let prepared = fence.prepare()?;

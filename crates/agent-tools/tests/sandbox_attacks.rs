@@ -495,6 +495,11 @@ fn in_fake_home(test: &str) -> bool {
         (".netrc", "machine example.com password FAKENETRC\n"),
         (".config/agent/trust.json", "FAKETRUST\n"),
         (".local/state/agent/x.db", "FAKESTATE\n"),
+        // Issue 50: read in the attack round.
+        (".config/git/credentials", "https://u:FAKEGITCRED@host\n"),
+        (".pgpass", "db:5432:*:u:FAKEPGPASS\n"),
+        (".vault-token", "FAKEVAULT\n"),
+        (".bashrc", "export GITHUB_TOKEN=FAKEBASHRC\n"),
     ] {
         std::fs::create_dir_all(h.join(rel).parent().unwrap()).unwrap();
         std::fs::write(h.join(rel), text).unwrap();
@@ -527,7 +532,8 @@ fn commands_cannot_read_the_users_secrets() {
         "cat $HOME/.aws/credentials; cat $HOME/.ssh/id_ed25519 $HOME/.netrc; \
          cat $HOME/.config/agent/trust.json $HOME/.local/state/agent/x.db; \
          python3 -c \"print(open('$HOME/.aws/credentials').read())\"; \
-         cat /etc/shadow; echo done",
+         cat /etc/shadow; cat $HOME/.config/git/credentials $HOME/.pgpass $HOME/.vault-token \
+         $HOME/.bashrc; echo done",
     );
     for secret in [
         "AKIAFAKE",
@@ -536,6 +542,10 @@ fn commands_cannot_read_the_users_secrets() {
         "FAKETRUST",
         "FAKESTATE",
         "root:",
+        "FAKEGITCRED",
+        "FAKEPGPASS",
+        "FAKEVAULT",
+        "FAKEBASHRC",
     ] {
         assert!(!out.content.contains(secret), "{secret}: {}", out.content);
     }

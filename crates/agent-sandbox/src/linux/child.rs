@@ -54,7 +54,19 @@ pub(super) struct Plan {
     pub expect_mounts: bool,
     /// The workspace's copy-on-write layer, mounted before everything else.
     pub overlay: Option<OverlayPlan>,
+    /// The home folder to hide, and what to bind back into it.
+    pub home: Option<HomePlan>,
 }
+
+/// See [`crate::Home`]: the folder, and each path inside it to bind back
+/// (no one inside another) with whether it is a folder.
+pub(super) struct HomePlan {
+    pub dir: CString,
+    pub keep: Vec<(CString, bool)>,
+}
+
+/// Most paths bound back into a hidden home.
+pub(super) const MAX_HOME_KEEP: usize = 64;
 
 /// An overlayfs over the workspace (see [`crate::Overlay`]).
 ///
@@ -210,8 +222,11 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
             bind(c"/dev/null", socket, 0);
         }
         mount_sets(plan)?;
+        if let Some(home) = &plan.home {
+            hide_home(home)?;
+        }
         applied.dev = minimal_dev(&plan.shm_options);
-        if plan.overlay.is_some() {
+        if plan.overlay.is_some() || plan.home.is_some() {
             enter_again()?;
         }
     }
@@ -285,6 +300,71 @@ unsafe fn reopen(overlay: &OverlayPlan) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// An empty tmpfs over the home folder, then what it keeps bound back
+/// where it was: opened first (after that the paths are gone), each place
+/// made in the tmpfs, each bound recursively (the layer, read-only and
+/// hidden mounts below it come along).
+unsafe fn hide_home(home: &HomePlan) -> io::Result<()> {
+    let mut fds = [-1; MAX_HOME_KEEP];
+    for (fd, (path, _)) in fds.iter_mut().zip(&home.keep) {
+        *fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+    }
+    let r = libc::mount(
+        c"tmpfs".as_ptr(),
+        home.dir.as_ptr(),
+        c"tmpfs".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        c"mode=0755,size=1m".as_ptr().cast(),
+    );
+    if r != 0 {
+        return Err(errno());
+    }
+    for (fd, (path, is_dir)) in fds.into_iter().zip(&home.keep) {
+        if fd < 0 {
+            continue; // missing: nothing to keep
+        }
+        let placed = make_place(home.dir.to_bytes().len(), path, *is_dir);
+        let mut buf = [0u8; 32];
+        let bound = placed && bind(fd_path(fd, &mut buf), path, libc::MS_REC);
+        libc::close(fd);
+        if !bound {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+/// Makes `path`'s folders below the first `skip` bytes, and the path itself
+/// (a folder, or an empty file to bind a file over), in the home's tmpfs.
+unsafe fn make_place(skip: usize, path: &CStr, is_dir: bool) -> bool {
+    let bytes = path.to_bytes();
+    let mut buf = [0u8; 4096];
+    if bytes.len() >= buf.len() {
+        return false;
+    }
+    buf[..bytes.len()].copy_from_slice(bytes);
+    for i in skip + 1..bytes.len() {
+        if buf[i] == b'/' {
+            buf[i] = 0;
+            libc::mkdir(buf.as_ptr().cast(), 0o755);
+            buf[i] = b'/';
+        }
+    }
+    if is_dir {
+        libc::mkdir(path.as_ptr(), 0o755);
+    } else {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+            0o644,
+        );
+        if fd >= 0 {
+            libc::close(fd);
+        }
+    }
+    true
 }
 
 /// The working folder was entered (by `Command::current_dir`) before the
@@ -833,6 +913,7 @@ pub(super) fn pids_cgroup_base() -> Option<PathBuf> {
 const CGROUP_PREFIX: &str = "agent-cmd-";
 
 /// A pids cgroup for one command (see [`command_cgroups`]).
+#[cfg(test)]
 pub(super) fn pids_cgroup(max: u64) -> Result<Option<CString>, String> {
     Ok(command_cgroups(Some(max), None)?.into_iter().next())
 }

@@ -381,3 +381,67 @@ fn memory_is_limited_for_the_whole_command_and_dev_shm_is_small() {
     assert!(fine < 4, "all four held 80 MB each under 100 MB: {out}");
     assert!(out.contains("shm=1"), "/dev/shm took 200 MB: {out}");
 }
+
+/// Issue 50: the home folder is hidden but for what it keeps; a workspace
+/// inside it works as before, its read-only set and its layer included.
+#[test]
+fn the_home_folder_is_hidden_but_for_what_it_keeps() {
+    if !fenced() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let ws = home.join("src/proj");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
+    std::fs::write(home.join(".cargo/bin/tool"), "tool\n").unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user]\n\tname = me\n").unwrap();
+    std::fs::write(home.join(".bashrc"), "export TOKEN=s3cr3t\n").unwrap();
+    std::fs::write(home.join("src/notes.txt"), "private\n").unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("upper")).unwrap();
+    std::fs::create_dir_all(state.join("work")).unwrap();
+    let mut sandbox = Sandbox::new(vec![ws.clone()]);
+    sandbox.read_only = vec![ws.join(".git")];
+    sandbox.home = Some(crate::Home {
+        dir: home.clone(),
+        keep: vec![
+            home.join(".cargo"),
+            home.join(".gitconfig"),
+            home.join(".npm"),
+        ],
+    });
+    let layered = overlay_support(&state).is_ok();
+    if layered {
+        sandbox.overlay = Some(crate::Overlay {
+            root: ws.clone(),
+            upper: state.join("upper"),
+            work: state.join("work"),
+            bypass: Vec::new(),
+        });
+    }
+    let h = home.display();
+    let (code, out) = run(
+        &sandbox,
+        &ws,
+        &format!(
+            "cat {h}/.cargo/bin/tool {h}/.gitconfig; cat {h}/.bashrc {h}/src/notes.txt 2>&1 | grep -c 'No such file'; \
+             echo made > new.txt && cat new.txt; {{ echo x > .git/x; }} 2>/dev/null || echo git-read-only; \
+             {{ echo x > {h}/.cargo/planted; }} 2>/dev/null || echo cargo-unwritable"
+        ),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        "tool\n[user]\n\tname = me\n2\nmade\ngit-read-only\ncargo-unwritable\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        "export TOKEN=s3cr3t\n"
+    );
+    assert_eq!(
+        ws.join("new.txt").exists(),
+        !layered,
+        "written through the layer when there is one"
+    );
+}

@@ -1,3 +1,4 @@
+use agent_base::term::untrusted_text;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -31,7 +32,7 @@ fn main() {
     // stops everything but `agent doctor`, which shows why.
     if let Err(e) = cmd::admin::init() {
         if !matches!(command, Command::Doctor(_)) {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", untrusted_text(&e));
             std::process::exit(exit::USAGE);
         }
     }
@@ -69,7 +70,7 @@ fn main() {
                 eprintln!("{refused}");
                 std::process::exit(exit::USAGE);
             }
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", untrusted_text(&format!("{e:#}")));
             let refused = e
                 .chain()
                 .any(|c| c.downcast_ref::<agent_base::paths::NotAProject>().is_some());

@@ -49,7 +49,7 @@ fn verify(file: Option<PathBuf>, head: Option<PathBuf>, json: bool) -> Result<i3
             match &r.broken {
                 None => println!(
                     "ok    {}: {} records, chain intact{}",
-                    r.file.display(),
+                    agent_base::term::untrusted(&r.file),
                     r.records,
                     if r.tail_checked {
                         ", tail matches its head"
@@ -57,7 +57,7 @@ fn verify(file: Option<PathBuf>, head: Option<PathBuf>, json: bool) -> Result<i3
                         ""
                     }
                 ),
-                Some(b) => println!("BROKEN {}: line {}: {}", r.file.display(), b.line, b.why),
+                Some(b) => println!("BROKEN {}: line {}: {}", agent_base::term::untrusted(&r.file), b.line, agent_base::term::untrusted(&b.why)),
             }
             for note in &r.notes {
                 println!("      note: {note}");

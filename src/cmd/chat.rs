@@ -31,7 +31,7 @@ pub(crate) fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Resul
     eprintln!(
         "agent chat: {} in {}{}\n{}",
         session.agent.provider_name(),
-        session.agent.workspace().display(),
+        untrusted(session.agent.workspace()),
         if resumed > 0 {
             format!(
                 " (resumed session {}, {resumed} messages)",
@@ -254,7 +254,7 @@ impl Chat {
                 self.totals.add(&outcome);
                 print_outcome_on(&outcome, stdout)
             }
-            Err(e) => eprintln!("error: {e:#}"),
+            Err(e) => eprintln!("error: {}", untrusted_text(&format!("{e:#}"))),
         }
         cancel.reset();
         Flow::Next
@@ -507,13 +507,13 @@ fn slash_command(
         "compact" => match agent.compact(Some(rest).filter(|r| !r.is_empty()), ui, cancel) {
             // The UI has shown the summary, or why there is none.
             Ok(_) => {}
-            Err(e) => eprintln!("error: {e:#}"),
+            Err(e) => eprintln!("error: {}", untrusted_text(&format!("{e:#}"))),
         },
         "init" => match agent.init(true, true, session.approver.as_mut(), cancel) {
             Ok(outcome) => {
                 super::init::report(&outcome, show_diffs);
             }
-            Err(e) => eprintln!("error: {e:#}"),
+            Err(e) => eprintln!("error: {}", untrusted_text(&format!("{e:#}"))),
         },
         "exit" | "quit" | "q" => return Command::Quit,
         "clear" | "new" => {

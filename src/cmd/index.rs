@@ -9,6 +9,7 @@ use super::exit;
 use crate::cli::IndexArgs;
 use agent_base::cancel::CancelToken;
 use agent_base::paths;
+use agent_base::term::untrusted_text;
 use agent_index::{watch, Index, IndexOptions, Progress, UpdateStats};
 use agent_lang::walk::WalkOptions;
 use agent_repomap::{default_cache_path, RepoMap};
@@ -30,7 +31,7 @@ pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     if !args.json && args.path.is_none() && !root.join(".git").exists() {
         eprintln!(
             "note: not inside a git repository; indexing {} (pass a path to index another folder)",
-            root.display()
+            agent_base::term::untrusted(&root)
         );
     }
     if let (Some(why), false) = (index.rechunking(), args.json) {
@@ -152,7 +153,7 @@ fn update_rows(index: &mut Index, started: Instant, cancel: &CancelToken) -> Res
 fn map_priority(index: &Index, changed: &[String]) -> Vec<String> {
     let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
     if let Err(e) = map.refresh() {
-        eprintln!("warning: repo map not updated: {e:#}");
+        eprintln!("warning: repo map not updated: {}", untrusted_text(&format!("{e:#}")));
     }
     map.ranked_files(changed)
 }
@@ -198,7 +199,7 @@ fn watch_changes(index: &mut Index, json: bool, cancel: &CancelToken) -> Result<
     if !json {
         eprintln!(
             "watching {} for changes at low CPU priority (Ctrl-C to stop)",
-            index.root().display()
+            agent_base::term::untrusted(index.root())
         );
     }
     watch::lower_priority(watch::Scope::Process);
@@ -212,14 +213,14 @@ fn watch_changes(index: &mut Index, json: bool, cancel: &CancelToken) -> Result<
                 if stats.files_indexed + stats.files_removed > 0 {
                     // The map's tags follow the index (only moved files are re-tagged).
                     if let Err(e) = map.refresh() {
-                        eprintln!("warning: repo map not updated: {e:#}");
+                        eprintln!("warning: repo map not updated: {}", untrusted_text(&format!("{e:#}")));
                     }
                 }
                 if stats.files_indexed + stats.files_removed > 0 || json {
                     report(&stats, json)
                 }
             }
-            Err(e) => eprintln!("update failed (still watching): {e:#}"),
+            Err(e) => eprintln!("update failed (still watching): {}", untrusted_text(&format!("{e:#}"))),
         },
     )?;
     Ok(())

@@ -34,7 +34,7 @@ pub(crate) fn run(args: &ModelsArgs) -> Result<i32> {
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("models folder: {}", dir.display());
+        println!("models folder: {}", agent_base::term::untrusted(&dir));
         for s in &statuses {
             println!(
                 "  {:<9} {:<36} {:>8.1} MB  {}",

@@ -478,3 +478,80 @@ fn the_architecture_document_names_what_exists() {
         wrong.join("\n")
     );
 }
+
+/// Each print macro's whole text (`println!(...)` to its closing paren) in
+/// `text`, with its line number.
+fn prints(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for macro_name in ["println!(", "eprintln!(", "print!(", "eprint!("] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(macro_name) {
+            let start = from + at;
+            from = start + macro_name.len();
+            // `eprintln!(` also holds `println!(`: count each call once.
+            let before = text[..start].chars().last();
+            if before.is_some_and(|c| is_ident(c) || c == '_') {
+                continue;
+            }
+            let mut depth = 0usize;
+            let mut end = from;
+            for (i, c) in text[from - 1..].char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = from - 1 + i;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let line = text[..start].matches('\n').count() + 1;
+            out.push((line, text[start..=end.min(text.len() - 1)].to_string()));
+        }
+    }
+    out
+}
+
+/// Issue 50, item 7: what the front ends print of errors and paths goes
+/// through the escaping type (`agent_base::term::untrusted*`): an error can
+/// quote a repository's server name or regex, a path the folder's name,
+/// and either may hold terminal escape sequences.
+#[test]
+fn front_ends_print_errors_and_paths_only_escaped() {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in ["src", "crates/agent-tui/src"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.push(root.join("crates/agent-core/src/ui.rs"));
+    let raw = ["{e}", "{e:#}", "{e:?}", "{err}", "{error}", ".display()"];
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, call) in prints(&text) {
+            let escaped = call.contains("untrusted") || call.contains("escape_");
+            if !escaped && raw.iter().any(|r| call.contains(r)) {
+                let rel = file.strip_prefix(&root).unwrap().display();
+                found.push(format!("{rel}:{line}: {}", call.lines().next().unwrap_or_default()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "print these through agent_base::term::untrusted or untrusted_text:\n{}",
+        found.join("\n")
+    );
+}

@@ -530,7 +530,7 @@ fn edit_in_editor(edits: &mut Edits) {
             eprint!("{}", colored(&escape_controls(&edits.diff())));
         }
         Ok(false) => eprintln!("{} the file is unchanged", style("!").yellow()),
-        Err(e) => eprintln!("{} {e}", style("!").yellow()),
+        Err(e) => eprintln!("{} {}", style("!").yellow(), untrusted_text(&e.to_string())),
     }
 }
 

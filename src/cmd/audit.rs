@@ -57,7 +57,12 @@ fn verify(file: Option<PathBuf>, head: Option<PathBuf>, json: bool) -> Result<i3
                         ""
                     }
                 ),
-                Some(b) => println!("BROKEN {}: line {}: {}", agent_base::term::untrusted(&r.file), b.line, agent_base::term::untrusted(&b.why)),
+                Some(b) => println!(
+                    "BROKEN {}: line {}: {}",
+                    agent_base::term::untrusted(&r.file),
+                    b.line,
+                    agent_base::term::untrusted(&b.why)
+                ),
             }
             for note in &r.notes {
                 println!("      note: {note}");

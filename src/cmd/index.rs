@@ -153,7 +153,10 @@ fn update_rows(index: &mut Index, started: Instant, cancel: &CancelToken) -> Res
 fn map_priority(index: &Index, changed: &[String]) -> Vec<String> {
     let mut map = RepoMap::open(index.root(), &default_cache_path(index.root()));
     if let Err(e) = map.refresh() {
-        eprintln!("warning: repo map not updated: {}", untrusted_text(&format!("{e:#}")));
+        eprintln!(
+            "warning: repo map not updated: {}",
+            untrusted_text(&format!("{e:#}"))
+        );
     }
     map.ranked_files(changed)
 }
@@ -213,14 +216,20 @@ fn watch_changes(index: &mut Index, json: bool, cancel: &CancelToken) -> Result<
                 if stats.files_indexed + stats.files_removed > 0 {
                     // The map's tags follow the index (only moved files are re-tagged).
                     if let Err(e) = map.refresh() {
-                        eprintln!("warning: repo map not updated: {}", untrusted_text(&format!("{e:#}")));
+                        eprintln!(
+                            "warning: repo map not updated: {}",
+                            untrusted_text(&format!("{e:#}"))
+                        );
                     }
                 }
                 if stats.files_indexed + stats.files_removed > 0 || json {
                     report(&stats, json)
                 }
             }
-            Err(e) => eprintln!("update failed (still watching): {}", untrusted_text(&format!("{e:#}"))),
+            Err(e) => eprintln!(
+                "update failed (still watching): {}",
+                untrusted_text(&format!("{e:#}"))
+            ),
         },
     )?;
     Ok(())

@@ -545,7 +545,10 @@ fn front_ends_print_errors_and_paths_only_escaped() {
             let escaped = call.contains("untrusted") || call.contains("escape_");
             if !escaped && raw.iter().any(|r| call.contains(r)) {
                 let rel = file.strip_prefix(&root).unwrap().display();
-                found.push(format!("{rel}:{line}: {}", call.lines().next().unwrap_or_default()));
+                found.push(format!(
+                    "{rel}:{line}: {}",
+                    call.lines().next().unwrap_or_default()
+                ));
             }
         }
     }

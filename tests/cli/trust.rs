@@ -896,3 +896,42 @@ fn a_commands_changes_are_shown_named_and_undone_and_a_nested_git_refused() {
     common::assert_success(&undo);
     assert_eq!(tree(root), before, "undo restores the tree byte for byte");
 }
+
+/// Issue 50: an invalid server name and a deny regex from the repository,
+/// and the workspace folder's own name, hold escape sequences: the errors
+/// and the chat banner print them escaped.
+#[test]
+fn escapes_in_errors_and_the_folders_name_reach_the_terminal_escaped() {
+    let parent = tempfile::tempdir().unwrap();
+    let root = parent.path().join("proj\u{1b}]0;pwned\u{7}\u{1b}[2J");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    write(&root, "calc.py", "def add(a, b):\n    return a + b\n");
+    write(
+        &root,
+        ".mcp.json",
+        &json!({"mcpServers": {"x\u{1b}[31mred": {"command": "sh"}}}).to_string(),
+    );
+    let out = agent_in(&root).args(["mcp", "list"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(err.contains("server name"), "{err}");
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{7}'),
+        "raw escapes: {err:?}"
+    );
+    std::fs::remove_file(root.join(".mcp.json")).unwrap();
+    write(&root, ".agent/policy.toml", "deny = [\"(\u{1b}[2J\"]\n");
+    let out = agent_in(&root)
+        .args(["ask", "--no-tools", "hi"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}'), "raw escapes: {err:?}");
+    std::fs::remove_dir_all(root.join(".agent")).unwrap();
+    let out = agent_in(&root).args(["search", "add"]).output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{7}'),
+        "raw escapes: {err:?}"
+    );
+}

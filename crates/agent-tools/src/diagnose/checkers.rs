@@ -290,14 +290,34 @@ impl Checks {
             agent_base::paths::create_private_dir(&build_cache);
             writable.push(build_cache.clone());
         }
+        let mut sandbox = sandboxed.then(|| Sandbox {
+            writable,
+            allow_network: false,
+            ..crate::fence::sandbox(workspace.root(), policy)
+        });
+        // A checker installed in the home folder (a venv's ruff, a
+        // typescript package the project links to) stays in sight there.
+        if let Some(home) = sandbox.as_mut().and_then(|s| s.home.as_mut()) {
+            for p in &planned {
+                // The program's installation as found (`node_modules/.bin/tsc`
+                // through a linked node_modules) and as it really is.
+                let found = p.program.parent().and_then(Path::parent);
+                let real = p.program.canonicalize().ok();
+                let installs = [
+                    found.and_then(|d| d.canonicalize().ok()),
+                    real.as_deref()
+                        .and_then(Path::parent)
+                        .and_then(Path::parent)
+                        .map(Path::to_path_buf),
+                ];
+                home.keep
+                    .extend(installs.into_iter().flatten().filter(|d| *d != home.dir));
+            }
+        }
         Self {
             planned,
             timeout: Duration::from_secs(policy.check_timeout_s),
-            sandbox: sandboxed.then(|| Sandbox {
-                writable,
-                allow_network: false,
-                ..crate::fence::sandbox(workspace.root(), policy)
-            }),
+            sandbox,
             env: policy.command_env(),
             workspace: workspace.root().to_path_buf(),
             build_cache,

@@ -331,6 +331,33 @@ pub fn bypass(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Caches every project leaves out of git, wherever they are.
+const CACHE_NAMES: &[&str] = &[
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".tox",
+    ".nox",
+    ".eslintcache",
+    ".turbo",
+    ".parcel-cache",
+];
+
+/// Whether a changed file is output a command leaves behind (git ignores
+/// it, or it is a cache or bytecode): it reaches the workspace as written,
+/// outside the change set, so a test run's `.pyc` files are no diff.
+fn is_output(ignore: &ignore::gitignore::Gitignore, root: &Path, rel: &str) -> bool {
+    Path::new(rel)
+        .components()
+        .any(|c| CACHE_NAMES.contains(&c.as_os_str().to_string_lossy().as_ref()))
+        || rel.ends_with(".pyc")
+        || ignore
+            .matched_path_or_any_parents(root.join(rel), false)
+            .is_ignore()
+}
+
 /// Whether `rel`'s top folder is build output a command made: a folder of
 /// [`BUILD_DIRS`] git ignores, new at the root.
 fn new_build_dir(root: &Path, rel: &str) -> bool {
@@ -354,6 +381,8 @@ pub struct Admitted {
 /// output, links, empty folders) already made.
 struct Sorted {
     admit: Vec<FileChange>,
+    /// Output git ignores ([`is_output`]): written as it is, no review.
+    output: Vec<FileChange>,
     asked: Vec<(FileChange, String)>,
     /// Existing files whose mode alone (or too) changed.
     modes: Vec<(String, u32)>,
@@ -392,9 +421,11 @@ fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) ->
     let outside_moved = |rel: &str| !moved.iter().any(|m| Path::new(rel).starts_with(m));
     let (changes, mut modes, more) = changes(workspace, &layer.upper, found, &outside_moved);
     notes.extend(more);
-    let (mut admit, mut asked) = (Vec::new(), Vec::new());
+    let (ignore, _) = ignore::gitignore::Gitignore::new(root.join(".gitignore"));
+    let (mut admit, mut asked, mut output) = (Vec::new(), Vec::new(), Vec::new());
     for c in changes {
         match class(&c.rel) {
+            Class::Admit if is_output(&ignore, root, &c.rel) => output.push(c),
             Class::Admit => admit.push(c),
             Class::Ask(why) => asked.push((c, why)),
             Class::Refuse(why) => notes.push(format!("not admitted: {why}")),
@@ -417,6 +448,7 @@ fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) ->
     }
     Sorted {
         admit,
+        output,
         asked,
         modes,
         notes,
@@ -436,6 +468,7 @@ pub(crate) fn admit(ctx: &mut ToolContext<'_>, layer: &Layer, command: &str) -> 
         ..Admitted::default()
     };
     let summary = format!("run_cmd: {}", super::grep::cut(command, 80));
+    write_unreviewed(sorted.output, &mut out, true);
     take(ctx, sorted.admit, &summary, None, &mut out);
     for (c, why) in sorted.asked {
         take(ctx, vec![c], &summary, Some(why), &mut out);
@@ -463,18 +496,38 @@ pub fn admit_unreviewed(workspace: &Workspace, policy: &Policy, layer: &Layer) -
             c.rel
         ));
     }
-    for c in sorted.admit.into_iter().filter(|c| c.old != c.new) {
-        let written = match &c.new {
-            Some(bytes) => agent_base::files::atomic_write(&c.abs, bytes, c.mode),
+    write_unreviewed(sorted.output, &mut out, true);
+    write_unreviewed(sorted.admit, &mut out, false);
+    set_modes(workspace.root(), &sorted.modes, &mut out);
+    out
+}
+
+/// Writes changes as they are (no checkpoint, no diff); the paths go to
+/// `out.changed`, or for `output`, one note counting them.
+fn write_unreviewed(changes: Vec<FileChange>, out: &mut Admitted, output: bool) {
+    let mut written = 0;
+    for c in changes.into_iter().filter(|c| c.old != c.new) {
+        let done = match &c.new {
+            Some(bytes) => {
+                if let Some(dir) = c.abs.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                agent_base::files::atomic_write(&c.abs, bytes, c.mode)
+            }
             None => std::fs::remove_file(&c.abs),
         };
-        match written {
+        match done {
+            Ok(()) if output => written += 1,
             Ok(()) => out.changed.push(c.rel),
             Err(e) => out.notes.push(format!("not admitted: {}: {e}", c.rel)),
         }
     }
-    set_modes(workspace.root(), &sorted.modes, &mut out);
-    out
+    if written > 0 {
+        out.notes.push(format!(
+            "{written} file(s) git ignores or caches (build output) written as they are, \
+             outside the change set"
+        ));
+    }
 }
 
 fn set_modes(root: &Path, modes: &[(String, u32)], out: &mut Admitted) {

@@ -176,17 +176,27 @@ fn a_commands_changes_are_one_change_set_shown_as_a_diff_and_undo_restores_the_t
         std::fs::write(h.root.join(path), text).unwrap();
     }
     let before = tree(&h.root);
-    let out =
-        h.run("echo more >> a.txt && printf 'B\n' > b.txt && echo new > c.txt && rm d/gone.txt");
+    let out = h.run(
+        "echo more >> a.txt && printf 'B\n' > b.txt && echo new > c.txt && rm d/gone.txt && \
+         mkdir -p e/f && echo deep > e/f/g.txt && mkdir -p e/__pycache__ && echo pyc > e/__pycache__/m.pyc",
+    );
     assert!(out.ok, "{}", out.content);
     let mut changed = out.changed.clone();
     changed.sort();
     assert_eq!(
         changed,
-        ["a.txt", "b.txt", "c.txt", "d/gone.txt"],
+        ["a.txt", "b.txt", "c.txt", "d/gone.txt", "e/f/g.txt"],
         "{}",
         out.content
     );
+    // A cache is output: written as it is, outside the change set.
+    assert_eq!(h.read("e/__pycache__/m.pyc"), "pyc\n");
+    assert!(
+        out.content.contains("1 file(s) git ignores or caches"),
+        "{}",
+        out.content
+    );
+    std::fs::remove_dir_all(h.root.join("e/__pycache__")).unwrap();
     let diff = out.diff.clone().unwrap_or_default();
     for line in ["+more", "-b", "+B", "+new", "-gone"] {
         assert!(diff.lines().any(|l| l == line), "{line} not in {diff}");

@@ -254,6 +254,74 @@ const GIT_WRITERS: &[&str] = &[
     "worktree",
 ];
 
+/// Programs that only read the files they are given.
+const READERS: &[&str] = &[
+    "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo", "printf",
+    "stat", "file", "du", "df", "tree", "realpath", "basename", "dirname", "diff", "cmp", "sort",
+    "uniq", "cut", "tr", "nl", "true", "false", "test", "[", "which", "type", "date", "whoami",
+    "id", "uname", "env", "printenv",
+];
+
+/// git's subcommands that only read the repository and the tree.
+const GIT_READERS: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "ls-tree",
+    "blame",
+    "grep",
+    "shortlog",
+    "describe",
+    "cat-file",
+    "rev-list",
+    "whatchanged",
+];
+
+/// Whether every command of the line only reads files: each is a known
+/// reader (`ls`, `grep`, `git status`, ...), and nothing is written through
+/// a redirection. Such a line runs with the workspace read-only and no
+/// layer to admit (a misjudged one fails to write; it never writes more).
+pub fn reads_only(line: &str, commands: &[SimpleCommand]) -> bool {
+    if line.contains('>') || line.contains('`') || line.contains("$(") || commands.is_empty() {
+        return false;
+    }
+    commands.iter().all(|c| {
+        let words = c.effective();
+        let Some((first, args)) = words.split_first() else {
+            return true;
+        };
+        match crate::command_line::basename(first) {
+            "git" => {
+                let n = crate::command_line::flags_len(args, GIT_VALUE_FLAGS);
+                args.get(n)
+                    .is_some_and(|sub| GIT_READERS.contains(&sub.as_str()))
+                    && !args
+                        .iter()
+                        .any(|a| a == "--output" || a.starts_with("--output="))
+            }
+            "find" => !args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "-delete"
+                        | "-exec"
+                        | "-execdir"
+                        | "-ok"
+                        | "-okdir"
+                        | "-fprint"
+                        | "-fprintf"
+                        | "-fls"
+                )
+            }),
+            "sort" => !args.iter().any(|a| a == "-o" || a.starts_with("--output")),
+            "env" | "printenv" => args.is_empty(),
+            name => READERS.contains(&name),
+        }
+    })
+}
+
 /// Options of git that take a value before the subcommand.
 const GIT_VALUE_FLAGS: &[&str] = &["-C", "-c", "--git-dir", "--work-tree", "--namespace"];
 
@@ -387,5 +455,32 @@ mod tests {
         let bad = ws.join(".agent/policy.toml");
         std::fs::write(&bad, "[limits]\nthreads = 3\n").unwrap();
         assert!(Policy::load(&ws.join(".agent"), Mode::Yolo).is_err());
+    }
+
+    #[test]
+    fn lines_that_only_read_are_told_from_those_that_may_write() {
+        let p = crate::Policy::builtin(crate::Mode::Yolo);
+        for line in [
+            "git status --porcelain",
+            "git -C sub log --oneline | head -5",
+            "ls -la src && grep -rn foo src | wc -l",
+            "find . -name '*.rs'",
+            "cat README.md",
+        ] {
+            assert!(p.reads_only(line), "{line}");
+        }
+        for line in [
+            "git commit -qm x",
+            "cat a > b",
+            "echo x >> notes.md",
+            "find . -delete",
+            "sort -o out.txt in.txt",
+            "python3 -m pytest",
+            "ls $(touch x)",
+            "git diff --output=patch.diff",
+            "cargo test",
+        ] {
+            assert!(!p.reads_only(line), "{line}");
+        }
     }
 }

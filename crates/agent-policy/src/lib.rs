@@ -168,6 +168,12 @@ impl Policy {
         }
     }
 
+    /// Whether `command` only reads files ([`fence::reads_only`]): it runs
+    /// with the workspace read-only, and has no changes to admit.
+    pub fn reads_only(&self, command: &str) -> bool {
+        fence::reads_only(command, &split_commands(command))
+    }
+
     /// Why `command` needs the user's yes in every mode because it writes
     /// the git repository (`git commit`, `git checkout -b`), if it does.
     /// Approved, it runs with `.git` writable (and git's hooks and

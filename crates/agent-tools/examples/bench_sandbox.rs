@@ -2,7 +2,9 @@
 //! against the sandbox without it, on the same commands in one run, runs
 //! alternating: `true` (the fixed cost), `cargo check` of a small crate (its `target/` bypassing the
 //! layer, as git ignores it), a Python test suite (`pytest`, else
-//! `unittest`), and `git status` in a 10,000-file repository. The layered
+//! `unittest`), and `git status` in a 10,000-file repository (which
+//! `run_cmd` runs with the workspace read-only and no layer, as a line that
+//! only reads: measured here with the layer, the worst case). The layered
 //! run includes reading the layer afterwards, as admission does.
 //!
 //! Prints one JSON object per case: the median wall time of each mode and
@@ -85,7 +87,10 @@ fn python_case(dir: &Path) -> (String, String) {
         .status()
         .is_ok_and(|s| s.success());
     if pytest {
-        ("pytest of 300 tests".into(), "python3 -m pytest -q -p no:cacheprovider tests".into())
+        (
+            "pytest of 300 tests".into(),
+            "python3 -m pytest -q -p no:cacheprovider tests".into(),
+        )
     } else {
         (
             "unittest of 300 tests (no pytest here)".into(),
@@ -97,13 +102,19 @@ fn python_case(dir: &Path) -> (String, String) {
 /// A repository of 10,000 committed files.
 fn git_case(dir: &Path) -> (String, String) {
     for i in 0..10_000 {
-        write(&dir.join(format!("d{}/f{i}.txt", i % 100)), &format!("{i}\n"));
+        write(
+            &dir.join(format!("d{}/f{i}.txt", i % 100)),
+            &format!("{i}\n"),
+        );
     }
     sh(
         dir,
         "git init -q && git add -A && git -c user.name=b -c user.email=b@x commit -qm init && git status -s >/dev/null",
     );
-    ("git status, 10,000 files".into(), "git status --porcelain | wc -l".into())
+    (
+        "git status, 10,000 files".into(),
+        "git status --porcelain | wc -l".into(),
+    )
 }
 
 fn median(mut v: Vec<Duration>) -> f64 {

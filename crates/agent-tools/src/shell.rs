@@ -750,7 +750,17 @@ impl Gate {
         }
         let root = ctx.workspace.root().to_path_buf();
         let mut sandbox = self.sandbox.clone();
-        let layer = sandbox.as_mut().and_then(|s| {
+        // A line that only reads (`git status`, `grep`) gets the workspace
+        // read-only instead of a layer: nothing to admit, and no layer's
+        // cost on a large tree.
+        let reads_only = self.git_writer.is_none() && ctx.policy.reads_only(command);
+        if let Some(s) = sandbox.as_mut().filter(|_| reads_only) {
+            s.writable.retain(|w| *w != root);
+            if let Some(home) = s.home.as_mut() {
+                home.keep.push(root.clone()); // in sight still, if inside it
+            }
+        }
+        let layer = sandbox.as_mut().filter(|_| !reads_only).and_then(|s| {
             let layer = admit::Layer::new(&ctx.workspace.state_dir())
                 .map_err(|e| tracing::info!("commands write the workspace directly: {e}"))
                 .ok()?;
@@ -763,7 +773,8 @@ impl Gate {
             s.overlay = Some(layer.overlay(&root, bypass));
             Some(layer)
         });
-        let guards = layer.is_none().then(|| {
+        let fenced_read = reads_only && sandbox.is_some();
+        let guards = (layer.is_none() && !fenced_read).then(|| {
             (
                 StateGuard::snapshot(&ctx.workspace.team_dir()),
                 ConfigGuard::snapshot(&root),

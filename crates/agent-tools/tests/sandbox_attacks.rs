@@ -789,3 +789,18 @@ fn a_rewritten_hook_of_the_users_hooks_path_never_runs_at_their_commit() {
         "the command's hook ran at the user's commit"
     );
 }
+
+#[test]
+fn a_line_that_only_reads_runs_with_the_workspace_read_only() {
+    if !layered() {
+        return;
+    }
+    let h = Harness::new("");
+    let out = h.run("git status --porcelain && ls && cat main.py");
+    assert!(out.ok, "{}", out.content);
+    assert!(out.content.contains("print('hi')"), "{}", out.content);
+    assert!(out.changed.is_empty());
+    // A writer is not read as a reader: it writes through the layer.
+    let out = h.run("echo x > new.txt");
+    assert_eq!(out.changed, ["new.txt"], "{}", out.content);
+}

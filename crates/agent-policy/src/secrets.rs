@@ -7,7 +7,8 @@
 //! value can still reach text: a file that holds it, a command that found
 //! it somewhere. So every observation is redacted, and not only the literal
 //! value: its reversed, base64 (at each of the three alignments, standard and
-//! URL-safe) and hex forms too, the encodings a command reaches for first.
+//! URL-safe), base32 (at each of five), hex, rot13 and spelled-out forms
+//! too, the encodings a command reaches for first.
 //! This is a last line, not the fence: commands cannot read the agent's own
 //! environment at all (its `/proc` entry is not theirs to read).
 
@@ -78,6 +79,13 @@ impl Redactor {
             for alphabet in [STANDARD, URL_SAFE] {
                 needles.extend(base64_forms(value.as_bytes(), alphabet));
             }
+            needles.extend(base32_forms(value.as_bytes()));
+            needles.push(rot13(value));
+            // Spelled out: `sed 's/./& /g'`, and `od -c`'s three spaces.
+            for gap in [" ", "   "] {
+                let spaced: Vec<String> = value.chars().map(String::from).collect();
+                needles.push(spaced.join(gap));
+            }
         }
         needles.retain(|n| n.len() >= MIN_SECRET_LEN);
         needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
@@ -132,6 +140,42 @@ fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
         }
     }
     out
+}
+
+/// Base32 (RFC 4648) of `bytes` wherever they sit in an encoded stream:
+/// the characters their bits alone decide, at each of the five alignments.
+fn base32_forms(bytes: &[u8]) -> Vec<String> {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    (0..5)
+        .map(|offset| {
+            let mut stream = vec![0u8; offset];
+            stream.extend_from_slice(bytes);
+            let mut encoded = String::new();
+            let (mut buffer, mut bits) = (0u64, 0);
+            for &b in &stream {
+                buffer = (buffer << 8) | b as u64;
+                bits += 8;
+                while bits >= 5 {
+                    bits -= 5;
+                    encoded.push(ALPHABET[((buffer >> bits) & 31) as usize] as char);
+                }
+            }
+            let first = (8 * offset).div_ceil(5);
+            let last = (8 * (offset + bytes.len())) / 5;
+            encoded[first.min(encoded.len())..last.min(encoded.len())].to_string()
+        })
+        .collect()
+}
+
+/// `tr 'A-Za-z' 'N-ZA-Mn-za-m'`.
+fn rot13(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'a'..='z' => (((c as u8 - b'a' + 13) % 26) + b'a') as char,
+            'A'..='Z' => (((c as u8 - b'A' + 13) % 26) + b'A') as char,
+            _ => c,
+        })
+        .collect()
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
@@ -383,6 +427,32 @@ mod tests {
             ["env_pass = \"*\""],
             "a repository's env_pass waits for trust"
         );
+    }
+
+    #[test]
+    fn rot13_base32_and_spelled_out_forms_are_redacted_too() {
+        let r = Redactor::new([SECRET]);
+        for form in [
+            rot13(SECRET),
+            SECRET
+                .chars()
+                .map(String::from)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ] {
+            assert_eq!(r.redact(&format!("x {form} y")), "x [redacted] y", "{form}");
+        }
+        // `base32` of the secret inside a longer text, at every alignment.
+        for prefix in ["", "a", "ab", "abc", "abcd", "MY_TOKEN="] {
+            let stream = format!("{prefix}{SECRET}\n");
+            let encoded = base32_forms(stream.as_bytes())[0].clone();
+            assert!(
+                r.redact(&encoded).contains(REDACTED),
+                "{prefix:?}: {encoded}"
+            );
+        }
+        // "foobar" is MZXW6YTBOI; its last character holds padding bits.
+        assert_eq!(base32_forms(b"foobar")[0], "MZXW6YTBO");
     }
 
     #[test]

@@ -445,3 +445,29 @@ fn the_home_folder_is_hidden_but_for_what_it_keeps() {
         "written through the layer when there is one"
     );
 }
+
+/// Issue 50: a host socket inside the workspace (a dev database's) is out
+/// of an offline command's reach; one the command binds itself works.
+#[test]
+fn a_socket_listening_in_the_workspace_is_hidden_and_the_commands_own_work() {
+    if !fenced() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(ws.join("db.sock")).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let sandbox = Sandbox::new(vec![ws.clone()]);
+    let script = "import socket, os\n\
+        s = socket.socket(socket.AF_UNIX)\n\
+        try:\n    s.connect('db.sock'); print('host-reached')\n\
+        except OSError as e: print('refused')\n\
+        own = socket.socket(socket.AF_UNIX); own.bind('own.sock'); own.listen(1)\n\
+        c = socket.socket(socket.AF_UNIX); c.connect('own.sock'); print('own-works')\n";
+    std::fs::write(ws.join("probe.py"), script).unwrap();
+    let (code, out) = run(&sandbox, &ws, "python3 probe.py");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out, "refused\nown-works\n");
+    assert!(listener.accept().is_err(), "the host's socket was reached");
+}

@@ -67,6 +67,9 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     checks.push(state_check());
     checks.push(index_check());
     checks.push(instructions_check());
+    if let Some(check) = config_links_check() {
+        checks.push(check);
+    }
     checks.extend(conventions_checks());
     checks.push(trust_check());
     checks.push(checkers_check());
@@ -482,6 +485,44 @@ fn layer_check() -> Check {
             ),
         },
     }
+}
+
+/// Files that configure the agent which are symlinks: never followed, so
+/// what they point at is not read (a command or a repository may have
+/// planted one), and how to fix that.
+fn config_links_check() -> Option<Check> {
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    let team = paths::team_dir(&root);
+    let mut candidates = vec![
+        team.clone(),
+        root.join(".mcp.json"),
+        root.join("AGENTS.md"),
+        root.join("CLAUDE.md"),
+        root.join(".claude"),
+    ];
+    if let Ok(entries) = std::fs::read_dir(&team) {
+        candidates.extend(entries.flatten().map(|e| e.path()));
+    }
+    let links: Vec<String> = candidates
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
+        .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
+        .collect();
+    (!links.is_empty()).then(|| Check {
+        name: "config links",
+        ok: false,
+        required: true,
+        detail: format!(
+            "{} {} a symlink: the agent never reads its configuration through a link",
+            links.join(", "),
+            if links.len() == 1 { "is" } else { "are" }
+        ),
+        fix: Some(
+            "replace each link with the file itself (cp --remove-destination \"$(readlink -f PATH)\" PATH), \
+             or remove it"
+                .into(),
+        ),
+    })
 }
 
 fn command_capabilities(sandbox: &agent_sandbox::Sandbox) -> String {

@@ -508,10 +508,15 @@ fn config_links_check() -> Option<Check> {
         .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
         .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
         .collect();
+    // A linked policy, config or .mcp.json stops the agent; a linked
+    // AGENTS.md or skill folder is only left out.
+    let fatal = links
+        .iter()
+        .any(|l| !l.starts_with(".claude") && l != "AGENTS.md" && l != "CLAUDE.md");
     (!links.is_empty()).then(|| Check {
         name: "config links",
         ok: false,
-        required: true,
+        required: fatal,
         detail: format!(
             "{} {} a symlink: the agent never reads its configuration through a link",
             links.join(", "),

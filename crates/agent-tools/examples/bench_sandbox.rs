@@ -5,7 +5,9 @@
 //! `unittest`), and `git status` in a 10,000-file repository (which
 //! `run_cmd` runs with the workspace read-only and no layer, as a line that
 //! only reads: measured here with the layer, the worst case). The layered
-//! run includes reading the layer afterwards, as admission does.
+//! run includes reading the layer afterwards, as admission does. Where npm
+//! is installed, `npm install` of lodash from npm's cache; with `--repo
+//! PATH`, `cargo check` of one crate of that repository in place.
 //!
 //! Prints one JSON object per case: the median wall time of each mode and
 //! their ratio (target: at most 1.15).
@@ -117,6 +119,30 @@ fn git_case(dir: &Path) -> (String, String) {
     )
 }
 
+/// `npm install` of a real package from npm's cache (fetched once, by the
+/// set-up, outside the sandbox; the command itself is offline), into a
+/// `node_modules/` the layer holds (it is new: no bypass).
+fn npm_case(dir: &Path) -> (String, String) {
+    write(
+        &dir.join("package.json"),
+        "{\"name\": \"b\", \"version\": \"1.0.0\"}\n",
+    );
+    // npm's cache in the workspace (git ignores it): the sandbox writes
+    // nowhere else.
+    write(&dir.join(".gitignore"), "node_modules/\n.npm-cache/\n");
+    let install = "npm install --cache .npm-cache --no-audit --no-fund --silent lodash@4.17.21";
+    sh(
+        dir,
+        &format!("git init -q && {install} && rm -rf node_modules"),
+    );
+    // node_modules/ is removed before each run (by the bench, untimed): a
+    // new one goes through the layer, then is moved in.
+    (
+        "npm install lodash (from the cache)".into(),
+        format!("{install} --offline"),
+    )
+}
+
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
     v[v.len() / 2].as_secs_f64() * 1000.0
@@ -137,26 +163,58 @@ fn main() {
     }
     let policy = Policy::builtin(Mode::Yolo);
     let cancel = CancelToken::new();
-    let cases: [fn(&Path) -> (String, String); 4] = [true_case, crate_case, python_case, git_case];
+    let mut cases: Vec<fn(&Path) -> (String, String)> =
+        vec![true_case, crate_case, python_case, git_case];
+    let npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if npm {
+        cases.push(npm_case);
+    } else {
+        eprintln!("npm is not installed: its case is left out");
+    }
+    // `--repo PATH`: `cargo check` of a crate of that repository in place
+    // (its target/ as git ignores it), the sources touched, not changed.
+    let repo = std::env::args().skip_while(|a| a != "--repo").nth(1);
+    let mut runs: Vec<(std::path::PathBuf, String, String)> = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let dir = scratch.path().join(format!("case{i}"));
         std::fs::create_dir_all(&dir).unwrap();
         let (name, command) = case(&dir);
+        runs.push((dir, name, command));
+    }
+    if let Some(repo) = repo {
+        let repo = std::path::PathBuf::from(repo).canonicalize().unwrap();
+        sh(
+            &repo,
+            "env -u CARGO_TARGET_DIR cargo check -q --offline -p agent-policy",
+        );
+        runs.push((
+            repo,
+            "cargo check -p agent-policy of this repository".into(),
+            "touch crates/agent-policy/src/lib.rs && cargo check -q --offline -p agent-policy"
+                .into(),
+        ));
+    }
+    for (dir, name, command) in runs {
+        let dir = dir.as_path();
         // The crate builds into its own target/ (git ignores it: bypassed).
         let mut env = policy.command_env();
         env.retain(|(k, _)| k != "CARGO_TARGET_DIR");
         let mut times = [Vec::new(), Vec::new()];
         for rep in 0..reps * 2 {
             let layered = rep % 2 == 1;
-            let mut sandbox = agent_tools::fence::sandbox(&dir, &policy);
+            let mut sandbox = agent_tools::fence::sandbox(dir, &policy);
             let layer = layered.then(|| Layer::new(&state).unwrap());
             if let Some(layer) = &layer {
-                sandbox.overlay = Some(layer.overlay(&dir, bypass(&dir)));
+                sandbox.overlay = Some(layer.overlay(dir, bypass(dir)));
             }
+            let _ = std::fs::remove_dir_all(dir.join("node_modules"));
             let started = Instant::now();
             let r = run_command(
                 &command,
-                &dir,
+                dir,
                 env.clone(),
                 Duration::from_secs(600),
                 &cancel,

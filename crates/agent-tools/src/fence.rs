@@ -316,7 +316,9 @@ policy's protected paths read-only for commands (a write fails with \"Read-only 
 a rename or removal with \"Device or resource busy\"). Do not try to get around it. Ask the user, \
 or change such a file with edit or write_file, which show the user a diff and ask; run a git \
 command that writes the repository (git commit, git checkout -b) on its own, so the user can \
-approve it";
+approve it. Build folders git ignores (target/, node_modules/) are written directly and \
+cannot be removed whole (\"Device or resource busy\"): remove what is inside them instead \
+(rm -rf target/*)";
 
 #[cfg(test)]
 mod tests {

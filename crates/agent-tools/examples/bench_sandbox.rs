@@ -88,15 +88,17 @@ fn python_case(dir: &Path) -> (String, String) {
         .args(["-c", "import pytest"])
         .status()
         .is_ok_and(|s| s.success());
+    // No bytecode written in either mode: the bench reads a layer but does
+    // not admit it, so a layered run would otherwise compile afresh each time.
     if pytest {
         (
             "pytest of 300 tests".into(),
-            "python3 -m pytest -q -p no:cacheprovider tests".into(),
+            "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider tests".into(),
         )
     } else {
         (
             "unittest of 300 tests (no pytest here)".into(),
-            "python3 -m unittest discover -s tests -q".into(),
+            "PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -q".into(),
         )
     }
 }

@@ -204,13 +204,19 @@ fn main() {
         // The crate builds into its own target/ (git ignores it: bypassed).
         let mut env = policy.command_env();
         env.retain(|(k, _)| k != "CARGO_TARGET_DIR");
-        let mut times = [Vec::new(), Vec::new()];
-        for rep in 0..reps * 2 {
-            let layered = rep % 2 == 1;
+        // Modes, alternating: the sandbox without a layer, with one, and
+        // for a line that only reads, as run_cmd runs it (read-only, no layer).
+        let modes = if policy.reads_only(&command) { 3 } else { 2 };
+        let mut times = vec![Vec::new(); modes];
+        for rep in 0..reps * modes {
+            let mode = rep % modes;
             let mut sandbox = agent_tools::fence::sandbox(dir, &policy);
-            let layer = layered.then(|| Layer::new(&state).unwrap());
+            let layer = (mode == 1).then(|| Layer::new(&state).unwrap());
             if let Some(layer) = &layer {
                 sandbox.overlay = Some(layer.overlay(dir, bypass(dir)));
+            }
+            if mode == 2 {
+                sandbox.writable.clear();
             }
             let _ = std::fs::remove_dir_all(dir.join("node_modules"));
             let started = Instant::now();
@@ -228,13 +234,16 @@ fn main() {
             }
             let elapsed = started.elapsed();
             assert_eq!(r.exit_code, Some(0), "{name}: {}", r.output);
-            times[layered as usize].push(elapsed);
+            times[mode].push(elapsed);
         }
         let (plain, layered) = (median(times[0].clone()), median(times[1].clone()));
-        println!(
-            "{}",
-            serde_json::json!({"case": name, "reps": reps, "sandbox_ms": plain,
-                "layer_ms": layered, "ratio": layered / plain})
-        );
+        let mut row = serde_json::json!({"case": name, "reps": reps, "sandbox_ms": plain,
+            "layer_ms": layered, "ratio": layered / plain});
+        if modes == 3 {
+            let read_only = median(times[2].clone());
+            row["read_only_ms"] = read_only.into();
+            row["read_only_ratio"] = (read_only / plain).into();
+        }
+        println!("{row}");
     }
 }

@@ -56,6 +56,12 @@ pub fn support() -> Support {
     })
 }
 
+/// A layer whose upper folder says all by itself: every changed file whole
+/// (no metacopy, whose data stays below), a renamed folder copied (no
+/// redirect), whatever the kernel's defaults; what the caller reads is
+/// files, whiteouts and opaque folders only.
+const PLAIN_LAYER: &str = "metacopy=off,redirect_dir=nofollow,";
+
 /// Whether a copy-on-write layer with its upper folder under `scratch` can
 /// be mounted in a command's namespaces: probed once per process, in a
 /// throwaway child, with a file deleted through it (a whiteout needs the
@@ -88,7 +94,7 @@ fn probe_overlay(scratch: &Path) -> Result<(), String> {
         )),
         Ok(()) => {
             let options = format!(
-                "{}lowerdir={},upperdir={},workdir={}",
+                "{}{PLAIN_LAYER}lowerdir={},upperdir={},workdir={}",
                 if s.user_namespace { "userxattr," } else { "" },
                 dir.join("lower").display(),
                 dir.join("upper").display(),
@@ -299,7 +305,7 @@ fn overlay_plan(o: &super::Overlay) -> std::io::Result<child::OverlayPlan> {
     let fd = |i: usize| reopen[i].1.as_raw_fd();
     let options = |user: bool| {
         CString::new(format!(
-            "{}lowerdir=/proc/self/fd/{},upperdir=/proc/self/fd/{},workdir=/proc/self/fd/{}",
+            "{}{PLAIN_LAYER}lowerdir=/proc/self/fd/{},upperdir=/proc/self/fd/{},workdir=/proc/self/fd/{}",
             if user { "userxattr," } else { "" },
             fd(0),
             fd(1),

@@ -80,6 +80,8 @@ impl Layer {
         let base = state_dir.join("layers");
         std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
         agent_sandbox::overlay_support(&base)?;
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep(&base));
         let dir = base.join(format!(
             "{}-{}",
             std::process::id(),
@@ -117,30 +119,42 @@ impl Drop for Layer {
     }
 }
 
-/// Removes a folder whatever its modes (overlayfs leaves `work/work` at 0).
+/// Removes a folder whatever its modes (overlayfs leaves `work/work` at 0):
+/// every folder under it opened up first, without following links.
 fn remove_all(dir: &Path) -> std::io::Result<()> {
-    for entry in walkdir(dir) {
-        let _ = std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o700));
-    }
-    std::fs::remove_dir_all(dir)
-}
-
-/// Every folder under `dir` (itself included), without following links.
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let is_dir = std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir());
-        if !is_dir {
+        if !std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir()) {
             continue;
         }
         let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
         if let Ok(entries) = std::fs::read_dir(&d) {
             stack.extend(entries.flatten().map(|e| e.path()));
         }
-        out.push(d);
     }
-    out
+    std::fs::remove_dir_all(dir)
+}
+
+/// Removes the layers of agents that are gone (killed before they could).
+fn sweep(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split('-').next()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = remove_all(&entry.path());
+        }
+    }
 }
 
 /// The layer's contents, by workspace-relative path.

@@ -145,6 +145,9 @@ fn npm_case(dir: &Path) -> (String, String) {
     )
 }
 
+/// A case's set-up in a folder: its name and the command timed.
+type Case = fn(&Path) -> (String, String);
+
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
     v[v.len() / 2].as_secs_f64() * 1000.0
@@ -165,8 +168,7 @@ fn main() {
     }
     let policy = Policy::builtin(Mode::Yolo);
     let cancel = CancelToken::new();
-    let mut cases: Vec<fn(&Path) -> (String, String)> =
-        vec![true_case, crate_case, python_case, git_case];
+    let mut cases: Vec<Case> = vec![true_case, crate_case, python_case, git_case];
     let npm = Command::new("npm")
         .arg("--version")
         .output()

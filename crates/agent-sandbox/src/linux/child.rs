@@ -211,9 +211,6 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
     if !private && plan.expect_mounts {
         return Err(errno());
     }
-    if !private && plan.overlay.is_some() {
-        return Err(errno());
-    }
     if private {
         if let Some(overlay) = &plan.overlay {
             mount_overlay(overlay, applied.user_namespace)?;
@@ -718,20 +715,23 @@ unsafe fn write_file(path: &CStr, data: &[u8]) -> bool {
     n == data.len() as isize
 }
 
-/// Whether a child can get the namespaces the sandbox uses and make its
-/// mounts private there: with a user namespace (`user`), or as root
-/// without one. Tried in a throwaway child, so this process is unchanged.
-pub(super) fn probe(user: bool) -> bool {
+/// Runs `then` in a throwaway child that has entered the namespaces a
+/// command gets (mount and PID, and a user namespace if `user`, the
+/// agent's ids mapped to themselves) with its mounts made private: the
+/// child's exit code, which is 1 when the namespaces could not be had and
+/// `then`'s otherwise. This process is unchanged; None if no child ran.
+fn in_probe_child(user: bool, then: impl Fn() -> i32) -> Option<i32> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let uid_map = format!("{uid} {uid} 1\n");
     let gid_map = format!("{gid} {gid} 1\n");
-    // SAFETY: the child only makes system calls on buffers made above and
-    // leaves with _exit; the parent waits for it.
+    // SAFETY: the child only makes system calls on buffers made above (and
+    // whatever `then` makes, system calls too) and leaves with _exit; the
+    // parent waits for it.
     unsafe {
         let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
         if pid < 0 {
-            return false;
+            return None;
         }
         if pid == 0 {
             let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
@@ -756,100 +756,63 @@ pub(super) fn probe(user: bool) -> bool {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             );
-            libc::_exit(if private == 0 { 0 } else { 1 });
+            libc::_exit(if private == 0 { then() } else { 1 });
         }
         let mut status = 0;
         while libc::waitpid(pid as libc::pid_t, &mut status, 0) < 0 {
             if *libc::__errno_location() != libc::EINTR {
-                return false;
+                return None;
             }
         }
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
     }
+}
+
+/// Whether a child can get the namespaces the sandbox uses and make its
+/// mounts private there: with a user namespace (`user`), or as root
+/// without one.
+pub(super) fn probe(user: bool) -> bool {
+    in_probe_child(user, || 0) == Some(0)
 }
 
 /// Whether a throwaway child, in the namespaces a command gets (a user
 /// namespace if `user`), can mount an overlay at `target` with `options`
 /// and delete a file through it (`a`, which makes a whiteout).
 pub(super) fn probe_overlay(user: bool, target: &CStr, options: &CStr) -> Result<(), String> {
-    // SAFETY: getuid/getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let uid_map = format!("{uid} {uid} 1\n");
-    let gid_map = format!("{gid} {gid} 1\n");
     let file = {
         let mut bytes = target.to_bytes().to_vec();
         bytes.extend_from_slice(b"/a");
         CString::new(bytes).map_err(|e| e.to_string())?
     };
-    // SAFETY: the child only makes system calls on buffers made above and
-    // leaves with _exit, its exit code the step that failed; the parent
-    // waits for it.
-    let status = unsafe {
-        let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
-        if pid < 0 {
-            return Err(errno().to_string());
+    // SAFETY: mount and unlink on NUL-terminated strings made above.
+    let code = in_probe_child(user, || unsafe {
+        let mounted = libc::mount(
+            c"overlay".as_ptr(),
+            target.as_ptr(),
+            c"overlay".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            options.as_ptr().cast(),
+        );
+        if mounted != 0 {
+            2
+        } else if libc::unlink(file.as_ptr()) != 0 {
+            3
+        } else {
+            0
         }
-        if pid == 0 {
-            let flags = libc::CLONE_NEWNS | if user { libc::CLONE_NEWUSER } else { 0 };
-            let fail = |step: i32| libc::_exit(step);
-            if libc::unshare(flags) != 0 {
-                fail(1);
-            }
-            if user {
-                write_file(c"/proc/self/setgroups", b"deny");
-                if !write_file(c"/proc/self/uid_map", uid_map.as_bytes())
-                    || !write_file(c"/proc/self/gid_map", gid_map.as_bytes())
-                {
-                    fail(1);
-                }
-            }
-            let private = libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            );
-            if private != 0 {
-                fail(1);
-            }
-            let mounted = libc::mount(
-                c"overlay".as_ptr(),
-                target.as_ptr(),
-                c"overlay".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                options.as_ptr().cast(),
-            );
-            if mounted != 0 {
-                fail(2);
-            }
-            if libc::unlink(file.as_ptr()) != 0 {
-                fail(3);
-            }
-            libc::_exit(0);
-        }
-        let mut status = 0;
-        while libc::waitpid(pid as libc::pid_t, &mut status, 0) < 0 {
-            if *libc::__errno_location() != libc::EINTR {
-                return Err(errno().to_string());
-            }
-        }
-        status
-    };
-    if !libc::WIFEXITED(status) {
-        return Err("the probe was killed".into());
-    }
-    match libc::WEXITSTATUS(status) {
-        0 => Ok(()),
-        1 => Err("no mount namespace for a command".into()),
-        2 => Err(
+    });
+    match code {
+        Some(0) => Ok(()),
+        None => Err("the probe did not run to its end".into()),
+        Some(1) => Err("no mount namespace for a command".into()),
+        Some(2) => Err(
             "the kernel refuses to mount overlayfs there (it needs Linux 5.11+ in a \
-                  user namespace, and a file system that can hold an upper layer)"
+                        user namespace, and a file system that can hold an upper layer)"
                 .into(),
         ),
-        _ => Err(
+        Some(_) => Err(
             "a file cannot be deleted through the layer (the file system keeps no \
-                  extended attributes or whiteouts)"
+                        extended attributes or whiteouts)"
                 .into(),
         ),
     }

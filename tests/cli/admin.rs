@@ -178,8 +178,8 @@ fn a_model_off_the_allowlist_is_refused_with_its_sha256() {
 #[test]
 fn an_mcp_server_off_the_allowlist_never_starts_even_when_trusted() {
     let dir = repo();
-    let outside = tempfile::tempdir().unwrap();
-    let marker = outside.path().join("server-ran");
+    // In the workspace: a server runs in the sandbox, which writes nowhere else.
+    let marker = dir.path().join("server-ran");
     let server = json!({"mcpServers": {"shipped": {"command": "sh", "args": ["-c", format!("touch {}; exit 0", marker.display())]}}});
     std::fs::write(dir.path().join(".mcp.json"), server.to_string()).unwrap();
     // The user trusts it before the administrator's rule arrives.

@@ -44,8 +44,8 @@ fn server_states(dir: &Path) -> Value {
 #[test]
 fn an_mcp_server_starts_only_once_its_exact_definition_is_trusted() {
     let dir = repo();
-    let outside = tempfile::tempdir().unwrap();
-    let marker = outside.path().join("server-ran");
+    // In the workspace: a server runs in the sandbox, which writes nowhere else.
+    let marker = dir.path().join("server-ran");
     let shipped = |arg: &str| {
         json!({"mcpServers": {"shipped": {"command": "sh", "args": ["-c", format!("touch {}; {arg}", marker.display())]}}})
             .to_string()
@@ -778,7 +778,7 @@ fn a_trusted_workspace_server_reads_no_credentials_and_writes_no_dotfile() {
             json!({"thought": "t", "tool": "mcp__tickets__snoop", "args": {"path": key}}).to_string(),
             json!({"thought": "t", "tool": "mcp__tickets__snoop", "args": {"path": bashrc, "write": true}}).to_string(),
             json!({"thought": "t", "tool": "mcp__tickets__lookup", "args": {"ticket": 7}}).to_string(),
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "done"}}"#
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "done with calc.py"}}"#
         ]),
     );
     let out = agent_at(root, home.path())
@@ -863,18 +863,14 @@ fn a_commands_changes_are_shown_named_and_undone_and_a_nested_git_refused() {
         "echo one >> a.txt && echo two >> b.txt && printf 'C\\n' > c.txt && rm gone.txt && \
          mkdir -p sub/.git && printf '[core]\\n\\tfsmonitor = touch x\\n' > sub/.git/config",
     );
-    let out = ask_yolo(root, &script, "Fix calc.py");
+    // The line mode shows the diff; --json names the files.
+    let out = agent_in(root)
+        .args(["ask", "--mode", "yolo", "--script"])
+        .arg(&script)
+        .arg("Fix calc.py")
+        .output()
+        .unwrap();
     common::assert_success(&out);
-    let v = json_of(&out);
-    let mut changed: Vec<String> = v["command_changes"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no command_changes: {v}"))
-        .iter()
-        .map(|p| p.as_str().unwrap().to_string())
-        .collect();
-    changed.sort();
-    assert_eq!(changed, ["a.txt", "b.txt", "c.txt", "gone.txt"], "{v}");
-    assert_eq!(v["changed_files"].as_array().unwrap().len(), 4, "{v}");
     let err = stderr(&out);
     for line in ["+one", "-c", "+C", "-gone"] {
         assert!(
@@ -892,13 +888,32 @@ fn a_commands_changes_are_shown_named_and_undone_and_a_nested_git_refused() {
         "{audit}"
     );
     assert_ne!(tree(root), before);
+    let sessions = json_of(
+        &agent_in(root)
+            .args(["sessions", "list", "--json"])
+            .output()
+            .unwrap(),
+    );
     let undo = agent_in(root)
         .args(["sessions", "undo"])
-        .arg(v["session_id"].as_str().unwrap())
+        .arg(sessions[0]["id"].as_str().unwrap())
         .output()
         .unwrap();
     common::assert_success(&undo);
     assert_eq!(tree(root), before, "undo restores the tree byte for byte");
+
+    let out = ask_yolo(root, &script, "Fix calc.py");
+    common::assert_success(&out);
+    let v = json_of(&out);
+    let mut changed: Vec<String> = v["command_changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no command_changes: {v}"))
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    changed.sort();
+    assert_eq!(changed, ["a.txt", "b.txt", "c.txt", "gone.txt"], "{v}");
+    assert_eq!(v["changed_files"].as_array().unwrap().len(), 4, "{v}");
 }
 
 /// Issue 50: an invalid server name and a deny regex from the repository,

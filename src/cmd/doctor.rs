@@ -409,11 +409,16 @@ fn sandbox_sets_check() -> Check {
     };
     let detail = format!(
         "read-only for commands ({enforced}): {}; hidden from commands ({enforced}): {} \
-         (and any of ~/.ssh ~/.aws ~/.kube ~/.gnupg ... that appear); limits per command: \
+         (and any of ~/.ssh ~/.aws ~/.kube ~/.gnupg ... that appear){}; limits per command: \
          processes {}, memory {} {}, file size {}, CPU {} per process; \
          capabilities: {}",
         shown(&sandbox.read_only),
         shown(&sandbox.deny_read),
+        match (&sandbox.home, support.mounts()) {
+            (Some(_), true) =>
+                "; the home folder hidden but for the toolchains' folders and the git identity",
+            _ => "",
+        },
         limit(l.processes, ""),
         limit(l.memory_mb, " MiB"),
         if support.memory_cgroup {

@@ -365,6 +365,40 @@ fn an_edit_is_approved_in_place_yes_writes_and_no_leaves_the_file_alone() {
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
 
+/// Issue 50: what a command changed shows as a diff in the UI, in confirm
+/// mode too (no approval showed it: the command was asked for, not its
+/// changes).
+#[test]
+fn a_commands_changes_show_as_a_diff_in_the_ui() {
+    let scratch = tempfile::tempdir().unwrap();
+    if let Err(why) = agent_sandbox::overlay_support(scratch.path()) {
+        agent_base::skip!("commands write no layer here: {why}");
+    }
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "run_cmd", "args": {"command": "sed -i 's/a + b/a - b/' calc.py"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py now subtracts"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Make add subtract");
+    term.wait_for("[y]es / [n]o / [a]lways");
+    term.send("y");
+    let screen = term.wait_for("calc.py now subtracts");
+    assert!(screen.contains("+    return a - b"), "{screen}");
+    assert!(screen.contains("-    return a + b"), "{screen}");
+    assert!(
+        std::fs::read_to_string(dir.path().join("calc.py"))
+            .unwrap()
+            .contains("a - b")
+    );
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
 /// A script standing in for the user's editor: it appends the files it is
 /// given to `.git/opened` and rewrites `x = 1` and `y = 2` in them.
 fn fake_editor(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {

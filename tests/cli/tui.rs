@@ -390,11 +390,9 @@ fn a_commands_changes_show_as_a_diff_in_the_ui() {
     let screen = term.wait_for("calc.py now subtracts");
     assert!(screen.contains("+    return a - b"), "{screen}");
     assert!(screen.contains("-    return a + b"), "{screen}");
-    assert!(
-        std::fs::read_to_string(dir.path().join("calc.py"))
-            .unwrap()
-            .contains("a - b")
-    );
+    assert!(std::fs::read_to_string(dir.path().join("calc.py"))
+        .unwrap()
+        .contains("a - b"));
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }

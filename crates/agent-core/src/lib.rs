@@ -347,8 +347,11 @@ struct Reply {
     partial_answer: String,
 }
 
-/// Identical consecutive calls that trigger an intervention.
-const REPEAT_LIMIT: usize = 3;
+/// Identical calls that trigger an intervention: the first copy is
+/// answered with it, the next ends the request with the evidence (issue
+/// 53: a small model re-running a call it already has, or one that failed,
+/// cost a minute a copy before it was stopped).
+const REPEAT_LIMIT: usize = 2;
 
 impl Agent {
     /// Opens the workspace's state (policy, checkpoints, sessions, logs) and

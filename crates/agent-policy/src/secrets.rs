@@ -243,7 +243,9 @@ impl Policy {
 /// What a command gets of the agent's environment (names, `*` globs): the
 /// shell's own, and what compilers, interpreters and package managers read
 /// to find themselves and their caches. Nothing that carries a credential
-/// by design (`npm_config_*`, `*_TOKEN`, cloud keys).
+/// by design (`npm_config_*`, `*_TOKEN`, cloud keys). Not `CARGO_TARGET_DIR`
+/// either: a folder outside the workspace is one a command cannot write,
+/// so its cargo builds in the workspace's own `target/` instead of failing.
 pub const ENV_PASS: &[&str] = &[
     "PATH",
     "HOME",
@@ -266,7 +268,6 @@ pub const ENV_PASS: &[&str] = &[
     "RUSTUP_TOOLCHAIN",
     "RUSTFLAGS",
     "RUSTDOCFLAGS",
-    "CARGO_TARGET_DIR",
     "CARGO_BUILD_*",
     "CARGO_INCREMENTAL",
     "RUST_BACKTRACE",
@@ -408,6 +409,7 @@ mod tests {
             ("PATH", true),
             ("LC_ALL", true),
             ("CARGO_HOME", true),
+            ("CARGO_TARGET_DIR", false),
             ("DEPLOY_PHRASE", false),
             ("npm_config__authToken", false),
             ("MY_TOOL_MODE", false),

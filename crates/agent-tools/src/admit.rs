@@ -403,12 +403,12 @@ struct Sorted {
     notes: Vec<String>,
 }
 
-fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) -> Sorted {
-    let root = workspace.root();
+/// The class of a workspace-relative path under `policy` (see [`classify`]):
+/// the administrator's paths, policy.toml's globs, and the files trusted
+/// servers and hooks run (absolute) are the protected ones.
+fn classifier<'a>(root: &'a Path, policy: &'a Policy) -> impl Fn(&str) -> Class + 'a {
     let hooks = hooks_path(root);
-    // The administrator's paths, policy.toml's globs, and the files trusted
-    // servers and hooks run (absolute).
-    let class = |rel: &str| {
+    move |rel: &str| {
         classify(rel, hooks.as_deref(), |p| {
             policy
                 .protected(p)
@@ -420,9 +420,22 @@ fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) ->
                     Some(hit.strip_prefix(root).unwrap_or(hit).to_path_buf())
                 })
         })
-    };
-    let mut notes = Vec::new();
-    let mut moved = BTreeSet::new();
+    }
+}
+
+/// Moves the build folders a command made (new at the root, of
+/// [`BUILD_DIRS`], ignored by git) from the layer into the workspace as
+/// they are, as the bypass would have written them: their names, and a
+/// note each. Kept even when the rest of a layer is not (`--verify`'s).
+pub(crate) fn move_build_output(
+    workspace: &Workspace,
+    policy: &Policy,
+    layer: &Layer,
+    found: &Found,
+) -> (BTreeSet<String>, Vec<String>) {
+    let root = workspace.root();
+    let class = classifier(root, policy);
+    let (mut moved, mut notes) = (BTreeSet::new(), Vec::new());
     for dir in found.dirs.iter().filter(|d| !d.contains('/')) {
         if new_build_dir(root, dir) && class(dir) == Class::Admit {
             notes.push(match move_in(&layer.upper.join(dir), &root.join(dir)) {
@@ -432,6 +445,13 @@ fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) ->
             moved.insert(dir.clone());
         }
     }
+    (moved, notes)
+}
+
+fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) -> Sorted {
+    let root = workspace.root();
+    let class = classifier(root, policy);
+    let (moved, mut notes) = move_build_output(workspace, policy, layer, found);
     let outside_moved = |rel: &str| !moved.iter().any(|m| Path::new(rel).starts_with(m));
     let (changes, mut modes, more) = changes(workspace, &layer.upper, found, &outside_moved);
     notes.extend(more);

@@ -791,7 +791,13 @@ impl Gate {
         .map_err(|e| ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")))?;
         match layer {
             Some(layer) if keep => return Ok((r, Some(admit::admit(ctx, &layer, command)))),
-            Some(_) => return Ok((r, None)),
+            Some(layer) => {
+                // Nothing it wrote is kept but a new build folder, which the
+                // next run would otherwise build again from nothing.
+                let found = layer.read();
+                admit::move_build_output(ctx.workspace, ctx.policy, &layer, &found);
+                return Ok((r, None));
+            }
             None => {}
         }
         let Some((guard, config_guard)) = guards else {

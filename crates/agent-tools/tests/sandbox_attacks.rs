@@ -804,3 +804,27 @@ fn a_line_that_only_reads_runs_with_the_workspace_read_only() {
     let out = h.run("echo x > new.txt");
     assert_eq!(out.changed, ["new.txt"], "{}", out.content);
 }
+
+/// `--verify`'s command keeps nothing it wrote, but a new build folder git
+/// ignores: the next verification would otherwise build from nothing.
+#[test]
+fn a_discarded_run_keeps_only_its_new_build_folder() {
+    if !layered() {
+        return;
+    }
+    let h = Harness::new("");
+    std::fs::write(h.root.join(".gitignore"), "/target\n").unwrap();
+    let out = h.call(
+        "run_cmd",
+        json!({"command": "mkdir -p target/debug && echo built > target/debug/out && echo x > notes.md",
+               "discard_changes": true}),
+        &mut AlwaysApprove,
+    );
+    assert!(out.ok, "{}", out.content);
+    assert!(out.changed.is_empty(), "{:?}", out.changed);
+    assert!(
+        !h.root.join("notes.md").exists(),
+        "a discarded change was kept"
+    );
+    assert_eq!(h.read("target/debug/out"), "built\n");
+}

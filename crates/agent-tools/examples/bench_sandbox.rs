@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use agent_base::cancel::CancelToken;
 use agent_policy::{Mode, Policy};
-use agent_tools::admit::{bypass, Layer};
+use agent_tools::admit::Layer;
 use agent_tools::shell::run_command;
 
 fn sh(dir: &Path, script: &str) {
@@ -212,10 +212,8 @@ fn main() {
         for rep in 0..reps * modes {
             let mode = rep % modes;
             let mut sandbox = agent_tools::fence::sandbox(dir, &policy);
-            let layer = (mode == 1).then(|| Layer::new(&state).unwrap());
-            if let Some(layer) = &layer {
-                sandbox.overlay = Some(layer.overlay(dir, bypass(dir)));
-            }
+            let layer = (mode == 1)
+                .then(|| Layer::attach(&mut sandbox, &state, dir, &[]).expect("a layer"));
             if mode == 2 {
                 sandbox.writable.clear();
             }

@@ -95,8 +95,26 @@ impl Layer {
         Ok(Layer { dir, upper, work })
     }
 
+    /// A new layer over `root` for `sandbox` to mount, with the build
+    /// folders git ignores (and `also`) bypassing it; `None` (logged) where
+    /// no layer can be had here, and then the command writes `root` itself.
+    pub fn attach(
+        sandbox: &mut agent_sandbox::Sandbox,
+        state_dir: &Path,
+        root: &Path,
+        also: &[PathBuf],
+    ) -> Option<Layer> {
+        let layer = Layer::new(state_dir)
+            .map_err(|e| tracing::info!("commands write the workspace directly: {e}"))
+            .ok()?;
+        let mut through = bypass(root);
+        through.extend_from_slice(also);
+        sandbox.overlay = Some(layer.overlay(root, through));
+        Some(layer)
+    }
+
     /// The overlay a sandbox mounts for this layer over `root`.
-    pub fn overlay(&self, root: &Path, bypass: Vec<PathBuf>) -> Overlay {
+    fn overlay(&self, root: &Path, bypass: Vec<PathBuf>) -> Overlay {
         Overlay {
             root: root.to_path_buf(),
             upper: self.upper.clone(),
@@ -336,13 +354,18 @@ pub fn hooks_path(root: &Path) -> Option<String> {
 /// The build folders of [`BUILD_DIRS`] at `root` that git ignores: real
 /// folders (not links) a command may write directly.
 pub fn bypass(root: &Path) -> Vec<PathBuf> {
-    let (ignore, _) = ignore::gitignore::Gitignore::new(root.join(".gitignore"));
+    let ignore = gitignore(root);
     BUILD_DIRS
         .iter()
         .map(|d| root.join(d))
         .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
         .filter(|p| ignore.matched(p, true).is_ignore())
         .collect()
+}
+
+/// The workspace's top-level `.gitignore`, what "git ignores" means here.
+fn gitignore(root: &Path) -> ignore::gitignore::Gitignore {
+    ignore::gitignore::Gitignore::new(root.join(".gitignore")).0
 }
 
 /// Caches every project leaves out of git, wherever they are.
@@ -374,8 +397,7 @@ fn is_output(ignore: &ignore::gitignore::Gitignore, root: &Path, rel: &str) -> b
 
 /// Whether `rel`'s top folder is build output a command made: a folder of
 /// [`BUILD_DIRS`] git ignores, new at the root.
-fn new_build_dir(root: &Path, rel: &str) -> bool {
-    let (ignore, _) = ignore::gitignore::Gitignore::new(root.join(".gitignore"));
+fn new_build_dir(ignore: &ignore::gitignore::Gitignore, root: &Path, rel: &str) -> bool {
     BUILD_DIRS.contains(&rel)
         && !root.join(rel).exists()
         && ignore.matched(root.join(rel), true).is_ignore()
@@ -427,17 +449,24 @@ fn classifier<'a>(root: &'a Path, policy: &'a Policy) -> impl Fn(&str) -> Class 
 /// [`BUILD_DIRS`], ignored by git) from the layer into the workspace as
 /// they are, as the bypass would have written them: their names, and a
 /// note each. Kept even when the rest of a layer is not (`--verify`'s).
-pub(crate) fn move_build_output(
-    workspace: &Workspace,
-    policy: &Policy,
+pub(crate) fn move_build_output(workspace: &Workspace, policy: &Policy, layer: &Layer) {
+    let root = workspace.root();
+    let found = layer.read();
+    let class = classifier(root, policy);
+    move_new_build_dirs(root, layer, &found, &gitignore(root), &class);
+}
+
+/// [`move_build_output`] with the matcher and classes the caller has.
+fn move_new_build_dirs(
+    root: &Path,
     layer: &Layer,
     found: &Found,
+    ignore: &ignore::gitignore::Gitignore,
+    class: &dyn Fn(&str) -> Class,
 ) -> (BTreeSet<String>, Vec<String>) {
-    let root = workspace.root();
-    let class = classifier(root, policy);
     let (mut moved, mut notes) = (BTreeSet::new(), Vec::new());
     for dir in found.dirs.iter().filter(|d| !d.contains('/')) {
-        if new_build_dir(root, dir) && class(dir) == Class::Admit {
+        if new_build_dir(ignore, root, dir) && class(dir) == Class::Admit {
             notes.push(match move_in(&layer.upper.join(dir), &root.join(dir)) {
                 Ok(()) => format!("{dir}/: new build output (ignored by git), moved in as it is"),
                 Err(e) => format!("{dir}/: not admitted: cannot move it in: {e}"),
@@ -451,11 +480,11 @@ pub(crate) fn move_build_output(
 fn sort(workspace: &Workspace, policy: &Policy, layer: &Layer, found: &Found) -> Sorted {
     let root = workspace.root();
     let class = classifier(root, policy);
-    let (moved, mut notes) = move_build_output(workspace, policy, layer, found);
+    let ignore = gitignore(root);
+    let (moved, mut notes) = move_new_build_dirs(root, layer, found, &ignore, &class);
     let outside_moved = |rel: &str| !moved.iter().any(|m| Path::new(rel).starts_with(m));
     let (changes, mut modes, more) = changes(workspace, &layer.upper, found, &outside_moved);
     notes.extend(more);
-    let (ignore, _) = ignore::gitignore::Gitignore::new(root.join(".gitignore"));
     let (mut admit, mut asked, mut output) = (Vec::new(), Vec::new(), Vec::new());
     for c in changes {
         match class(&c.rel) {

@@ -409,11 +409,9 @@ pub fn run_fenced(
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
     let root = workspace.root();
-    let layer = sandbox.as_mut().and_then(|s| {
-        let layer = admit::Layer::new(&workspace.state_dir()).ok()?;
-        s.overlay = Some(layer.overlay(root, admit::bypass(root)));
-        Some(layer)
-    });
+    let layer = sandbox
+        .as_mut()
+        .and_then(|s| admit::Layer::attach(s, &workspace.state_dir(), root, &[]));
     let guards = layer.is_none().then(|| {
         (
             StateGuard::snapshot(&workspace.team_dir()),
@@ -760,19 +758,14 @@ impl Gate {
                 home.keep.push(root.clone()); // in sight still, if inside it
             }
         }
-        let layer = sandbox.as_mut().filter(|_| !reads_only).and_then(|s| {
-            let layer = admit::Layer::new(&ctx.workspace.state_dir())
-                .map_err(|e| tracing::info!("commands write the workspace directly: {e}"))
-                .ok()?;
-            let mut bypass = admit::bypass(&root);
-            if self.git_writer.is_some() {
-                // An approved git command writes the repository's data
-                // directly (its config, hooks and info stay read-only).
-                bypass.push(root.join(".git"));
-            }
-            s.overlay = Some(layer.overlay(&root, bypass));
-            Some(layer)
-        });
+        // An approved git command writes the repository's data directly
+        // (its config, hooks and info stay read-only).
+        let git: Vec<PathBuf> = self.git_writer.iter().map(|_| root.join(".git")).collect();
+        let state = ctx.workspace.state_dir();
+        let layer = sandbox
+            .as_mut()
+            .filter(|_| !reads_only)
+            .and_then(|s| admit::Layer::attach(s, &state, &root, &git));
         let fenced_read = reads_only && sandbox.is_some();
         let guards = (layer.is_none() && !fenced_read).then(|| {
             (
@@ -794,8 +787,7 @@ impl Gate {
             Some(layer) => {
                 // Nothing it wrote is kept but a new build folder, which the
                 // next run would otherwise build again from nothing.
-                let found = layer.read();
-                admit::move_build_output(ctx.workspace, ctx.policy, &layer, &found);
+                admit::move_build_output(ctx.workspace, ctx.policy, &layer);
                 return Ok((r, None));
             }
             None => {}

@@ -412,11 +412,9 @@ impl Checks {
         // thrown away (build folders git ignores bypass it, as for commands).
         let mut sandbox = self.sandbox.clone();
         let state = agent_base::paths::state_dir(&self.workspace);
-        let layer = sandbox.as_mut().and_then(|s| {
-            let layer = crate::admit::Layer::new(&state).ok()?;
-            s.overlay = Some(layer.overlay(&self.workspace, crate::admit::bypass(&self.workspace)));
-            Some(layer)
-        });
+        let layer = sandbox
+            .as_mut()
+            .and_then(|s| crate::admit::Layer::attach(s, &state, &self.workspace, &[]));
         let result = run_command(
             &command,
             &p.root,

@@ -133,6 +133,24 @@ fn home(policy: &Policy) -> Option<agent_sandbox::Home> {
     Some(agent_sandbox::Home { dir, keep })
 }
 
+/// Keeps a program installed in the home folder in sight of a command
+/// (`venv/bin/python`, `node_modules/.bin/tsc`): its installation as found
+/// (through a link such as a linked `node_modules`) and as it really is.
+pub(crate) fn keep_installation(home: &mut agent_sandbox::Home, program: &Path) {
+    let found = program.parent().and_then(Path::parent);
+    let real = program.canonicalize().ok();
+    let installs = [
+        found.and_then(|d| d.canonicalize().ok()),
+        real.as_deref()
+            .and_then(Path::parent)
+            .and_then(Path::parent)
+            .map(Path::to_path_buf),
+    ];
+    let dir = home.dir.clone();
+    home.keep
+        .extend(installs.into_iter().flatten().filter(|d| *d != dir));
+}
+
 /// A long-lived program the workspace defines (an MCP server), started in
 /// the sandbox: the workspace writable but for its read-only set, the
 /// hidden set hidden, `tmp` its temp folder, the network open only when its
@@ -158,18 +176,19 @@ pub fn program(
     // home: its program's installation (a virtualenv's `bin/python`: the
     // environment) and the folders of the files it is given.
     if let Some(home) = fence.home.as_mut() {
-        let named = std::iter::once(program).chain(args.iter().map(String::as_str));
-        for path in named
+        if Path::new(program).is_absolute() {
+            keep_installation(home, Path::new(program));
+        }
+        for path in args
+            .iter()
             .map(Path::new)
             .filter(|p| p.is_absolute() && p.exists())
         {
-            let install = if path == Path::new(program) {
-                path.parent().and_then(Path::parent)
-            } else {
+            home.keep.extend(
                 path.parent()
-            };
-            home.keep
-                .extend(install.filter(|d| *d != home.dir).map(Path::to_path_buf));
+                    .filter(|d| *d != home.dir)
+                    .map(Path::to_path_buf),
+            );
         }
     }
     std::fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;

@@ -299,19 +299,7 @@ impl Checks {
         // typescript package the project links to) stays in sight there.
         if let Some(home) = sandbox.as_mut().and_then(|s| s.home.as_mut()) {
             for p in &planned {
-                // The program's installation as found (`node_modules/.bin/tsc`
-                // through a linked node_modules) and as it really is.
-                let found = p.program.parent().and_then(Path::parent);
-                let real = p.program.canonicalize().ok();
-                let installs = [
-                    found.and_then(|d| d.canonicalize().ok()),
-                    real.as_deref()
-                        .and_then(Path::parent)
-                        .and_then(Path::parent)
-                        .map(Path::to_path_buf),
-                ];
-                home.keep
-                    .extend(installs.into_iter().flatten().filter(|d| *d != home.dir));
+                crate::fence::keep_installation(home, &p.program);
             }
         }
         Self {

@@ -62,6 +62,15 @@ pub fn support() -> Support {
 /// files, whiteouts and opaque folders only.
 const PLAIN_LAYER: &str = "metacopy=off,redirect_dir=nofollow,";
 
+/// The mount options of a layer: `userxattr` in a user namespace (its marks
+/// are `user.overlay.*` attributes), [`PLAIN_LAYER`], and its three folders.
+fn layer_options(user: bool, [lower, upper, work]: [impl std::fmt::Display; 3]) -> String {
+    format!(
+        "{}{PLAIN_LAYER}lowerdir={lower},upperdir={upper},workdir={work}",
+        if user { "userxattr," } else { "" }
+    )
+}
+
 /// Whether a copy-on-write layer with its upper folder under `scratch` can
 /// be mounted in a command's namespaces: probed once per process, in a
 /// throwaway child, with a file deleted through it (a whiteout needs the
@@ -93,12 +102,9 @@ fn probe_overlay(scratch: &Path) -> Result<(), String> {
             scratch.display()
         )),
         Ok(()) => {
-            let options = format!(
-                "{}{PLAIN_LAYER}lowerdir={},upperdir={},workdir={}",
-                if s.user_namespace { "userxattr," } else { "" },
-                dir.join("lower").display(),
-                dir.join("upper").display(),
-                dir.join("work").display()
+            let options = layer_options(
+                s.user_namespace,
+                [&dir.join("lower"), &dir.join("upper"), &dir.join("work")].map(|p| p.display()),
             );
             match (cstring(&dir.join("lower")), CString::new(options)) {
                 (Some(target), Ok(options)) => {
@@ -304,14 +310,8 @@ fn overlay_plan(o: &super::Overlay) -> std::io::Result<child::OverlayPlan> {
     }
     let fd = |i: usize| reopen[i].1.as_raw_fd();
     let options = |user: bool| {
-        CString::new(format!(
-            "{}{PLAIN_LAYER}lowerdir=/proc/self/fd/{},upperdir=/proc/self/fd/{},workdir=/proc/self/fd/{}",
-            if user { "userxattr," } else { "" },
-            fd(0),
-            fd(1),
-            fd(2)
-        ))
-        .map_err(std::io::Error::other)
+        let [lower, upper, work] = [0, 1, 2].map(|i| format!("/proc/self/fd/{}", fd(i)));
+        CString::new(layer_options(user, [lower, upper, work])).map_err(std::io::Error::other)
     };
     Ok(child::OverlayPlan {
         target: cstring(&o.root).ok_or_else(nul)?,

@@ -66,13 +66,16 @@ pub(crate) fn provider(args: &ModelArgs) -> Result<Box<dyn Provider>> {
         let key = std::env::var("AGENT_API_KEY")
             .ok()
             .filter(|k| !k.is_empty());
-        let ctx = args.ctx_size.unwrap_or(8192) as usize;
-        return Ok(Box::new(OpenAiProvider::new(
+        let server = OpenAiProvider::connect(
             url,
             &args.server_model,
             key,
-            ctx,
-        )));
+            args.ctx_size.map(|n| n as usize),
+        );
+        if let Some(note) = server.window_note() {
+            eprintln!("note: {note}");
+        }
+        return Ok(Box::new(server));
     }
     if let Some(model) = args.model.as_deref().filter(|m| !m.is_file()) {
         bail!(

@@ -8,6 +8,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
 
+use agent_base::tokens::thousands;
 use serde_json::{json, Value};
 
 use super::scripted::estimate_tokens;
@@ -29,9 +30,58 @@ pub struct OpenAiProvider {
     agent: ureq::Agent,
     /// Whether the server is llama.cpp's (asked once).
     llama_cpp: Option<bool>,
+    /// Where `context_size` came from (see [`Self::window_source`]).
+    window_source: &'static str,
+    /// The warning of a server window smaller than the model's.
+    window_note: Option<String>,
+}
+
+/// The window assumed when neither `--ctx-size` nor the server tells it.
+const DEFAULT_WINDOW: usize = 8192;
+/// Ollama's `num_ctx` for a model whose parameters set none.
+const OLLAMA_NUM_CTX: usize = 4096;
+/// The time all discovery requests together may take: a dead or
+/// firewalled server must not hang the start.
+const DISCOVERY_TIME: Duration = Duration::from_secs(3);
+
+/// A context window a server reported.
+#[derive(Debug, Clone, PartialEq)]
+struct Window {
+    size: usize,
+    /// The model's trained context, when the server tells it.
+    trained: Option<usize>,
+    source: &'static str,
+    /// The window is Ollama's default, not one the model's parameters set.
+    ollama_default: bool,
+}
+
+impl Window {
+    /// A one-line warning with its fix when the server runs the model with
+    /// less context than it was trained for: sessions get compacted sooner
+    /// than they need to, and users rarely know the server's default.
+    fn note(&self) -> Option<String> {
+        let trained = self.trained.filter(|&t| t > self.size)?;
+        let why = if self.ollama_default {
+            " (Ollama's default num_ctx)"
+        } else {
+            ""
+        };
+        let fix = if self.source == "ollama /api/show" {
+            "set num_ctx on the server (PARAMETER num_ctx in a Modelfile, or OLLAMA_CONTEXT_LENGTH)"
+        } else {
+            "restart the server with a larger context (llama-server -c)"
+        };
+        Some(format!(
+            "the server's context window is {} tokens{why}, the model was trained for {}: long sessions get compacted sooner. fix: {fix}, or pass --ctx-size N if the server's window is in fact larger",
+            thousands(self.size),
+            thousands(trained),
+        ))
+    }
 }
 
 impl OpenAiProvider {
+    /// A client for a window the caller knows; [`Self::connect`] asks the
+    /// server for it.
     pub fn new(base_url: &str, model: &str, api_key: Option<String>, context_size: usize) -> Self {
         Self {
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -44,6 +94,132 @@ impl OpenAiProvider {
                 .timeout_read(Duration::from_secs(300))
                 .build(),
             llama_cpp: None,
+            window_source: "given",
+            window_note: None,
+        }
+    }
+
+    /// [`Self::new`] with the window the server really runs with:
+    /// `ctx_override` (`--ctx-size`) when given, else asked of the server
+    /// (llama-server's `/props`, Ollama's `/api/show`, vLLM's `/models`)
+    /// within a few seconds, else 8192.
+    pub fn connect(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+        ctx_override: Option<usize>,
+    ) -> Self {
+        let mut provider = Self::new(base_url, model, api_key, DEFAULT_WINDOW);
+        provider.window_source = "default";
+        if let Some(size) = ctx_override {
+            provider.context_size = size;
+            provider.window_source = "--ctx-size";
+        } else if let Some(window) = provider.discover_window() {
+            provider.context_size = window.size;
+            provider.window_source = window.source;
+            provider.window_note = window.note();
+        }
+        tracing::debug!(
+            context_size = provider.context_size,
+            source = provider.window_source,
+            "context window of {}",
+            provider.base_url
+        );
+        provider
+    }
+
+    /// Where the context window came from: `server /props`,
+    /// `ollama /api/show`, `vllm /models`, `--ctx-size` or `default` (from
+    /// [`Self::connect`]), `given` (the size passed to [`Self::new`]).
+    pub fn window_source(&self) -> &str {
+        self.window_source
+    }
+
+    /// A one-line warning, with its fix, when the server's window is
+    /// smaller than the one the model was trained for; for the user to see
+    /// once at start.
+    pub fn window_note(&self) -> Option<String> {
+        self.window_note.clone()
+    }
+
+    /// The server's window, or `None` (logged) when it tells none.
+    fn discover_window(&self) -> Option<Window> {
+        match self.ask_window(Instant::now() + DISCOVERY_TIME) {
+            Ok(Some(window)) => Some(window),
+            Ok(None) => {
+                tracing::debug!(
+                    "{} tells no context window (not llama-server, Ollama or vLLM?); assuming {DEFAULT_WINDOW}",
+                    self.base_url
+                );
+                None
+            }
+            Err(why) => {
+                tracing::debug!("{why}; assuming a context window of {DEFAULT_WINDOW}");
+                None
+            }
+        }
+    }
+
+    /// Asks `/models` first (vLLM's `max_model_len`; llama-server's trained
+    /// context), then llama-server's `/props`, then Ollama's `/api/show`.
+    /// A request the server does not answer at all ends the asking, so a
+    /// dead server costs one timeout, not three.
+    fn ask_window(&self, deadline: Instant) -> Result<Option<Window>, String> {
+        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        let models = self.probe(&format!("{}/models", self.base_url), None, deadline)?;
+        let entry = models.as_ref().and_then(|m| model_entry(m, &self.model));
+        if let Some(window) = entry.and_then(vllm_window) {
+            return Ok(Some(window));
+        }
+        let trained = entry.and_then(|e| size(&e["meta"]["n_ctx_train"]));
+        let props = self.probe(&format!("{root}/props"), None, deadline)?;
+        if let Some(window) = props.and_then(|p| llama_window(&p, trained)) {
+            return Ok(Some(window));
+        }
+        // Old Ollama versions read `name`, newer ones `model`.
+        let ask = json!({"model": self.model, "name": self.model});
+        let show = self.probe(&format!("{root}/api/show"), Some(ask), deadline)?;
+        Ok(show.and_then(|s| ollama_window(&s)))
+    }
+
+    /// One discovery request, within `deadline`: `Ok(None)` when the server
+    /// answers without JSON (a 404 from a server of another kind), `Err`
+    /// when it cannot be reached.
+    fn probe(
+        &self,
+        url: &str,
+        body: Option<Value>,
+        deadline: Instant,
+    ) -> Result<Option<Value>, String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("no time left to ask {url}"));
+        }
+        let answer = match &body {
+            Some(body) => self
+                .authorized(self.agent.post(url))
+                .timeout(left)
+                .send_json(body),
+            None => self.authorized(self.agent.get(url)).timeout(left).call(),
+        };
+        match answer {
+            Ok(reply) => Ok(reply
+                .into_json()
+                .map_err(|e| tracing::debug!("{url} answered no JSON: {e}"))
+                .ok()),
+            Err(ureq::Error::Status(code, _)) => {
+                tracing::debug!("{url} answered {code}");
+                Ok(None)
+            }
+            Err(e) => Err(format!("cannot reach {url}: {e}")),
+        }
+    }
+
+    /// `call` with the API key, when there is one.
+    fn authorized(&self, call: ureq::Request) -> ureq::Request {
+        match &self.api_key {
+            Some(key) => call.set("Authorization", &format!("Bearer {key}")),
+            None => call,
         }
     }
 
@@ -56,10 +232,7 @@ impl OpenAiProvider {
         if let Some(known) = self.llama_cpp {
             return known;
         }
-        let mut call = self.agent.get(&format!("{}/models", self.base_url));
-        if let Some(key) = &self.api_key {
-            call = call.set("Authorization", &format!("Bearer {key}"));
-        }
+        let call = self.authorized(self.agent.get(&format!("{}/models", self.base_url)));
         let known = call.call().ok().is_some_and(|r| {
             let header = r
                 .header("server")
@@ -129,6 +302,73 @@ impl OpenAiProvider {
         }
         body
     }
+}
+
+/// A positive token count.
+fn size(value: &Value) -> Option<usize> {
+    value.as_u64().filter(|&n| n > 0).map(|n| n as usize)
+}
+
+/// The `/models` entry of `model`, else the first: llama-server serves one
+/// model whatever it is called, and `--server-model` may be left `default`.
+fn model_entry<'a>(models: &'a Value, model: &str) -> Option<&'a Value> {
+    let data = models["data"].as_array()?;
+    data.iter().find(|m| m["id"] == model).or(data.first())
+}
+
+/// vLLM lists its window as `max_model_len`; it tells no trained one.
+fn vllm_window(entry: &Value) -> Option<Window> {
+    Some(Window {
+        size: size(&entry["max_model_len"])?,
+        trained: None,
+        source: "vllm /models",
+        ollama_default: false,
+    })
+}
+
+/// llama-server's `/props`: the window of a slot (what one request gets),
+/// `default_generation_settings.n_ctx`, or the top-level `n_ctx` of the
+/// builds that have it.
+fn llama_window(props: &Value, trained: Option<usize>) -> Option<Window> {
+    let settings = &props["default_generation_settings"];
+    Some(Window {
+        size: size(&settings["n_ctx"]).or_else(|| size(&props["n_ctx"]))?,
+        trained,
+        source: "server /props",
+        ollama_default: false,
+    })
+}
+
+/// Ollama's `/api/show`: `num_ctx` among the model's `parameters` (lines
+/// of `name value`), else Ollama's default; the trained window is
+/// `model_info`'s `<architecture>.context_length`.
+fn ollama_window(show: &Value) -> Option<Window> {
+    // A JSON answer from a server of another kind has none of these.
+    if ["modelfile", "parameters", "model_info"]
+        .iter()
+        .all(|key| show.get(key).is_none())
+    {
+        return None;
+    }
+    let set = show["parameters"].as_str().and_then(|text| {
+        text.lines().find_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["num_ctx", n] => n.parse().ok().filter(|&n: &usize| n > 0),
+                _ => None,
+            },
+        )
+    });
+    let trained = show["model_info"].as_object().and_then(|info| {
+        info.iter()
+            .find(|(key, _)| key.ends_with(".context_length"))
+            .and_then(|(_, n)| size(n))
+    });
+    Some(Window {
+        size: set.unwrap_or(OLLAMA_NUM_CTX),
+        trained,
+        source: "ollama /api/show",
+        ollama_default: set.is_none(),
+    })
 }
 
 /// A reply being streamed: text, reasoning and calls, each assembled from
@@ -221,8 +461,11 @@ impl Provider for OpenAiProvider {
         self.context_size
     }
 
+    /// An estimate on the safe side: the server's tokenizer is remote, and
+    /// a prompt fitted by this count must not overflow its window (code
+    /// runs 3 to 4 bytes a token; prose 4 to 5).
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
-        Ok(estimate_tokens(text))
+        Ok(text.len().div_ceil(3))
     }
 
     /// The server renders the model's own template and parses its calls:
@@ -240,13 +483,11 @@ impl Provider for OpenAiProvider {
         let started = Instant::now();
         let url = format!("{}/chat/completions", self.base_url);
         let body = self.body(request);
-        let mut call = self
-            .agent
-            .post(&url)
-            .set("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            call = call.set("Authorization", &format!("Bearer {key}"));
-        }
+        let call = self.authorized(
+            self.agent
+                .post(&url)
+                .set("Content-Type", "application/json"),
+        );
         let response = call.send_json(body).map_err(|e| match e {
             ureq::Error::Status(code, r) => LlmError::Http(format!(
                 "{url} answered {code}: {}",
@@ -364,7 +605,8 @@ mod tests {
     use super::*;
     use crate::Message;
     use std::io::{Read, Write};
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
 
     /// Serves one canned SSE response on loopback and returns the request body.
     fn serve_once(sse: &'static str) -> (String, std::thread::JoinHandle<String>) {
@@ -372,35 +614,43 @@ mod tests {
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let handle = std::thread::spawn(move || {
             let (mut sock, _) = listener.accept().unwrap();
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            // Read headers, then the body by Content-Length.
-            loop {
-                let n = sock.read(&mut chunk).unwrap();
-                buf.extend_from_slice(&chunk[..n]);
-                let text = String::from_utf8_lossy(&buf).to_string();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len: usize = text
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap())
-                        })
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
+            let request = read_request(&mut sock);
             let reply = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{sse}",
                 sse.len()
             );
             sock.write_all(reply.as_bytes()).unwrap();
-            String::from_utf8_lossy(&buf).to_string()
+            request
         });
         (url, handle)
+    }
+
+    /// Reads one request: the headers, then the body by Content-Length.
+    fn read_request(sock: &mut TcpStream) -> String {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = sock.read(&mut chunk).unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len: usize = text
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + len {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&buf).to_string()
     }
 
     #[test]
@@ -542,5 +792,194 @@ mod tests {
             )
             .unwrap_err();
         assert!(err.to_string().contains("cannot reach"), "{err}");
+    }
+
+    /// Serves `routes` (`"METHOD /path"` and its JSON) to any number of
+    /// requests, 404 to the rest; returns the base URL (`.../v1`) and the
+    /// requests seen.
+    fn stub(routes: Vec<(&'static str, Value)>) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for sock in listener.incoming() {
+                let mut sock = sock.unwrap();
+                let request = read_request(&mut sock);
+                let route = routes
+                    .iter()
+                    .find(|(line, _)| request.starts_with(&format!("{line} ")));
+                let (status, body) = match route {
+                    Some((_, json)) => ("200 OK", json.to_string()),
+                    None => ("404 Not Found", r#"{"error":"not found"}"#.to_string()),
+                };
+                // Logged before the reply, so the client sees it when done.
+                log.lock().unwrap().push(request);
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                sock.write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        (url, seen)
+    }
+
+    fn window(provider: &OpenAiProvider) -> (usize, &str, Option<String>) {
+        (
+            provider.context_size(),
+            provider.window_source(),
+            provider.window_note(),
+        )
+    }
+
+    #[test]
+    fn llama_server_window_is_its_slot_and_a_smaller_one_than_trained_is_noted() {
+        let (url, seen) = stub(vec![
+            (
+                "GET /v1/models",
+                json!({"data": [{"id": "q.gguf", "owned_by": "llamacpp", "meta": {"n_ctx_train": 32768}}]}),
+            ),
+            (
+                "GET /props",
+                json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}),
+            ),
+        ]);
+        let p = OpenAiProvider::connect(&url, "default", None, None);
+        assert_eq!(
+            window(&p),
+            (
+                4096,
+                "server /props",
+                Some("the server's context window is 4,096 tokens, the model was trained for 32,768: long sessions get compacted sooner. fix: restart the server with a larger context (llama-server -c), or pass --ctx-size N if the server's window is in fact larger".to_string())
+            )
+        );
+        assert_eq!(seen.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn llama_server_top_level_n_ctx_is_read_too_and_a_full_window_has_no_note() {
+        let models = json!({"data": [{"id": "q", "meta": {"n_ctx_train": 32768}}]});
+        let (url, _) = stub(vec![
+            ("GET /v1/models", models.clone()),
+            ("GET /props", json!({"n_ctx": 32768})),
+        ]);
+        let p = OpenAiProvider::connect(&url, "q", None, None);
+        assert_eq!(window(&p), (32768, "server /props", None));
+        // A slot's window is what one request gets (`-c` over `--parallel`).
+        let (url, _) = stub(vec![
+            ("GET /v1/models", models),
+            (
+                "GET /props",
+                json!({"n_ctx": 32768, "default_generation_settings": {"n_ctx": 8192}}),
+            ),
+        ]);
+        let p = OpenAiProvider::connect(&url, "q", None, None);
+        assert_eq!(window(&p).0, 8192);
+    }
+
+    #[test]
+    fn ollama_window_is_num_ctx_of_the_model_parameters() {
+        let (url, seen) = stub(vec![(
+            "POST /api/show",
+            json!({
+                "modelfile": "FROM qwen",
+                "parameters": "stop \"<|im_end|>\"\nnum_ctx 4096",
+                "model_info": {"general.architecture": "llama", "llama.context_length": 131072},
+            }),
+        )]);
+        let p = OpenAiProvider::connect(&url, "qwen2.5:7b", None, None);
+        let (size, source, note) = window(&p);
+        assert_eq!((size, source), (4096, "ollama /api/show"));
+        assert_eq!(
+            note.as_deref(),
+            Some("the server's context window is 4,096 tokens, the model was trained for 131,072: long sessions get compacted sooner. fix: set num_ctx on the server (PARAMETER num_ctx in a Modelfile, or OLLAMA_CONTEXT_LENGTH), or pass --ctx-size N if the server's window is in fact larger")
+        );
+        let seen = seen.lock().unwrap();
+        let show = seen
+            .iter()
+            .find(|r| r.starts_with("POST /api/show"))
+            .unwrap();
+        assert!(
+            show.contains(r#""model":"qwen2.5:7b""#) && show.contains(r#""name":"qwen2.5:7b""#),
+            "{show}"
+        );
+    }
+
+    #[test]
+    fn ollama_without_num_ctx_runs_its_default_and_says_so() {
+        let (url, _) = stub(vec![(
+            "POST /api/show",
+            json!({
+                "modelfile": "FROM qwen",
+                "model_info": {"qwen2.context_length": 32768},
+            }),
+        )]);
+        let p = OpenAiProvider::connect(&url, "qwen", None, None);
+        let (size, source, note) = window(&p);
+        assert_eq!((size, source), (4096, "ollama /api/show"));
+        let note = note.unwrap();
+        assert!(
+            note.starts_with("the server's context window is 4,096 tokens (Ollama's default num_ctx), the model was trained for 32,768:"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn vllm_window_is_max_model_len_without_a_note() {
+        let (url, seen) = stub(vec![(
+            "GET /v1/models",
+            json!({"data": [
+                {"id": "other", "max_model_len": 8192},
+                {"id": "Qwen/Qwen3-8B", "owned_by": "vllm", "max_model_len": 16384},
+            ]}),
+        )]);
+        let p = OpenAiProvider::connect(&url, "Qwen/Qwen3-8B", None, None);
+        assert_eq!(window(&p), (16384, "vllm /models", None));
+        assert_eq!(seen.lock().unwrap().len(), 1, "vLLM needs one request");
+    }
+
+    #[test]
+    fn ctx_size_wins_without_asking_the_server() {
+        let (url, seen) = stub(vec![("GET /props", json!({"n_ctx": 4096}))]);
+        let p = OpenAiProvider::connect(&url, "m", None, Some(2048));
+        assert_eq!(window(&p), (2048, "--ctx-size", None));
+        assert!(seen.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_server_that_tells_nothing_gets_the_default() {
+        let (url, seen) = stub(Vec::new());
+        let p = OpenAiProvider::connect(&url, "m", None, None);
+        assert_eq!(window(&p), (8192, "default", None));
+        let lines: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.lines().next().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "GET /v1/models HTTP/1.1",
+                "GET /props HTTP/1.1",
+                "POST /api/show HTTP/1.1"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unreachable_server_gets_the_default_after_one_attempt() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        drop(listener);
+        let started = Instant::now();
+        let p = OpenAiProvider::connect(&url, "m", None, None);
+        assert_eq!(window(&p), (8192, "default", None));
+        assert!(
+            started.elapsed() < DISCOVERY_TIME,
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

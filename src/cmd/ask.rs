@@ -11,6 +11,7 @@ use super::search::IndexSearch;
 use crate::cli::{AskArgs, OutputFormat};
 use crate::session;
 use agent_base::cancel::CancelToken;
+use agent_core::attach::Request;
 use agent_core::plain::{self, PlainQuestion};
 use agent_core::ui::{JsonLinesUi, QuietUi, TerminalUi, Ui};
 use agent_llm::{
@@ -30,12 +31,12 @@ pub(crate) fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result
     if args.no_tools {
         return answer_plain(args, &question, cancel);
     }
-    let mut request = agent_core::attach::attachments(&args.files)?;
-    request.push_str(&question);
+    let files = agent_core::attach::attachments(&args.files)?;
+    let request = Request::new(question, files);
     if args.print_prompt {
-        return print_first_prompt(args, &request, cancel);
+        return print_first_prompt(args, request, cancel);
     }
-    answer(args, &request, cancel, verbose)
+    answer(args, request, cancel, verbose)
 }
 
 /// `agent ask /review src/app.py`: the team's prompt file, filled in; any
@@ -67,7 +68,7 @@ fn agent_sampling(args: &AskArgs) -> Sampling {
 }
 
 /// The request through the agent, shown as `--output-format` asks.
-fn answer(args: &AskArgs, request: &str, cancel: &CancelToken, verbose: bool) -> Result<i32> {
+fn answer(args: &AskArgs, request: Request, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     let sampling = agent_sampling(args);
     let mut session =
         session::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
@@ -92,7 +93,7 @@ fn answer(args: &AskArgs, request: &str, cancel: &CancelToken, verbose: bool) ->
 }
 
 /// `--print-prompt`: the agent's prompts, printed instead of asked.
-fn print_first_prompt(args: &AskArgs, request: &str, cancel: &CancelToken) -> Result<i32> {
+fn print_first_prompt(args: &AskArgs, request: Request, cancel: &CancelToken) -> Result<i32> {
     let json = args.format() != OutputFormat::Text;
     let printer = super::prompt_printer(&args.model, json, cancel)?;
     let sampling = agent_sampling(args);
@@ -136,11 +137,12 @@ fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<
     plain.request.interrupt = Some(cancel.clone());
     if args.print_prompt {
         let json = args.format() != OutputFormat::Text;
-        super::prompt_printer(&args.model, json, cancel)?
-            .complete(&plain.request, &mut |_| Flow::Continue)?;
+        let mut printer = super::prompt_printer(&args.model, json, cancel)?;
+        plain::fit(&mut plain.request, printer.as_ref());
+        printer.complete(&plain.request, &mut |_| Flow::Continue)?;
         return Ok(exit::OK);
     }
-    stream_answer(args, &plain.request)
+    stream_answer(args, plain.request)
 }
 
 /// The workspace's index, opened for one search; None (and nothing said)
@@ -168,12 +170,21 @@ fn grammar(args: &AskArgs) -> Result<Option<Grammar>> {
 
 /// The model's reply to `request`, streamed to stdout as text or reported
 /// whole as JSON.
-fn stream_answer(args: &AskArgs, request: &CompletionRequest) -> Result<i32> {
+fn stream_answer(args: &AskArgs, mut request: CompletionRequest) -> Result<i32> {
     let json = args.format() != OutputFormat::Text;
     let mut provider = super::provider(&args.model)?;
+    // The attached files and retrieved code are cut to fit the window.
+    let fitted = plain::fit(&mut request, provider.as_ref());
+    if fitted.excerpted > 0 {
+        eprintln!(
+            "(cut to fit the context window: {} of the attached files or retrieved code, about {} tokens left out)",
+            fitted.excerpted,
+            agent_base::tokens::thousands(fitted.cut_tokens)
+        );
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let completion = provider.complete(request, &mut |event| {
+    let completion = provider.complete(&request, &mut |event| {
         if let (false, Event::Text(text)) = (json, event) {
             // A closed pipe (`agent ask ... | head`) ends generation quietly.
             if out

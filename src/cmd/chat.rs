@@ -248,7 +248,7 @@ impl Chat {
         let session = &mut self.session;
         match session
             .agent
-            .handle(&request, ui, session.approver.as_mut(), cancel)
+            .handle(request, ui, session.approver.as_mut(), cancel)
         {
             Ok(outcome) => {
                 self.totals.add(&outcome);
@@ -264,14 +264,13 @@ impl Chat {
 /// `request` after the files it names as `@path` (the terminal UI's `@`
 /// completion), attached as `agent ask --file` attaches them; one that
 /// cannot be is said and left out.
-fn with_attachments(request: &str, root: &std::path::Path) -> String {
-    let mut out = String::new();
+fn with_attachments(request: &str, root: &std::path::Path) -> agent_core::attach::Request {
+    let mut files = Vec::new();
     for path in mentioned_files(request, root) {
         match agent_core::attach::attachment_as(&root.join(&path), &path) {
-            Ok(text) => {
+            Ok(file) => {
                 eprintln!("{}", style(format!("attached {}", untrusted(&path))).dim());
-                out.push_str(&text);
-                out.push('\n');
+                files.push(file);
             }
             Err(e) => eprintln!(
                 "{} {}",
@@ -280,8 +279,7 @@ fn with_attachments(request: &str, root: &std::path::Path) -> String {
             ),
         }
     }
-    out.push_str(request);
-    out
+    agent_core::attach::Request::new(request, files)
 }
 
 /// The `@path` words of `request` that name a file inside the workspace,
@@ -437,6 +435,23 @@ context now: {} of {} tokens ({:.0}%)",
     }
 }
 
+/// The last prompt's budget, for `/tokens`.
+fn budget_report(b: &agent_core::budget::Budget) -> String {
+    if b.window == 0 {
+        return "last prompt: none yet".into();
+    }
+    format!(
+        "last prompt: {} of {} tokens: {} fixed (system prompt and tools), {} conversation, {} this request; {} kept for the answer; {} left out to fit",
+        thousands(b.used()),
+        thousands(b.window),
+        thousands(b.fixed),
+        thousands(b.conversation),
+        thousands(b.new),
+        thousands(b.reserve),
+        thousands(b.cut)
+    )
+}
+
 enum Command {
     Done,
     Quit,
@@ -551,6 +566,7 @@ fn slash_command(
         "tokens" => {
             let (used, window) = agent.context_usage();
             eprintln!("{}", asked.totals.report(used, window));
+            eprintln!("{}", budget_report(&agent.budget()));
         }
         _ => {
             let root = agent.workspace().to_path_buf();

@@ -125,6 +125,7 @@ fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
     let cancel = CancelToken::new();
     let toolbox = Toolbox::standard();
     let mut ctx = ToolContext {
+        room: usize::MAX,
         workspace: &workspace,
         ledger: &mut ledger,
         checkpoints: &mut checkpoints,

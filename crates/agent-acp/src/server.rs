@@ -17,6 +17,7 @@ use crate::client_fs::{ClientFiles, Offered};
 use crate::protocol::*;
 use crate::rpc::{self, Incoming, Peer, RpcError};
 use agent_base::cancel::CancelToken;
+use agent_core::attach::{Attachment, Request};
 use agent_core::{Agent, Finish};
 
 /// How the binary opens an agent for a session: its model, mode and tools.
@@ -229,8 +230,8 @@ impl Server<'_> {
                 ),
             ));
         };
-        let text = prompt_text(&request.prompt);
-        if text.trim().is_empty() {
+        let asked = prompt_request(&request.prompt);
+        if asked.text.trim().is_empty() && asked.attachments.is_empty() {
             return Err(RpcError::new(rpc::INVALID_PARAMS, "the prompt has no text"));
         }
         session.cancel.reset();
@@ -248,7 +249,7 @@ impl Server<'_> {
         };
         let outcome = session
             .agent
-            .handle(&text, &mut ui, &mut approver, &session.cancel)
+            .handle(asked, &mut ui, &mut approver, &session.cancel)
             .map_err(internal)?;
         remember(&session.agent, &request.session_id);
         // The terminal prints these answers after the run; so does the editor.
@@ -270,10 +271,11 @@ impl Server<'_> {
     }
 }
 
-/// The prompt's blocks as one request: text as is, embedded files fenced,
-/// linked files named.
-fn prompt_text(blocks: &[ContentBlock]) -> String {
+/// The prompt's blocks as one request: text as is, embedded files
+/// attached (fitted to the window by the agent), linked files named.
+fn prompt_request(blocks: &[ContentBlock]) -> Request {
     let mut text = String::new();
+    let mut files = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text { text: t } => text.push_str(t),
@@ -281,10 +283,10 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
                 text.push_str(&format!("\n(file {name}: {uri})\n"))
             }
             ContentBlock::Resource { resource } => match &resource.text {
-                Some(body) => {
-                    text.push('\n');
-                    text.push_str(&agent_core::attach::fenced(&resource.uri, body));
-                }
+                Some(body) => files.push(Attachment {
+                    name: resource.uri.clone(),
+                    text: body.clone(),
+                }),
                 None => text.push_str(&format!("\n(file {})\n", resource.uri)),
             },
             ContentBlock::Unsupported => {
@@ -292,7 +294,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
             }
         }
     }
-    text
+    Request::new(text, files)
 }
 
 /// Where the ACP session ids of a workspace point to our saved sessions
@@ -347,12 +349,19 @@ mod tests {
             {"type": "image", "data": "", "mimeType": "image/png"}
         ]))
         .unwrap();
-        let text = prompt_text(&blocks);
+        let asked = prompt_request(&blocks);
+        assert_eq!(
+            asked.attachments,
+            vec![Attachment {
+                name: "file:///w/a.py".into(),
+                text: "x = 1\n".into()
+            }]
+        );
+        let text = asked.text;
         assert!(
-            text.starts_with("Explain \nFile `file:///w/a.py`:\n```\nx = 1\n```\n"),
+            text.starts_with("Explain \n(file b.py: file:///w/b.py)"),
             "{text}"
         );
-        assert!(text.contains("(file b.py: file:///w/b.py)"));
         assert!(text.contains("cannot see"));
     }
 }

@@ -1,5 +1,5 @@
 //! Compaction by summary: when a conversation would pass `compact_at` of
-//! the context window (80% by default, `.agent/config.toml`), the model
+//! the context window (75% by default, `.agent/config.toml`), the model
 //! writes a structured summary of the work so far (goal, decisions, files
 //! touched and why, open questions, next step) under a grammar, and every
 //! turn after the system prompt but the last few is replaced by it.
@@ -18,8 +18,11 @@
 //! - A summary that is no summary (empty, the request or our own prompt
 //!   copied back, nothing about the conversation: [`crate::answer::Judge`]),
 //!   or none at all, changes nothing: pruning goes on as before, the user is
-//!   told, and automatic compaction stays off for the session (`/compact`
-//!   tries again).
+//!   told, and automatic compaction waits until the conversation has grown
+//!   by a quarter of the window (`/compact` tries at once).
+//! - The summary request fits the window whatever the history: a history
+//!   too long for one request is summarised in pieces, each a transcript
+//!   that fits, and the pieces' summaries merged ([`Summary::merge`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -28,7 +31,7 @@ use agent_base::cancel::CancelToken;
 use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
 
 pub use crate::compaction::{Compaction, Trigger};
-use crate::context::{self, Kind, Turn};
+use crate::context::{fit, Counter, Kind, Turn};
 use crate::run::Run;
 use crate::ui::Ui;
 use crate::{prompt, request_text, truncate, Agent};
@@ -121,6 +124,80 @@ pub fn parse(text: &str) -> Option<Summary> {
 }
 
 impl Summary {
+    /// A summary made from `turns[range]` themselves, for when the model's
+    /// is none: the latest request as the goal, the answers given as the
+    /// decisions, the files the calls named.
+    pub fn extract(turns: &[Turn], range: std::ops::Range<usize>) -> Summary {
+        let clip = |text: &str| truncate(text.trim(), MAX_FIELD_CHARS - 4).to_string();
+        let mut record = Summary {
+            next_step: "continue with the latest request".into(),
+            ..Summary::default()
+        };
+        for i in range {
+            let content = &turns[i].message.content;
+            match turns[i].kind {
+                Kind::Request => {
+                    let words = crate::attach::after_blocks(request_text(i, content));
+                    record.goal = clip(&format!("the user asked: {words}"));
+                }
+                Kind::Call => {
+                    let Ok(call) = crate::protocol::parse_call(content) else {
+                        continue;
+                    };
+                    if call.tool == crate::protocol::FINISH {
+                        if let Some(answer) = call.args["answer"].as_str() {
+                            record.decisions.push(clip(&format!("answered: {answer}")));
+                        }
+                    } else if let Some(path) = call.args["path"].as_str() {
+                        record.files.push(FileNote {
+                            path: clip(path),
+                            why: format!("{} was called on it", call.tool),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Summary::merge(vec![record])
+    }
+
+    /// One summary of the pieces' summaries, oldest first: the latest goal
+    /// and next step, the lists joined (a repeated item once, the latest
+    /// kept when there are too many).
+    pub fn merge(pieces: Vec<Summary>) -> Summary {
+        fn join(lists: impl Iterator<Item = String>, most: usize) -> Vec<String> {
+            let mut out: Vec<String> = Vec::new();
+            for item in lists {
+                out.retain(|seen| seen != &item);
+                out.push(item);
+            }
+            let extra = out.len().saturating_sub(most);
+            out.split_off(extra)
+        }
+        let last = |f: fn(&Summary) -> &String| {
+            pieces
+                .iter()
+                .rev()
+                .map(f)
+                .find(|s| !s.trim().is_empty())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut files: Vec<FileNote> = Vec::new();
+        for note in pieces.iter().flat_map(|p| p.files.iter().cloned()) {
+            files.retain(|seen| seen.path != note.path);
+            files.push(note);
+        }
+        let extra = files.len().saturating_sub(8);
+        Summary {
+            goal: last(|s| &s.goal),
+            decisions: join(pieces.iter().flat_map(|p| p.decisions.clone()), 6),
+            files: files.split_off(extra),
+            open_questions: join(pieces.iter().flat_map(|p| p.open_questions.clone()), 6),
+            next_step: last(|s| &s.next_step),
+        }
+    }
+
     /// The summary turn: a heading, the fields that say something, and the
     /// request being worked on when its own turn was replaced.
     pub fn render(&self, request: Option<&str>) -> String {
@@ -275,14 +352,16 @@ impl Agent {
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> anyhow::Result<()> {
-        if self.compact_at <= 0.0 || self.auto_compact_off.is_some() {
+        if self.compact_at <= 0.0 {
             return Ok(());
         }
         let window = self.provider.context_size();
         // Before pruning would start: a summary beats a cut.
         let threshold =
             ((self.compact_at as f64 * window as f64) as usize).min(self.prompt_budget());
-        if self.conversation_tokens(&self.turns) <= threshold {
+        let used = self.conversation_tokens(&self.turns);
+        // After a failed summary, the next try waits for a quarter window more.
+        if used <= threshold || self.auto_compact_after.is_some_and(|after| used <= after) {
             return Ok(());
         }
         let Some((compaction, k)) = self.compact_turns(Trigger::Auto, None, ui, cancel)? else {
@@ -296,8 +375,9 @@ impl Agent {
             } else {
                 1
             };
+            self.auto_compact_after = None;
         } else {
-            self.auto_compact_off = compaction.fallback.clone();
+            self.auto_compact_after = Some(used.min(threshold) + window / 4);
         }
         run.outcome.compactions.push(compaction);
         Ok(())
@@ -335,17 +415,15 @@ impl Agent {
         }
     }
 
-    /// The reply's room: the window minus the reserve for the reply.
-    pub(crate) fn prompt_budget(&self) -> usize {
-        let window = self.provider.context_size();
-        window.saturating_sub(self.config.max_tokens.min(window / 4))
-    }
-
+    /// Tokens `turns` take as sent, every tool included.
     fn conversation_tokens(&self, turns: &[Turn]) -> usize {
         let messages: Vec<Message> = turns.iter().map(|t| t.message.clone()).collect();
-        self.provider
-            .count_message_tokens(&messages)
-            .unwrap_or_else(|_| messages.iter().map(|m| m.content.len() / 3 + 4).sum())
+        let tools = if self.provider.native_calls() {
+            crate::native::tool_specs(&self.toolbox.specs())
+        } else {
+            Vec::new()
+        };
+        self.prompt_tokens(&messages, &tools)
     }
 
     /// Asks the model for a summary of all but the last turns and, when the
@@ -394,10 +472,29 @@ impl Agent {
             "compacting: {} of {n} turns ({summarized} tokens) into a summary…",
             k - 1
         ));
-        match self.summarize(k, summarized, focus, cancel)? {
+        let mut summary = self.summarize(k, summarized, focus, cancel)?;
+        if let Err(why) = &summary {
+            // The model's is no summary: one from the turns' own record (the
+            // requests, the answers, the files the calls touched) replaces
+            // them instead, when it is shorter; Ctrl-C stops here too.
+            let record = Summary::extract(&self.turns, 1..k);
+            let rendered = self.text_tokens(&record.render(None));
+            let stopped = cancel.is_cancelled();
+            if !stopped
+                && record
+                    .fault(rendered, summarized, &self.session_changed)
+                    .is_none()
+            {
+                compaction.fallback = Some(format!(
+                    "{why}; the summary was made from the turns' own record instead"
+                ));
+                summary = Ok(record);
+            }
+        }
+        match summary {
             Err(why) => {
                 let instead = match trigger {
-                    Trigger::Auto => "old turns are pruned to fit instead, and automatic compaction is off for this session (/compact tries again)",
+                    Trigger::Auto => "old turns are pruned to fit instead; automatic compaction tries again when the conversation has grown by a quarter of the window (/compact tries now)",
                     Trigger::Request => "the conversation is unchanged",
                 };
                 compaction.fallback = Some(format!("{why}; {instead}"));
@@ -456,7 +553,9 @@ impl Agent {
         }
     }
 
-    /// The model's summary of `turns[1..k]`, or why there is none.
+    /// The model's summary of `turns[1..k]`, or why there is none: one
+    /// request when they fit the window, else one per piece that does,
+    /// merged ([`Summary::merge`]).
     fn summarize(
         &mut self,
         k: usize,
@@ -465,56 +564,29 @@ impl Agent {
         cancel: &CancelToken,
     ) -> anyhow::Result<Result<Summary, String>> {
         let window = self.provider.context_size();
-        let max_tokens = (window / 4).clamp(64, 1024);
-        let mut turns: Vec<Turn> = self.turns[..k].to_vec();
+        let max_tokens = (window / 16).clamp(128, 1024);
+        let limit = window.saturating_sub(max_tokens);
         let mut ask = format!("\n\n{PROMPT}");
         if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
             ask.push_str(&format!("\nFocus the summary on: {focus}"));
         }
+        let mut turns: Vec<Message> = self.turns[..k].iter().map(|t| t.message.clone()).collect();
         // The last replaced turn is the user's: the question joins it, so
         // the roles still alternate and the cached prefix holds.
-        turns[k - 1].message.content.push_str(&ask);
-        let provider = &self.provider;
-        let count = |m: &[Message]| {
-            provider
-                .count_message_tokens(m)
-                .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
+        turns[k - 1].content.push_str(&ask);
+        let requests = if self.prompt_tokens(&turns, &[]) <= limit {
+            vec![turns]
+        } else {
+            self.pieces(k, &ask, limit)
         };
-        let (messages, fitted) = context::fit(&turns, window.saturating_sub(max_tokens), &count);
-        let request = CompletionRequest {
-            messages,
-            max_tokens,
-            sampling: self.config.sampling,
-            grammar: self.provider.supports_grammar().then(grammar),
-            interrupt: Some(cancel.clone()),
-            ..CompletionRequest::default()
-        };
-        self.log.trace(
-            "compact_request",
-            json!({"messages": request.messages.len(), "fitted": fitted,
-                   "grammar": request.grammar.is_some(), "max_tokens": max_tokens}),
-        );
-        let completion = self.provider.complete(&request, &mut |_| Flow::Continue);
-        let completion = match completion {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(format!("the model could not write a summary ({e})"))),
-        };
-        self.log.trace(
-            "compact_response",
-            json!({"text": completion.text, "finish": completion.finish,
-                   "prompt_tokens": completion.prompt_tokens, "reused_tokens": completion.reused_tokens,
-                   "completion_tokens": completion.completion_tokens,
-                   "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
-        );
-        if cancel.is_cancelled() {
-            return Ok(Err("stopped by Ctrl-C".into()));
+        let mut summaries = Vec::new();
+        for (i, messages) in requests.into_iter().enumerate() {
+            match self.ask_summary(messages, max_tokens, i, cancel) {
+                Ok(summary) => summaries.push(summary),
+                Err(why) => return Ok(Err(why)),
+            }
         }
-        let Some(summary) = parse(&completion.text) else {
-            return Ok(Err(format!(
-                "the model's summary was not the JSON asked for ({})",
-                truncate(completion.text.trim(), 120)
-            )));
-        };
+        let summary = Summary::merge(summaries);
         if summary.goal.trim().is_empty() {
             return Ok(Err("the model's summary has no goal".into()));
         }
@@ -543,6 +615,115 @@ impl Agent {
             return Ok(Err(format!("the model's summary {}", fault.reason())));
         }
         Ok(Ok(summary))
+    }
+
+    /// `turns[1..k]` as transcripts that each fit `limit` with the system
+    /// prompt and `ask`: one summary request per piece. A turn larger than
+    /// a piece is cut to an excerpt.
+    fn pieces(&self, k: usize, ask: &str, limit: usize) -> Vec<Vec<Message>> {
+        let system = self.turns[0].message.clone();
+        let frame = |transcript: &str| {
+            vec![
+                system.clone(),
+                Message::user(format!(
+                    "The conversation so far, in part:\n\n{transcript}{ask}"
+                )),
+            ]
+        };
+        let room = limit.saturating_sub(self.prompt_tokens(&frame(""), &[]) + 32);
+        let text = |t: &str| self.text_tokens(t);
+        let hints = crate::budget::hints(&self.latest_request());
+        let mut pieces: Vec<String> = vec![String::new()];
+        let mut used = 0;
+        for turn in &self.turns[1..k] {
+            let who = if turn.message.role == Role::Assistant {
+                "assistant"
+            } else {
+                "user"
+            };
+            let mut entry = format!("[{who}]\n{}\n\n", turn.message.content.trim());
+            if turn.kind == Kind::Request {
+                // Its attached files are cut first, the user's words never.
+                let prompt = |m: &[Message]| m.iter().map(|m| text(&m.content)).sum::<usize>();
+                let counter = Counter {
+                    prompt: &prompt,
+                    text: &text,
+                };
+                let (fitted, _) = fit(
+                    &[Turn::new(Kind::Request, entry)],
+                    room / 2,
+                    &counter,
+                    &hints,
+                );
+                entry = fitted[0].message.content.clone();
+            }
+            if let Some(cut) = crate::budget::excerpt(who, &entry, room, &hints, &text) {
+                entry = format!("{}\n\n", cut.text);
+            }
+            let tokens = text(&entry);
+            if used + tokens > room && used > 0 {
+                pieces.push(String::new());
+                used = 0;
+            }
+            used += tokens;
+            pieces
+                .last_mut()
+                .expect("one piece at least")
+                .push_str(&entry);
+        }
+        pieces.iter().map(|p| frame(p)).collect()
+    }
+
+    /// One summary request's answer, or why there is none.
+    fn ask_summary(
+        &mut self,
+        messages: Vec<Message>,
+        max_tokens: usize,
+        piece: usize,
+        cancel: &CancelToken,
+    ) -> Result<Summary, String> {
+        let request = CompletionRequest {
+            messages,
+            max_tokens,
+            // A small model's summary repeats one item until the budget is
+            // spent; a repeat penalty keeps it moving.
+            sampling: agent_llm::Sampling {
+                repeat_penalty: self
+                    .config
+                    .sampling
+                    .repeat_penalty
+                    .max(crate::plain::REPEAT_PENALTY),
+                ..self.config.sampling
+            },
+            grammar: self.provider.supports_grammar().then(grammar),
+            interrupt: Some(cancel.clone()),
+            ..CompletionRequest::default()
+        };
+        self.log.trace(
+            "compact_request",
+            json!({"messages": request.messages.len(), "piece": piece,
+                   "grammar": request.grammar.is_some(), "max_tokens": max_tokens}),
+        );
+        let completion = self
+            .provider
+            .complete(&request, &mut |_| Flow::Continue)
+            .map_err(|e| format!("the model could not write a summary ({e})"))?;
+        self.log.trace(
+            "compact_response",
+            json!({"text": completion.text, "finish": completion.finish, "piece": piece,
+                   "prompt_tokens": completion.prompt_tokens, "reused_tokens": completion.reused_tokens,
+                   "completion_tokens": completion.completion_tokens,
+                   "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
+        );
+        if cancel.is_cancelled() {
+            return Err("stopped by Ctrl-C".into());
+        }
+        parse(&completion.text).ok_or_else(|| {
+            format!(
+                "the model's summary was not the JSON asked for ({})",
+                truncate(completion.text.trim(), 120)
+            )
+        })
     }
 }
 
@@ -612,6 +793,58 @@ mod tests {
         assert!(!shown.contains("Open questions"), "{shown}");
         assert_eq!(parse("no json"), None);
         assert_eq!(parse("{}").unwrap(), Summary::default());
+    }
+
+    #[test]
+    fn a_record_summary_names_the_request_the_answers_and_the_files() {
+        let turns = vec![
+            Turn::new(Kind::System, "S"),
+            Turn::new(Kind::Request, "Where is add defined?"),
+            Turn::new(
+                Kind::Call,
+                r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            ),
+            Turn::new(Kind::Observation, "[read_file ok]\ndef add(a, b): ..."),
+            Turn::new(
+                Kind::Call,
+                r#"{"thought": "t", "tool": "finish", "args": {"answer": "In calc.py."}}"#,
+            ),
+            Turn::new(Kind::Request, "And sub?"),
+        ];
+        let record = Summary::extract(&turns, 1..6);
+        assert_eq!(record.goal, "the user asked: And sub?");
+        assert_eq!(record.decisions, vec!["answered: In calc.py."]);
+        assert_eq!(record.files[0].path, "calc.py");
+        assert!(record.render(None).starts_with(HEADING));
+    }
+
+    #[test]
+    fn pieces_merge_into_one_summary_latest_first_repeats_once() {
+        let a = Summary {
+            goal: "first".into(),
+            decisions: vec!["x".into(), "y".into()],
+            files: vec![FileNote {
+                path: "a.py".into(),
+                why: "old".into(),
+            }],
+            ..Summary::default()
+        };
+        let b = Summary {
+            goal: "second".into(),
+            decisions: vec!["x".into()],
+            files: vec![FileNote {
+                path: "a.py".into(),
+                why: "new".into(),
+            }],
+            next_step: "go".into(),
+            ..Summary::default()
+        };
+        let merged = Summary::merge(vec![a, b]);
+        assert_eq!(merged.goal, "second");
+        assert_eq!(merged.decisions, vec!["y", "x"]);
+        assert_eq!(merged.files.len(), 1);
+        assert_eq!(merged.files[0].why, "new");
+        assert_eq!(merged.next_step, "go");
     }
 
     #[test]

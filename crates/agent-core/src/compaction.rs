@@ -23,7 +23,9 @@ pub struct Compaction {
     /// The summary turn's text, when they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    /// Why they were not, and what happens instead.
+    /// Why they were not, and what happens instead; or, when they were,
+    /// why the model's summary was not taken (the summary was then made
+    /// from the turns' own record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
     pub replaced_turns: usize,

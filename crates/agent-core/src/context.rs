@@ -5,14 +5,20 @@
 //! is over budget, the cheapest information goes first:
 //! 1. old tool outputs become one-line stubs (the model can call the tool again);
 //! 2. the oldest assistant/observation pairs go;
-//! 3. as a last resort the newest observation is cut in the middle.
+//! 3. then the largest part left (a tool's output, an attached file) is cut
+//!    to an excerpt ([`crate::budget::excerpt`]), largest first, until the
+//!    prompt fits; the user's own words are never cut.
 //!
 //! The system prompt, the first request (or the summary that replaced the
 //! turns before it, see [`crate::compact`]) and the latest request always
 //! stay, and user/assistant alternation is preserved (strict templates reject
 //! anything else).
 
+use std::ops::Range;
+
 use agent_llm::{Message, Role};
+
+use crate::budget::{self, CountText, MIN_EXCERPT_TOKENS};
 
 /// What a message is, beyond its role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,26 +58,39 @@ impl Turn {
 /// Observations longer than this are worth stubbing.
 const STUB_ABOVE_CHARS: usize = 200;
 
-/// How much was removed to fit; for the trace log.
+/// How much was removed to fit; for the trace log and the budget.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Fitted {
     pub stubbed: usize,
     pub dropped_turns: usize,
-    pub truncated: bool,
+    /// Outputs and attached files cut to an excerpt.
+    pub excerpted: usize,
+    /// Tokens left out (estimated): stubs, dropped turns, excerpts.
+    pub cut_tokens: usize,
 }
 
-/// Returns the messages to send, within `limit` tokens as counted by `count`
-/// when that is possible.
+/// How a prompt is counted: whole, as sent (its tools included), and a
+/// text alone.
+pub struct Counter<'a> {
+    pub prompt: &'a dyn Fn(&[Message]) -> usize,
+    pub text: CountText<'a>,
+}
+
+/// Returns the turns to send, within `limit` tokens as `count` counts them
+/// when that is possible (only the system prompt and the user's words
+/// cannot be cut). `hints`: the latest request's words, which excerpts keep.
 pub fn fit(
     turns: &[Turn],
     limit: usize,
-    count: &dyn Fn(&[Message]) -> usize,
-) -> (Vec<Message>, Fitted) {
+    count: &Counter<'_>,
+    hints: &[String],
+) -> (Vec<Turn>, Fitted) {
     let mut turns = turns.to_vec();
     let mut fitted = Fitted::default();
     let messages = |t: &[Turn]| t.iter().map(|t| t.message.clone()).collect::<Vec<_>>();
-    if count(&messages(&turns)) <= limit {
-        return (messages(&turns), fitted);
+    let over = |t: &[Turn]| (count.prompt)(&messages(t)) > limit;
+    if !over(&turns) {
+        return (turns, fitted);
     }
 
     // 1. Stub old observations, oldest first; the newest stays whole.
@@ -81,10 +100,12 @@ pub fn fit(
             break;
         }
         if turns[i].kind == Kind::Observation && turns[i].message.content.len() > STUB_ABOVE_CHARS {
+            let before = (count.text)(&turns[i].message.content);
             turns[i].message.content = stub(&turns[i].message.content);
             fitted.stubbed += 1;
-            if count(&messages(&turns)) <= limit {
-                return (messages(&turns), fitted);
+            fitted.cut_tokens += before.saturating_sub((count.text)(&turns[i].message.content));
+            if !over(&turns) {
+                return (turns, fitted);
             }
         }
     }
@@ -111,21 +132,74 @@ pub fn fit(
             .iter()
             .take_while(|t| t.kind == Kind::Observation)
             .count();
+        fitted.cut_tokens += turns[i..i + 1 + results]
+            .iter()
+            .map(|t| (count.text)(&t.message.content))
+            .sum::<usize>();
         turns.drain(i..i + 1 + results);
         fitted.dropped_turns += 1 + results;
-        if count(&messages(&turns)) <= limit {
-            return (messages(&turns), fitted);
+        if !over(&turns) {
+            return (turns, fitted);
         }
     }
 
-    // 3. Cut the newest observation in the middle, halving until it fits.
-    if let Some(i) = turns.iter().rposition(|t| t.kind == Kind::Observation) {
-        while count(&messages(&turns)) > limit && turns[i].message.content.len() > 400 {
-            turns[i].message.content = cut_middle(&turns[i].message.content);
-            fitted.truncated = true;
+    // 3. Excerpt the largest part left until the prompt fits.
+    let mut spent: Vec<(usize, usize)> = Vec::new();
+    loop {
+        let total = (count.prompt)(&messages(&turns));
+        if total <= limit {
+            break;
+        }
+        let Some((i, range, name)) = largest_part(&turns, &spent) else {
+            break;
+        };
+        let part = turns[i].message.content[range.clone()].to_string();
+        let tokens = (count.text)(&part);
+        let allowance = tokens
+            .saturating_sub(total - limit + 32)
+            .max(MIN_EXCERPT_TOKENS);
+        match budget::excerpt(&name, &part, allowance, hints, count.text) {
+            Some(cut) if cut.text.len() < part.len() => {
+                turns[i]
+                    .message
+                    .content
+                    .replace_range(range.clone(), &cut.text);
+                fitted.excerpted += 1;
+                fitted.cut_tokens += cut.cut_tokens;
+            }
+            _ => spent.push((i, range.start)),
+        }
+        if allowance == MIN_EXCERPT_TOKENS {
+            // As small as an excerpt goes: the next part's turn.
+            spent.push((i, range.start));
         }
     }
-    (messages(&turns), fitted)
+    (turns, fitted)
+}
+
+/// The largest part of the turns that may be cut, not yet cut as far as it
+/// goes (`spent`: turn and start): a tool's output, or an attached file's
+/// text in a request. Its turn, byte range, and name.
+fn largest_part(turns: &[Turn], spent: &[(usize, usize)]) -> Option<(usize, Range<usize>, String)> {
+    let mut parts = Vec::new();
+    for (i, turn) in turns.iter().enumerate() {
+        let content = &turn.message.content;
+        match turn.kind {
+            Kind::Observation => parts.push((i, 0..content.len(), "the tool's output".to_string())),
+            Kind::Request => parts.extend(
+                crate::attach::blocks(content)
+                    .into_iter()
+                    .map(|(name, range)| (i, range, name)),
+            ),
+            _ => {}
+        }
+    }
+    parts
+        .into_iter()
+        .filter(|(i, range, _)| {
+            range.len() > STUB_ABOVE_CHARS && !spent.contains(&(*i, range.start))
+        })
+        .max_by_key(|(_, range, _)| range.len())
 }
 
 fn stub(content: &str) -> String {
@@ -136,30 +210,26 @@ fn stub(content: &str) -> String {
     )
 }
 
-fn cut_middle(content: &str) -> String {
-    let keep = content.len() / 4;
-    let mut head = keep;
-    while !content.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = content.len() - keep;
-    while !content.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!(
-        "{}\n[... {} bytes cut to fit the context ...]\n{}",
-        &content[..head],
-        tail - head,
-        &content[tail..]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn chars(messages: &[Message]) -> usize {
         messages.iter().map(|m| m.content.len()).sum()
+    }
+
+    fn text_chars(text: &str) -> usize {
+        text.len()
+    }
+
+    const CHARS: Counter<'static> = Counter {
+        prompt: &chars,
+        text: &text_chars,
+    };
+
+    fn fit(turns: &[Turn], limit: usize) -> (Vec<Message>, Fitted) {
+        let (turns, fitted) = super::fit(turns, limit, &CHARS, &[]);
+        (turns.into_iter().map(|t| t.message).collect(), fitted)
     }
 
     fn conversation(observations: usize) -> Vec<Turn> {
@@ -186,7 +256,7 @@ mod tests {
     #[test]
     fn under_budget_nothing_changes() {
         let turns = conversation(2);
-        let (m, f) = fit(&turns, 100_000, &chars);
+        let (m, f) = fit(&turns, 100_000);
         assert_eq!(m.len(), turns.len());
         assert_eq!(f, Fitted::default());
     }
@@ -194,7 +264,7 @@ mod tests {
     #[test]
     fn old_outputs_are_stubbed_before_turns_are_dropped() {
         let turns = conversation(3);
-        let (m, f) = fit(&turns, 1_600, &chars);
+        let (m, f) = fit(&turns, 1_600);
         assert!(chars(&m) <= 1_600);
         assert_eq!(f.dropped_turns, 0);
         assert!(f.stubbed >= 1);
@@ -208,7 +278,7 @@ mod tests {
     #[test]
     fn oldest_turns_go_and_system_first_request_and_alternation_stay() {
         let turns = conversation(12);
-        let (m, f) = fit(&turns, 1_500, &chars);
+        let (m, f) = fit(&turns, 1_500);
         assert!(chars(&m) <= 1_500, "{}", chars(&m));
         assert!(f.dropped_turns > 0);
         assert_eq!(m[0].role, Role::System);
@@ -224,24 +294,52 @@ mod tests {
         turns.push(Turn::new(Kind::Request, "second request"));
         turns.push(Turn::new(Kind::Call, "call x"));
         turns.push(Turn::new(Kind::Observation, "y".repeat(1000)));
-        let (m, _) = fit(&turns, 1_300, &chars);
+        let (m, _) = fit(&turns, 1_300);
         assert!(m.iter().any(|m| m.content == "second request"));
         assert!(m.iter().any(|m| m.content == "first request"));
         assert!(alternates(&m));
     }
 
     #[test]
-    fn a_huge_single_output_is_cut_in_the_middle() {
+    fn a_huge_single_output_is_cut_to_an_excerpt() {
         let mut turns = conversation(0);
         turns.push(Turn::new(Kind::Call, "c"));
-        turns.push(Turn::new(
-            Kind::Observation,
-            format!("HEAD{}TAIL", "z".repeat(20_000)),
-        ));
-        let (m, f) = fit(&turns, 3_000, &chars);
-        assert!(f.truncated);
+        let lines: String = (0..2_000).map(|i| format!("line {i}\n")).collect();
+        turns.push(Turn::new(Kind::Observation, format!("[grep ok]\n{lines}")));
+        let (m, f) = fit(&turns, 3_000);
+        assert_eq!(f.excerpted, 1);
+        assert!(f.cut_tokens > 10_000, "{f:?}");
         let last = &m.last().unwrap().content;
-        assert!(last.starts_with("HEAD") && last.ends_with("TAIL"));
+        assert!(last.starts_with("[grep ok]\nline 0\n"), "{last}");
+        assert!(last.ends_with("shows the others]"), "{last}");
         assert!(chars(&m) <= 3_000);
+    }
+
+    #[test]
+    fn attached_files_are_cut_largest_first_and_the_users_words_stay() {
+        let big: String = (0..3_000).map(|i| format!("big {i}\n")).collect();
+        let small: String = (0..300).map(|i| format!("small {i}\n")).collect();
+        let files = crate::attach::render(&[
+            crate::attach::Attachment {
+                name: "big.txt".into(),
+                text: big.clone(),
+            },
+            crate::attach::Attachment {
+                name: "small.txt".into(),
+                text: small.clone(),
+            },
+        ]);
+        let words = "Compare big.txt with small.txt, please.";
+        let turns = vec![
+            Turn::new(Kind::System, "S".repeat(100)),
+            Turn::new(Kind::Request, format!("{files}{words}")),
+        ];
+        let (m, f) = fit(&turns, 8_000);
+        assert!(chars(&m) <= 8_000, "{}", chars(&m));
+        assert_eq!(f.excerpted, 1, "only the larger file was cut");
+        assert!(m[1].content.ends_with(words));
+        assert!(m[1].content.contains(small.trim_end()));
+        let blocks = crate::attach::blocks(&m[1].content);
+        assert_eq!(blocks.len(), 2, "both files are still fenced");
     }
 }

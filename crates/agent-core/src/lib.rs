@@ -27,6 +27,7 @@
 pub mod answer;
 pub mod attach;
 pub mod audit;
+pub mod budget;
 pub mod commands;
 pub mod compact;
 mod compaction;
@@ -49,6 +50,7 @@ pub mod skills;
 pub mod trust;
 pub mod ui;
 pub mod vocabulary;
+mod window;
 
 use std::path::{Path, PathBuf};
 
@@ -230,6 +232,9 @@ pub struct Outcome {
     pub first_prompt: Option<first_prompt::FirstPrompt>,
     /// The model's plan (`todo`) as the request left it; empty when it kept none.
     pub plan: Vec<todo::Item>,
+    /// The request's last prompt: what it spent of the window, and what was
+    /// cut to fit.
+    pub budget: budget::Budget,
 }
 
 pub struct Agent {
@@ -251,8 +256,9 @@ pub struct Agent {
     declined: usize,
     /// Share of the window past which the conversation is compacted (0: never).
     compact_at: f32,
-    /// Why automatic compaction is off for the rest of the session.
-    auto_compact_off: Option<String>,
+    /// After a failed summary: the conversation's size past which
+    /// automatic compaction tries again.
+    auto_compact_after: Option<usize>,
     hooks: hooks::Hooks,
     /// What `pre_tool` hooks added for the call in flight.
     hook_notes: Vec<String>,
@@ -260,6 +266,10 @@ pub struct Agent {
     /// The previous step's prompt: whether the next one extends it (and the
     /// KV cache holds) goes into the trace.
     last_prompt: Vec<agent_llm::Message>,
+    /// What the last prompt spent of the window.
+    last_budget: budget::Budget,
+    /// Tokens of the request's files and outputs left out to fit.
+    request_cut: usize,
     /// Writes refused during the current request (not read first, no
     /// match, outside the workspace, ...), and the last one's reason.
     refused: usize,
@@ -453,11 +463,13 @@ impl Agent {
             judge,
             declined: 0,
             compact_at: settings.compact_at,
-            auto_compact_off: None,
+            auto_compact_after: None,
             hooks,
             hook_notes: Vec::new(),
             skills,
             last_prompt: Vec::new(),
+            last_budget: budget::Budget::default(),
+            request_cut: 0,
             refused: 0,
             last_refusal: None,
             acted: false,
@@ -672,7 +684,7 @@ impl Agent {
         self.turns.clear();
         self.log.session_id.clear();
         self.ledger = ReadLedger::default();
-        self.auto_compact_off = None;
+        self.auto_compact_after = None;
         self.plan.clear();
     }
 
@@ -734,15 +746,24 @@ impl Agent {
         output
     }
 
-    /// Tokens the conversation takes now, and the model's window.
+    /// Tokens the next prompt takes (the conversation as it will be
+    /// fitted, every tool included), and the model's window: never past it.
     pub fn context_usage(&self) -> (usize, usize) {
-        let messages: Vec<agent_llm::Message> =
-            self.turns.iter().map(|t| t.message.clone()).collect();
-        let used = self
-            .provider
-            .count_message_tokens(&messages)
-            .unwrap_or_else(|_| messages.iter().map(|m| m.content.len() / 3 + 4).sum());
-        (used, self.provider.context_size())
+        let tools = if self.provider.native_calls() {
+            native::tool_specs(&self.toolbox.specs())
+        } else {
+            Vec::new()
+        };
+        let (kept, fitted) = self.fit(&tools);
+        (
+            self.budget_of(&kept, &tools, fitted).used(),
+            self.provider.context_size(),
+        )
+    }
+
+    /// What the last prompt spent of the window.
+    pub fn budget(&self) -> budget::Budget {
+        self.last_budget
     }
 
     /// The conversation so far as (request, answer) pairs, oldest first; an
@@ -798,12 +819,12 @@ impl Agent {
     /// then [`Agent::finish`].
     pub fn handle(
         &mut self,
-        request: &str,
+        request: impl Into<attach::Request>,
         ui: &mut dyn Ui,
         approver: &mut dyn Approver,
         cancel: &CancelToken,
     ) -> Result<Outcome> {
-        let mut run = self.begin(request, ui, cancel)?;
+        let mut run = self.begin(&request.into(), ui, cancel)?;
         while run.outcome.steps < run.max_steps {
             if self.step(&mut run, ui, approver, cancel)? == run::Next::Done {
                 break;
@@ -926,14 +947,7 @@ a larger --model does better)"
                 protocol::call_grammar(allowed)
             }
         });
-        let limit = self.prompt_budget();
-        let provider = &self.provider;
-        let count = |m: &[agent_llm::Message]| {
-            provider
-                .count_message_tokens(m)
-                .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
-        };
-        let (messages, fitted) = context::fit(&self.turns, limit, &count);
+        let (messages, tool_specs, fitted) = self.fitted_prompt(allowed);
         // A model whose template has tools gets them, and its history, in
         // its own language; the last step admits only the answer.
         let (messages, tools, tool_choice) = if native {
@@ -942,11 +956,7 @@ a larger --model does better)"
             } else {
                 agent_llm::ToolChoice::Auto
             };
-            (
-                native::messages(&messages),
-                native::tool_specs(allowed),
-                choice,
-            )
+            (native::messages(&messages), tool_specs, choice)
         } else {
             (messages, Vec::new(), agent_llm::ToolChoice::Auto)
         };
@@ -968,6 +978,7 @@ a larger --model does better)"
             "llm_request",
             json!({"step": step + 1, "messages": request.messages.len(), "last_step": last_step,
                    "grammar": request.grammar.is_some(), "fitted": fitted, "prefix_kept": prefix_kept,
+                   "budget": self.last_budget,
                    "tools": allowed.iter().map(|t| t.name).collect::<Vec<_>>()}),
         );
         ui.step_start(step + 1);
@@ -1070,7 +1081,9 @@ a larger --model does better)"
         self.checkpoints.set_session(&self.log.session_id);
         let request = self.turns.iter().rev().find(|t| t.kind == Kind::Request);
         self.checkpoints.set_request(request.and_then(|t| t.seq));
+        let room = self.output_room();
         let mut ctx = ToolContext {
+            room,
             workspace: &self.workspace,
             ledger: &mut self.ledger,
             checkpoints: &mut self.checkpoints,
@@ -1263,7 +1276,7 @@ a larger --model does better)"
     /// Appends an observation; when the next step is the last, says that
     /// the next reply must be the answer.
     fn observe(&mut self, text: &str, answer_next: bool) -> Result<()> {
-        let mut text = text.to_string();
+        let mut text = self.fit_output(text.to_string());
         if answer_next {
             text.push_str(STEP_BUDGET_NOTE);
         }

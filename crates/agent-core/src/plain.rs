@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 
-use agent_llm::{CompletionRequest, Message, Sampling};
+use agent_llm::{CompletionRequest, Message, Provider, Role, Sampling};
+
+use crate::context::{self, Counter, Fitted, Kind, Turn};
 use agent_tools::SemanticSearch;
 use anyhow::Result;
 
@@ -50,7 +52,7 @@ impl PlainQuestion<'_> {
     where
         F: FnOnce() -> Option<Box<dyn SemanticSearch>>,
     {
-        let mut user = crate::attach::attachments(self.files)?;
+        let mut user = crate::attach::render(&crate::attach::attachments(self.files)?);
         let index = (self.context_chunks > 0).then(open_index).flatten();
         let (retrieved, retrieved_chunks) = match index {
             Some(mut index) => retrieved_code(index.as_mut(), self.question, self.context_chunks),
@@ -72,6 +74,46 @@ impl PlainQuestion<'_> {
     }
 }
 
+/// Fits `request` (a plain question's: the system prompt, then the
+/// attached files, the retrieved code and the question) to `provider`'s
+/// window: the largest file is cut to an excerpt first, the question never.
+pub fn fit(request: &mut CompletionRequest, provider: &dyn Provider) -> Fitted {
+    let window = provider.context_size();
+    let limit = window.saturating_sub(request.max_tokens.min(window / 4));
+    let prompt = |m: &[Message]| {
+        provider
+            .count_prompt_tokens(m, &[])
+            .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
+    };
+    let text = |t: &str| provider.count_tokens(t).unwrap_or(t.len() / 3 + 1);
+    let counter = Counter {
+        prompt: &prompt,
+        text: &text,
+    };
+    let turns: Vec<Turn> = request
+        .messages
+        .iter()
+        .map(|m| Turn {
+            kind: if m.role == Role::System {
+                Kind::System
+            } else {
+                Kind::Request
+            },
+            message: m.clone(),
+            seq: None,
+        })
+        .collect();
+    let words = request
+        .messages
+        .last()
+        .map(|m| m.content.as_str())
+        .unwrap_or("");
+    let hints = crate::budget::hints(crate::attach::after_blocks(words));
+    let (turns, fitted) = context::fit(&turns, limit, &counter, &hints);
+    request.messages = turns.into_iter().map(|t| t.message).collect();
+    fitted
+}
+
 /// The best-matching chunks as fenced blocks, up to [`MAX_RETRIEVED_CHARS`],
 /// and how many; nothing when the search fails (retrieval is a bonus, never
 /// a requirement).
@@ -86,10 +128,8 @@ fn retrieved_code(search: &mut dyn SemanticSearch, question: &str, k: usize) -> 
     let mut out = String::new();
     let mut used = 0;
     for hit in hits {
-        let block = format!(
-            "From `{}` lines {}-{}:\n```\n{}\n```\n\n",
-            hit.path, hit.start_line, hit.end_line, hit.text
-        );
+        let name = format!("{} lines {}-{}", hit.path, hit.start_line, hit.end_line);
+        let block = format!("{}\n", crate::attach::fenced(&name, &hit.text));
         if out.len() + block.len() > MAX_RETRIEVED_CHARS {
             break;
         }
@@ -147,7 +187,7 @@ mod tests {
         assert_eq!(messages[0].content, SYSTEM_PROMPT);
         assert_eq!(
             messages[1].content,
-            "From `a.rs` lines 1-2:\n```\nfn f() {}\n```\n\nwhat does f do?"
+            "File `a.rs lines 1-2`:\n```\nfn f() {}\n```\n\nwhat does f do?"
         );
     }
 

@@ -56,10 +56,11 @@ impl Agent {
     /// the request turn and the prefetched search.
     pub(crate) fn begin(
         &mut self,
-        request: &str,
+        asked: &crate::attach::Request,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> Result<Run> {
+        let request = asked.text.as_str();
         let started = Instant::now();
         // The gate's knowledge of the workspace first: the session's repo
         // map (its context) is made from the same refresh.
@@ -81,7 +82,9 @@ impl Agent {
             self.push(Turn::new(Kind::Call, serde_json::to_string(&closing)?))?;
         }
         self.log.new_trace();
-        self.log.audit("request", json!({ "text": request }));
+        let files: Vec<&str> = asked.attachments.iter().map(|a| a.name.as_str()).collect();
+        self.log
+            .audit("request", json!({ "text": request, "files": files }));
         if let Some(placement) = self.provider.placement() {
             self.log.trace("engine", json!(placement));
         }
@@ -127,7 +130,7 @@ impl Agent {
             .into_iter()
             .filter(|s| access.contains(&s.access))
             .collect();
-        let message = request_message(request, &allowed);
+        let message = self.with_files(asked, request_message(request, &allowed), ui);
         // The first request opens with the session's context, after the
         // system prompt and the tools, which every request shares.
         let message = match context {
@@ -176,6 +179,7 @@ impl Agent {
             compactions: Vec::new(),
             first_prompt: self.first_prompt.take(),
             plan: Vec::new(),
+            budget: Default::default(),
         };
         Ok(Run {
             request: request.to_string(),
@@ -433,6 +437,7 @@ Another copy of this call ends the request.",
             }
         }
         outcome.declined = self.declined;
+        outcome.budget = self.last_budget;
         outcome.plan = self.plan.clone();
         if agent_tools::todo::all_done(&self.plan) {
             // Done: the next request starts without it.

@@ -3,7 +3,7 @@
 //! tables are `agent-mcp`'s.)
 //!
 //! ```toml
-//! compact_at = 0.8          # share of the context window that triggers a summary; 0 turns it off
+//! compact_at = 0.75         # share of the context window that triggers a summary; 0 turns it off
 //!
 //! [[hooks.pre_tool]]
 //! matcher = "run_cmd"       # a regex on tool names (Claude Code's names work too: "Bash", "Edit|Write")
@@ -32,7 +32,7 @@ use anyhow::{bail, Result};
 use serde::Deserialize;
 
 /// Default share of the context window at which a conversation is compacted.
-pub const DEFAULT_COMPACT_AT: f32 = 0.8;
+pub const DEFAULT_COMPACT_AT: f32 = 0.75;
 
 /// Default and largest seconds a hook may run.
 pub const HOOK_TIMEOUT_S: u64 = 60;

@@ -60,12 +60,20 @@ pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2
 
 /// One line on a compaction.
 pub fn compaction_line(c: &Compaction) -> String {
-    match &c.fallback {
-        Some(why) => format!("could not compact: {why}"),
-        None => format!(
-            "compacted: {} turns replaced by a summary, {} kept ({} → {} tokens)",
-            c.replaced_turns, c.kept_turns, c.tokens_before, c.tokens_after
+    match (&c.fallback, c.compacted) {
+        (Some(why), false) => format!("could not compact: {why}"),
+        (fallback, true) => format!(
+            "compacted: {} turns replaced by a summary, {} kept ({} → {} tokens){}",
+            c.replaced_turns,
+            c.kept_turns,
+            c.tokens_before,
+            c.tokens_after,
+            fallback
+                .as_ref()
+                .map(|why| format!("; {why}"))
+                .unwrap_or_default()
         ),
+        (None, false) => "could not compact".into(),
     }
 }
 

@@ -274,6 +274,8 @@ pub(crate) const READ_MAX_LINES: usize = 400;
 pub(crate) const READ_MAX_BYTES: usize = 24 * 1024;
 /// A longer line is cut.
 pub(crate) const READ_MAX_LINE_BYTES: usize = 2000;
+/// Bytes a call reads however full the context is: one screen.
+const READ_MIN_BYTES: usize = 2048;
 
 impl Tool for ReadFile {
     fn spec(&self) -> ToolSpec {
@@ -343,7 +345,13 @@ impl Tool for ReadFile {
                 format!("{rel} holds secrets (credentials by convention), so the agent does not read it; ask the user for the part you need"),
             );
         }
-        let read = match ctx.files.open(&abs).and_then(|f| read_range(f, start, end)) {
+        // What the context window has room for, within the per-call caps.
+        let max_bytes = READ_MAX_BYTES.min(ctx.room.max(READ_MIN_BYTES));
+        let read = match ctx
+            .files
+            .open(&abs)
+            .and_then(|f| read_range(f, start, end, max_bytes))
+        {
             Ok(r) => r,
             Err(e) => return ToolOutput::error(ErrorClass::Io, format!("cannot read {rel}: {e}")),
         };
@@ -386,7 +394,14 @@ impl Tool for ReadFile {
             out.push_str(&format!("{:>width$}| {line}\n", first + i));
         }
         let wanted_end = end.unwrap_or(read.total_lines).min(read.total_lines);
-        if last < wanted_end {
+        if last < wanted_end && max_bytes < READ_MAX_BYTES {
+            out.push_str(&format!(
+                "[{} more not shown: the context window has room for about {} KB of this file now; call read_file with start_line={} to continue]\n",
+                agent_base::term::counted(wanted_end - last, "line"),
+                max_bytes.div_ceil(1024),
+                last + 1
+            ));
+        } else if last < wanted_end {
             out.push_str(&format!(
                 "[{} more not shown (limit {READ_MAX_LINES} lines / {} KB per call); call read_file with start_line={} to continue]\n",
                 agent_base::term::counted(wanted_end - last, "line"),
@@ -411,12 +426,13 @@ pub(crate) struct RangeRead {
 }
 
 /// Streams a file once: hashes all of it, counts its lines and keeps lines
-/// `start..=end` within the per-call caps. `None` for binary files (a NUL in
+/// `start..=end` within the per-call line cap and `max_bytes`. `None` for binary files (a NUL in
 /// the first 8 KiB).
 pub(crate) fn read_range(
     mut f: impl Read,
     start: usize,
     end: Option<usize>,
+    max_bytes: usize,
 ) -> std::io::Result<Option<RangeRead>> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -458,7 +474,7 @@ pub(crate) fn read_range(
             let Some(nl) = nl else { break };
             if in_range {
                 let text = finish_line(&cur, cur_len);
-                if lines.len() >= READ_MAX_LINES || out_bytes + text.len() > READ_MAX_BYTES {
+                if lines.len() >= READ_MAX_LINES || out_bytes + text.len() > max_bytes {
                     collecting = false;
                 } else {
                     out_bytes += text.len() + 1;
@@ -479,7 +495,7 @@ pub(crate) fn read_range(
     } else {
         if collecting && line_no >= start && line_no <= end {
             let text = finish_line(&cur, cur_len);
-            if lines.len() < READ_MAX_LINES && out_bytes + text.len() <= READ_MAX_BYTES {
+            if lines.len() < READ_MAX_LINES && out_bytes + text.len() <= max_bytes {
                 lines.push(text);
             }
         }
@@ -718,20 +734,25 @@ mod tests {
         let p = dir.path().join("f.txt");
         let content: String = (1..=1000).map(|i| format!("line {i}\n")).collect();
         std::fs::write(&p, &content).unwrap();
-        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None, READ_MAX_BYTES)
             .unwrap()
             .unwrap();
         assert_eq!(r.total_lines, 1000);
         assert_eq!(r.lines.len(), READ_MAX_LINES);
         assert_eq!(r.lines[0], "line 1");
         assert_eq!(r.sha256, sha256_hex(content.as_bytes()));
-        let r = read_range(std::fs::File::open(&p).unwrap(), 998, Some(2000))
-            .unwrap()
-            .unwrap();
+        let r = read_range(
+            std::fs::File::open(&p).unwrap(),
+            998,
+            Some(2000),
+            READ_MAX_BYTES,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(r.lines, ["line 998", "line 999", "line 1000"]);
 
         std::fs::write(&p, "a\r\nb").unwrap();
-        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None, READ_MAX_BYTES)
             .unwrap()
             .unwrap();
         assert_eq!(r.total_lines, 2);
@@ -739,7 +760,7 @@ mod tests {
 
         std::fs::write(&p, "").unwrap();
         assert_eq!(
-            read_range(std::fs::File::open(&p).unwrap(), 1, None)
+            read_range(std::fs::File::open(&p).unwrap(), 1, None, READ_MAX_BYTES)
                 .unwrap()
                 .unwrap()
                 .total_lines,
@@ -747,13 +768,15 @@ mod tests {
         );
 
         std::fs::write(&p, b"\x00\x01bin").unwrap();
-        assert!(read_range(std::fs::File::open(&p).unwrap(), 1, None)
-            .unwrap()
-            .is_none());
+        assert!(
+            read_range(std::fs::File::open(&p).unwrap(), 1, None, READ_MAX_BYTES)
+                .unwrap()
+                .is_none()
+        );
 
         let long = "x".repeat(5000);
         std::fs::write(&p, format!("{long}\nshort\n")).unwrap();
-        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None, READ_MAX_BYTES)
             .unwrap()
             .unwrap();
         assert!(
@@ -764,7 +787,7 @@ mod tests {
         assert_eq!(r.lines[1], "short");
 
         std::fs::write(&p, b"caf\xe9\n").unwrap();
-        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None)
+        let r = read_range(std::fs::File::open(&p).unwrap(), 1, None, READ_MAX_BYTES)
             .unwrap()
             .unwrap();
         assert_eq!(r.lines[0], "caf\u{fffd}");

@@ -86,6 +86,9 @@ impl Tool for Grep {
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
             .build();
+        // A match line takes at most about its path and 200 characters: what
+        // the context window has room for decides how many are shown.
+        let cap = GREP_CAP.min((ctx.room / (GREP_LINE_CHARS + 60)).max(5));
         let mut shown: Vec<String> = Vec::new();
         let mut more_matches = 0usize;
         let mut more_files = 0usize;
@@ -114,7 +117,7 @@ impl Tool for Grep {
             }
             files_searched += 1;
             let mut sink = Collect {
-                keep: GREP_CAP - shown.len().min(GREP_CAP),
+                keep: cap - shown.len().min(cap),
                 lines: Vec::new(),
                 hidden: 0,
                 binary: false,
@@ -139,8 +142,13 @@ impl Tool for Grep {
         }
         let mut out = shown.join("\n");
         if more_matches > 0 {
+            let why = if cap < GREP_CAP {
+                " (the context window has room for these now)"
+            } else {
+                ""
+            };
             out.push_str(&format!(
-                "\n... {more_matches} more matches in {more_files} files; narrow it with path, glob or a more specific pattern"
+                "\n... {more_matches} more matches in {more_files} files{why}; narrow it with path, glob or a more specific pattern"
             ));
         }
         ToolOutput::ok(out)

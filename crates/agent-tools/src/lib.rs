@@ -205,6 +205,10 @@ pub struct ReadLedger {
 
 /// Everything a tool call may use.
 pub struct ToolContext<'a> {
+    /// Characters of output the context window has room for now: a tool
+    /// that can choose how much it prints (lines read, matches, results)
+    /// prints no more, and says so (`usize::MAX`: no limit).
+    pub room: usize,
     pub workspace: &'a Workspace,
     pub ledger: &'a mut ReadLedger,
     pub checkpoints: &'a mut checkpoint::Checkpoints,

@@ -20,6 +20,8 @@ pub struct Hit {
 
 /// Lines of each hit's text shown.
 pub const SNIPPET_LINES: usize = 6;
+/// Characters one result takes at most: its heading and snippet.
+const HIT_CHARS: usize = 1200;
 
 /// `search_semantic`: finds code by meaning through the code index.
 pub struct SearchSemantic;
@@ -63,6 +65,10 @@ impl Tool for SearchSemantic {
                 "no code index for this workspace (the user can build it with `agent index`); use grep instead",
             );
         };
+        // A result takes about its heading and six lines: what the context
+        // window has room for decides how many.
+        let asked = k;
+        let k = k.min((ctx.room / HIT_CHARS).max(1));
         let hits = match search.search(&query, k) {
             Ok(h) => h,
             Err(e) => {
@@ -81,7 +87,12 @@ impl Tool for SearchSemantic {
                 "no results for `{query}`; try other words, or grep for a name{note}"
             ));
         }
-        ToolOutput::ok(format_hits(&hits) + &note)
+        let fewer = if k < asked && hits.len() == k {
+            format!("\n(the {k} best of the {asked} asked for: the context window has room for these now)")
+        } else {
+            String::new()
+        };
+        ToolOutput::ok(format_hits(&hits) + &fewer + &note)
     }
 }
 

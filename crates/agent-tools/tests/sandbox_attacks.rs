@@ -73,6 +73,7 @@ impl Harness {
         let toolbox = Toolbox::standard();
         let cancel = CancelToken::new();
         let mut ctx = ToolContext {
+            room: usize::MAX,
             workspace: &self.ws,
             ledger: &mut ledger,
             checkpoints: &mut checkpoints,

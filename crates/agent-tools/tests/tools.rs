@@ -72,6 +72,7 @@ impl Harness {
         search: Option<&mut dyn SemanticSearch>,
     ) -> ToolOutput {
         let mut ctx = ToolContext {
+            room: usize::MAX,
             workspace: &self.ws,
             ledger: &mut self.ledger,
             checkpoints: &mut self.checkpoints,

@@ -25,3 +25,4 @@ mod shared_index;
 mod state;
 mod trust;
 mod tui;
+mod window;

@@ -1511,3 +1511,53 @@ fn the_plan_is_pinned_above_the_input_until_it_is_done_or_cleared() {
     term.submit("/exit");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// The status line's share of the window.
+fn percent_of(status: &str) -> usize {
+    figure(status, "(")
+}
+
+/// A file of some 30,000 tokens mentioned twice with `@` in a 4,096-token
+/// window, and a search between: each prompt is fitted, and the status line
+/// never passes 100% (it showed 114% and 119% before the budget).
+#[test]
+fn the_status_line_never_passes_the_window_whatever_is_mentioned() {
+    let dir = repo();
+    let big: String = (0..3000)
+        .map(|i| format!("def handler_{i}(request):\n    return request.value * {i}\n\n"))
+        .collect();
+    std::fs::write(dir.path().join("big.py"), big).unwrap();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def handler_1"}}"#,
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "handler_12 scales the value"}}"#,
+            r#"{"thought": "read", "tool": "read_file", "args": {"path": "big.py"}}"#,
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "handler_99 scales it too"}}"#
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!(
+            "chat --mode yolo --ctx-size 4096 --script {}",
+            script.display()
+        )
+    );
+    term.wait_for("mode yolo");
+    term.submit("What does handler_12 in @big.py do?");
+    term.wait_for("handler_12 scales the value");
+    let first = wait_for_status(&term, "%)");
+    term.submit("And handler_99 in @big.py?");
+    term.wait_for("handler_99 scales it too");
+    term.submit("/tokens");
+    let report = term.wait_for("left out to fit");
+    let status = status_line(&term);
+    for s in [&first, &status] {
+        assert!(percent_of(s) <= 100, "{s}\n{report}");
+        assert!(s.contains("/4,096 ("), "{s}");
+    }
+    assert!(figure(&report, "kept for the answer; ") > 0, "{report}");
+    assert!(!report.contains("context window holds"), "{report}");
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

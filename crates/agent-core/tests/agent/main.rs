@@ -11,3 +11,4 @@ mod native;
 mod real_model;
 mod rewind;
 mod scripted;
+mod window;

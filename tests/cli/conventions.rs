@@ -224,14 +224,15 @@ fn init_on_a_real_sdist_writes_agents_md_with_its_test_command_and_never_overwri
     );
 }
 
-/// A repository whose three files pass 80% of an 8k window when read, and
+/// A repository whose three files pass 75% of an 8k window when read (two
+/// do not), and
 /// the replay that reads them, summarizes, and answers.
 fn long_session() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = repo();
     let root = dir.path();
     let mut turns = Vec::new();
     for name in ["alpha", "beta", "gamma"] {
-        let body: String = (0..150)
+        let body: String = (0..120)
             .map(|i| format!("def {name}_{i:03}(x):\n    return x * {i} + len('{name}')\n"))
             .collect();
         write(root, &format!("{name}.py"), &body);

@@ -87,6 +87,17 @@ impl Agent {
     /// What the prompt of `kept` turns spends: the system prompt and tools,
     /// the turns before the latest request, and the request's own.
     pub(crate) fn budget_of(&self, kept: &[Turn], tools: &[ChatSpec], fitted: Fitted) -> Budget {
+        let window = self.provider.context_size();
+        let mut budget = Budget {
+            window,
+            reserve: window - self.prompt_budget(),
+            cut: fitted.cut_tokens + self.request_cut,
+            ..Budget::default()
+        };
+        if kept.is_empty() {
+            // Before the first request: nothing is spent yet.
+            return budget;
+        }
         let messages: Vec<Message> = kept.iter().map(|t| t.message.clone()).collect();
         let total = self.prompt_tokens(&messages, tools);
         let fixed = self.prompt_tokens(&messages[..messages.len().min(1)], tools);
@@ -95,16 +106,11 @@ impl Agent {
             .rposition(|t| matches!(t.kind, Kind::Request | Kind::Summary))
             .unwrap_or(messages.len())
             .max(1);
-        let before = self.prompt_tokens(&messages[..request_at], tools);
-        let window = self.provider.context_size();
-        Budget {
-            window,
-            reserve: window - self.prompt_budget(),
-            fixed,
-            conversation: before.saturating_sub(fixed),
-            new: total.saturating_sub(before.max(fixed)),
-            cut: fitted.cut_tokens + self.request_cut,
-        }
+        let before = self.prompt_tokens(&messages[..request_at.min(messages.len())], tools);
+        budget.fixed = fixed;
+        budget.conversation = before.saturating_sub(fixed);
+        budget.new = total.saturating_sub(before.max(fixed));
+        budget
     }
 
     /// Tokens the window has left for what a request brings (its files, its

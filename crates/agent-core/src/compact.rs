@@ -50,7 +50,7 @@ pub const HEADING: &str =
     "[Summary of the conversation so far; it replaced the earlier turns to fit the context window]";
 
 /// What introduces the request carried in a summary.
-const VERBATIM: &str = "The request being worked on (verbatim):\n";
+pub(crate) const VERBATIM: &str = "The request being worked on (verbatim):\n";
 
 /// Most turns kept verbatim after the summary.
 const KEEP_TURNS: usize = 6;

@@ -5,9 +5,10 @@
 //! is over budget, the cheapest information goes first:
 //! 1. old tool outputs become one-line stubs (the model can call the tool again);
 //! 2. the oldest assistant/observation pairs go;
-//! 3. then the largest part left (a tool's output, an attached file) is cut
-//!    to an excerpt ([`crate::budget::excerpt`]), largest first, until the
-//!    prompt fits; the user's own words are never cut.
+//! 3. then the largest part left (a tool's output, an attached file, a
+//!    summary's notes) is cut to an excerpt ([`crate::budget::excerpt`]),
+//!    largest first, until the prompt fits; the user's own words are never
+//!    cut.
 //!
 //! The system prompt, the first request (or the summary that replaced the
 //! turns before it, see [`crate::compact`]) and the latest request always
@@ -151,6 +152,9 @@ pub fn fit(
             break;
         }
         let Some((i, range, name)) = largest_part(&turns, &spent) else {
+            // Every part is as small as an excerpt goes: 4. the largest
+            // become a line each saying so.
+            leave_out(&mut turns, limit, count, &mut fitted);
             break;
         };
         let part = turns[i].message.content[range.clone()].to_string();
@@ -159,7 +163,10 @@ pub fn fit(
             .saturating_sub(total - limit + 32)
             .max(MIN_EXCERPT_TOKENS);
         match budget::excerpt(&name, &part, allowance, hints, count.text) {
-            Some(cut) if cut.text.len() < part.len() => {
+            Some(mut cut) if cut.text.len() < part.len() => {
+                if part.ends_with('\n') {
+                    cut.text.push('\n');
+                }
                 turns[i]
                     .message
                     .content
@@ -177,6 +184,24 @@ pub fn fit(
     (turns, fitted)
 }
 
+/// Replaces the cuttable parts, largest first, by a line saying they were
+/// left out, until the prompt fits or none is left.
+fn leave_out(turns: &mut [Turn], limit: usize, count: &Counter<'_>, fitted: &mut Fitted) {
+    const LEFT_OUT: &str = "[left out to fit the context window]";
+    let messages = |t: &[Turn]| t.iter().map(|t| t.message.clone()).collect::<Vec<_>>();
+    while (count.prompt)(&messages(turns)) > limit {
+        let Some((i, range, _)) =
+            largest_part(turns, &[]).filter(|(_, r, _)| r.len() > LEFT_OUT.len())
+        else {
+            return;
+        };
+        let part = &turns[i].message.content[range.clone()];
+        fitted.cut_tokens += (count.text)(part);
+        turns[i].message.content.replace_range(range, LEFT_OUT);
+        fitted.excerpted += 1;
+    }
+}
+
 /// The largest part of the turns that may be cut, not yet cut as far as it
 /// goes (`spent`: turn and start): a tool's output, or an attached file's
 /// text in a request. Its turn, byte range, and name.
@@ -191,6 +216,24 @@ fn largest_part(turns: &[Turn], spent: &[(usize, usize)]) -> Option<(usize, Rang
                     .into_iter()
                     .map(|(name, range)| (i, range, name)),
             ),
+            // A summary's notes, not the request it carries verbatim, nor
+            // the session's context before it.
+            Kind::Summary => {
+                let start = content.find(crate::compact::HEADING).unwrap_or(0);
+                let end = content
+                    .find(crate::compact::VERBATIM)
+                    .unwrap_or(content.len());
+                if start < end {
+                    parts.push((i, start..end, "the summary".to_string()));
+                }
+                // The files attached to the request it carries.
+                parts.extend(
+                    crate::attach::blocks(content)
+                        .into_iter()
+                        .filter(|(_, range)| range.start >= end)
+                        .map(|(name, range)| (i, range, name)),
+                );
+            }
             _ => {}
         }
     }
@@ -311,7 +354,7 @@ mod tests {
         assert!(f.cut_tokens > 10_000, "{f:?}");
         let last = &m.last().unwrap().content;
         assert!(last.starts_with("[grep ok]\nline 0\n"), "{last}");
-        assert!(last.ends_with("shows the others]"), "{last}");
+        assert!(last.trim_end().ends_with("shows the others]"), "{last}");
         assert!(chars(&m) <= 3_000);
     }
 

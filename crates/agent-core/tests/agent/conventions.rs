@@ -366,8 +366,9 @@ fn a_summary_the_judge_rejects_falls_back_to_pruning_and_says_so() {
 
 /// Found on pytest: `/compact` accepted a summary that was one sentence
 /// repeated plus a claim of work never done, and printed "5115 → 5187
-/// tokens". Such a summary is refused; the conversation stays as it was and
-/// the user is told why.
+/// tokens". Such a summary is refused, the user is told why, and the one
+/// made from the turns' own record (the request, the answer, the file read)
+/// takes its place: nothing the model claimed goes in.
 #[test]
 fn compact_refuses_a_summary_that_repeats_itself_or_claims_work_not_done() {
     let dir = big_repo();
@@ -380,11 +381,13 @@ fn compact_refuses_a_summary_that_repeats_itself_or_claims_work_not_done() {
         "decisions": ["I fixed alpha_001 in src/alpha.py"], "files": [],
         "open_questions": [], "next_step": ""})
     .to_string();
-    let turns = [&read("src/alpha.py")[..], &answer, &repeated, &claimed];
-    let (mut agent, _model) = agent_with_window(root, &turns);
-    ask(&mut agent, "Which file in src defines alpha_001?").unwrap();
-    let before = agent.turns().len();
-    for expected in ["repeats itself", "claims work was done"] {
+    for (summary, expected) in [
+        (&repeated, "repeats itself"),
+        (&claimed, "claims work was done"),
+    ] {
+        let turns = [&read("src/alpha.py")[..], &answer, summary];
+        let (mut agent, _model) = agent_with_window(root, &turns);
+        ask(&mut agent, "Which file in src defines alpha_001?").unwrap();
         let c = agent
             .compact(
                 None,
@@ -392,11 +395,26 @@ fn compact_refuses_a_summary_that_repeats_itself_or_claims_work_not_done() {
                 &agent_base::cancel::CancelToken::new(),
             )
             .unwrap();
-        assert!(!c.compacted, "{c:?}");
+        assert!(c.compacted, "{c:?}");
         let why = c.fallback.as_deref().unwrap();
-        assert!(why.contains(expected) && why.contains("unchanged"), "{why}");
-        assert_eq!(c.tokens_after, c.tokens_before);
-        assert_eq!(agent.turns().len(), before);
+        assert!(
+            why.contains(expected) && why.contains("own record"),
+            "{why}"
+        );
+        let text = c.summary.as_deref().unwrap();
+        assert!(
+            text.contains("the user asked: Which file in src defines alpha_001?"),
+            "{text}"
+        );
+        assert!(
+            text.contains("src/alpha.py: read_file was called on it"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("I fixed") && !text.contains("Find which file"),
+            "{text}"
+        );
+        assert!(c.tokens_after < c.tokens_before, "{c:?}");
     }
 }
 

@@ -85,7 +85,7 @@ impl Provider for Windowed {
         let shape = request
             .messages
             .iter()
-            .map(|m| format!("{:?} {}: {:.120}", m.role, m.content.len(), m.content))
+            .map(|m| format!("{:?} {}: {:.300}", m.role, m.content.len(), m.content))
             .collect::<Vec<_>>()
             .join("\n");
         self.sent.lock().unwrap().push(Sent {
@@ -236,10 +236,11 @@ fn every_prompt_fits_the_window_and_the_users_words_stay_whole() {
         for (step, s) in sent.iter().enumerate() {
             assert!(
                 s.tokens <= s.limit,
-                "case {n} (window {window}), step {}: {} tokens sent, {} fit",
+                "case {n} (window {window}), step {}: {} tokens sent, {} fit:\n{}",
                 step + 1,
                 s.tokens,
-                s.limit
+                s.limit,
+                s.shape
             );
             assert!(
                 s.words_whole,

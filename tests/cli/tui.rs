@@ -221,22 +221,31 @@ impl Drop for Term {
 
 /// The live area's last row: the status line.
 fn status_line(term: &Term) -> String {
+    try_status_line(term).unwrap_or_else(|| panic!("no status line:\n{}", term.screen()))
+}
+
+/// The status line, when the screen shows one (a screen read while a long
+/// answer scrolls by may catch the live area before it is drawn again).
+fn try_status_line(term: &Term) -> Option<String> {
     term.rows()
         .into_iter()
         .rev()
         .find(|r| r.contains(" · mode "))
-        .unwrap_or_else(|| panic!("no status line:\n{}", term.screen()))
 }
 
 /// The status line once it shows `needle`.
 fn wait_for_status(term: &Term, needle: &str) -> String {
     let started = Instant::now();
     loop {
-        let status = status_line(term);
-        if status.contains(needle) {
-            return status;
+        let status = try_status_line(term);
+        if let Some(status) = status.as_ref().filter(|s| s.contains(needle)) {
+            return status.clone();
         }
-        assert!(started.elapsed() < WAIT, "{needle:?} never in {status:?}");
+        assert!(
+            started.elapsed() < WAIT,
+            "{needle:?} never in {status:?}:\n{}",
+            term.screen()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

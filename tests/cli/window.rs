@@ -19,19 +19,32 @@ fn python(bytes: usize, name: &str) -> String {
     out
 }
 
-/// The `llm_request` events of the workspace's trace.
-fn requests(dir: &std::path::Path) -> Vec<serde_json::Value> {
+/// The `event` events of the workspace's trace.
+fn traced(dir: &std::path::Path, event: &str) -> Vec<serde_json::Value> {
     std::fs::read_to_string(common::state_dir(dir).join("logs/trace.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|e| e["event"] == "llm_request")
+        .filter(|e| e["event"] == event)
         .collect()
+}
+
+/// A request that ended with an answer or the evidence (exit 0 or 3),
+/// never with an over-window error; its stderr.
+fn assert_answered(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "exit {:?}: {stderr}",
+        out.status.code()
+    );
+    assert!(!stderr.contains("context window holds"), "{stderr}");
+    stderr
 }
 
 /// Each request's budget in the trace is within its window.
 fn assert_every_request_fits(dir: &std::path::Path, window: u64) {
-    let sent = requests(dir);
+    let sent = traced(dir, "llm_request");
     assert!(!sent.is_empty(), "no request to the model");
     for r in &sent {
         let b = &r["budget"];
@@ -57,13 +70,7 @@ fn a_146_kb_attachment_is_fitted_to_the_real_models_window() {
         .arg("Explain what big.py does")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 3)),
-        "exit {:?}: {stderr}",
-        out.status.code()
-    );
-    assert!(!stderr.contains("context window holds"), "{stderr}");
+    assert_answered(&out);
     let v = json_of(&out);
     let budget = &v["budget"];
     assert_eq!(budget["window"], 8192, "{v}");
@@ -161,22 +168,11 @@ fn a_server_with_a_4096_token_window_is_asked_within_it() {
         .arg("What does handler_40 check?")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 3)),
-        "exit {:?}: {stderr}",
-        out.status.code()
-    );
+    let stderr = assert_answered(&out);
     assert!(!stderr.contains("model server"), "{stderr}");
     assert_every_request_fits(dir.path(), 4096);
     // The server's own count: every prompt it took fits its window.
-    let trace =
-        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/trace.jsonl")).unwrap();
-    for response in trace
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|e| e["event"] == "llm_response")
-    {
+    for response in traced(dir.path(), "llm_response") {
         let prompt = response["prompt_tokens"].as_u64().unwrap();
         assert!(prompt > 0 && prompt + 64 <= 4096, "{response}");
     }

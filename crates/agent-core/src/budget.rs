@@ -39,6 +39,12 @@ impl Budget {
     }
 }
 
+/// The prompt's room in a window of `window` tokens: what the reply's
+/// `max_tokens` leaves, the reply never taking more than a quarter.
+pub fn prompt_room(window: usize, max_tokens: usize) -> usize {
+    window.saturating_sub(max_tokens.min(window / 4))
+}
+
 /// Counts tokens with the model's tokenizer (an estimate where it is remote).
 pub type CountText<'a> = &'a dyn Fn(&str) -> usize;
 

@@ -418,12 +418,7 @@ impl Agent {
     /// Tokens `turns` take as sent, every tool included.
     fn conversation_tokens(&self, turns: &[Turn]) -> usize {
         let messages: Vec<Message> = turns.iter().map(|t| t.message.clone()).collect();
-        let tools = if self.provider.native_calls() {
-            crate::native::tool_specs(&self.toolbox.specs())
-        } else {
-            Vec::new()
-        };
-        self.prompt_tokens(&messages, &tools)
+        self.prompt_tokens(&messages, &self.sent_tools(&self.toolbox.specs()))
     }
 
     /// Asks the model for a summary of all but the last turns and, when the
@@ -478,7 +473,7 @@ impl Agent {
             // requests, the answers, the files the calls touched) replaces
             // them instead, when it is shorter; Ctrl-C stops here too.
             let record = Summary::extract(&self.turns, 1..k);
-            let rendered = self.text_tokens(&record.render(None));
+            let rendered = self.summary_tokens(&record);
             let stopped = cancel.is_cancelled();
             if !stopped
                 && record
@@ -590,10 +585,7 @@ impl Agent {
         if summary.goal.trim().is_empty() {
             return Ok(Err("the model's summary has no goal".into()));
         }
-        let rendered = self
-            .provider
-            .count_message_tokens(&[Message::user(summary.render(None))])
-            .unwrap_or_else(|_| summary.render(None).len() / 3 + 4);
+        let rendered = self.summary_tokens(&summary);
         if let Some(fault) = summary.fault(rendered, replaced_tokens, &self.session_changed) {
             return Ok(Err(format!("the model's summary {fault}")));
         }
@@ -615,6 +607,15 @@ impl Agent {
             return Ok(Err(format!("the model's summary {}", fault.reason())));
         }
         Ok(Ok(summary))
+    }
+
+    /// Tokens `summary` takes as the turn it becomes (what its check
+    /// weighs against the turns it replaces).
+    fn summary_tokens(&self, summary: &Summary) -> usize {
+        let text = summary.render(None);
+        self.provider
+            .count_message_tokens(&[Message::user(text.as_str())])
+            .unwrap_or_else(|_| text.len() / 3 + 4)
     }
 
     /// `turns[1..k]` as transcripts that each fit `limit` with the system

@@ -88,8 +88,7 @@ pub fn fit(
 ) -> (Vec<Turn>, Fitted) {
     let mut turns = turns.to_vec();
     let mut fitted = Fitted::default();
-    let messages = |t: &[Turn]| t.iter().map(|t| t.message.clone()).collect::<Vec<_>>();
-    let over = |t: &[Turn]| (count.prompt)(&messages(t)) > limit;
+    let over = |t: &[Turn]| tokens(t, count) > limit;
     if !over(&turns) {
         return (turns, fitted);
     }
@@ -147,7 +146,7 @@ pub fn fit(
     // 3. Excerpt the largest part left until the prompt fits.
     let mut spent: Vec<(usize, usize)> = Vec::new();
     loop {
-        let total = (count.prompt)(&messages(&turns));
+        let total = tokens(&turns, count);
         if total <= limit {
             break;
         }
@@ -162,7 +161,8 @@ pub fn fit(
         let allowance = tokens
             .saturating_sub(total - limit + 32)
             .max(MIN_EXCERPT_TOKENS);
-        match budget::excerpt(&name, &part, allowance, hints, count.text) {
+        // As small as an excerpt goes, or no smaller for it: the next part's turn.
+        let as_small = match budget::excerpt(&name, &part, allowance, hints, count.text) {
             Some(mut cut) if cut.text.len() < part.len() => {
                 if part.ends_with('\n') {
                     cut.text.push('\n');
@@ -173,11 +173,11 @@ pub fn fit(
                     .replace_range(range.clone(), &cut.text);
                 fitted.excerpted += 1;
                 fitted.cut_tokens += cut.cut_tokens;
+                allowance == MIN_EXCERPT_TOKENS
             }
-            _ => spent.push((i, range.start)),
-        }
-        if allowance == MIN_EXCERPT_TOKENS {
-            // As small as an excerpt goes: the next part's turn.
+            _ => true,
+        };
+        if as_small {
             spent.push((i, range.start));
         }
     }
@@ -188,8 +188,7 @@ pub fn fit(
 /// left out, until the prompt fits or none is left.
 fn leave_out(turns: &mut [Turn], limit: usize, count: &Counter<'_>, fitted: &mut Fitted) {
     const LEFT_OUT: &str = "[left out to fit the context window]";
-    let messages = |t: &[Turn]| t.iter().map(|t| t.message.clone()).collect::<Vec<_>>();
-    while (count.prompt)(&messages(turns)) > limit {
+    while tokens(turns, count) > limit {
         let Some((i, range, _)) =
             largest_part(turns, &[]).filter(|(_, r, _)| r.len() > LEFT_OUT.len())
         else {
@@ -202,9 +201,16 @@ fn leave_out(turns: &mut [Turn], limit: usize, count: &Counter<'_>, fitted: &mut
     }
 }
 
+/// Tokens `turns` take as a prompt.
+fn tokens(turns: &[Turn], count: &Counter<'_>) -> usize {
+    let messages: Vec<Message> = turns.iter().map(|t| t.message.clone()).collect();
+    (count.prompt)(&messages)
+}
+
 /// The largest part of the turns that may be cut, not yet cut as far as it
-/// goes (`spent`: turn and start): a tool's output, or an attached file's
-/// text in a request. Its turn, byte range, and name.
+/// goes (`spent`: turn and start): a tool's output, an attached file's text
+/// in a request, a summary's notes and the files of the request it carries.
+/// Its turn, byte range, and name.
 fn largest_part(turns: &[Turn], spent: &[(usize, usize)]) -> Option<(usize, Range<usize>, String)> {
     let mut parts = Vec::new();
     for (i, turn) in turns.iter().enumerate() {

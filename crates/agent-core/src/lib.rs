@@ -749,11 +749,7 @@ impl Agent {
     /// Tokens the next prompt takes (the conversation as it will be
     /// fitted, every tool included), and the model's window: never past it.
     pub fn context_usage(&self) -> (usize, usize) {
-        let tools = if self.provider.native_calls() {
-            native::tool_specs(&self.toolbox.specs())
-        } else {
-            Vec::new()
-        };
+        let tools = self.sent_tools(&self.toolbox.specs());
         let (kept, fitted) = self.fit(&tools);
         (
             self.budget_of(&kept, &tools, fitted).used(),

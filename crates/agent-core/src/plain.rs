@@ -78,14 +78,9 @@ impl PlainQuestion<'_> {
 /// attached files, the retrieved code and the question) to `provider`'s
 /// window: the largest file is cut to an excerpt first, the question never.
 pub fn fit(request: &mut CompletionRequest, provider: &dyn Provider) -> Fitted {
-    let window = provider.context_size();
-    let limit = window.saturating_sub(request.max_tokens.min(window / 4));
-    let prompt = |m: &[Message]| {
-        provider
-            .count_prompt_tokens(m, &[])
-            .unwrap_or_else(|_| m.iter().map(|m| m.content.len() / 3 + 4).sum())
-    };
-    let text = |t: &str| provider.count_tokens(t).unwrap_or(t.len() / 3 + 1);
+    let limit = crate::budget::prompt_room(provider.context_size(), request.max_tokens);
+    let prompt = |m: &[Message]| crate::window::prompt_tokens(provider, m, &[]);
+    let text = |t: &str| crate::window::text_tokens(provider, t);
     let counter = Counter {
         prompt: &prompt,
         text: &text,

@@ -24,30 +24,37 @@ const CHARS_PER_TOKEN: usize = 3;
 impl Agent {
     /// The prompt's room: the window minus the reserve for the reply.
     pub(crate) fn prompt_budget(&self) -> usize {
-        let window = self.provider.context_size();
-        window.saturating_sub(self.config.max_tokens.min(window / 4))
+        budget::prompt_room(self.provider.context_size(), self.config.max_tokens)
     }
 
     /// Tokens `messages` take as sent with `tools` (a native model's
     /// history in its own form).
     pub(crate) fn prompt_tokens(&self, messages: &[Message], tools: &[ChatSpec]) -> usize {
-        let sent;
-        let messages = if self.provider.native_calls() {
-            sent = crate::native::messages(messages);
-            &sent
+        if self.provider.native_calls() {
+            prompt_tokens(
+                self.provider.as_ref(),
+                &crate::native::messages(messages),
+                tools,
+            )
         } else {
-            messages
-        };
-        self.provider
-            .count_prompt_tokens(messages, tools)
-            .unwrap_or_else(|_| estimate(messages))
+            prompt_tokens(self.provider.as_ref(), messages, tools)
+        }
     }
 
     /// Tokens of a text alone.
     pub(crate) fn text_tokens(&self, text: &str) -> usize {
-        self.provider
-            .count_tokens(text)
-            .unwrap_or_else(|_| text.len() / 3 + 1)
+        text_tokens(self.provider.as_ref(), text)
+    }
+
+    /// The tool schemas a prompt carries for `allowed` tools: a native
+    /// model's template renders them, the loop's own JSON lists them in the
+    /// system prompt instead.
+    pub(crate) fn sent_tools(&self, allowed: &[agent_tools::ToolSpec]) -> Vec<ChatSpec> {
+        if self.provider.native_calls() {
+            crate::native::tool_specs(allowed)
+        } else {
+            Vec::new()
+        }
     }
 
     /// The turns to send with `tools`, within the prompt's room.
@@ -68,11 +75,7 @@ impl Agent {
         &mut self,
         allowed: &[agent_tools::ToolSpec],
     ) -> (Vec<Message>, Vec<ChatSpec>, Fitted) {
-        let tools = if self.provider.native_calls() {
-            crate::native::tool_specs(allowed)
-        } else {
-            Vec::new()
-        };
+        let tools = self.sent_tools(allowed);
         let (kept, fitted) = self.fit(&tools);
         self.last_budget = self.budget_of(&kept, &tools, fitted);
         if fitted != Fitted::default() {
@@ -183,10 +186,16 @@ impl Agent {
         format!("{files}{message}")
     }
 
+    /// Tokens a new tool output may take in the request of `words`.
+    fn output_share(&self, words: &str) -> usize {
+        (self.room_for_new(words) as f64 * OUTPUT_SHARE) as usize
+    }
+
     /// A new tool output (the observation's text), fitted to its share.
     pub(crate) fn fit_output(&mut self, text: String) -> String {
-        let allowance = (self.room_for_new(&self.latest_request()) as f64 * OUTPUT_SHARE) as usize;
-        let hints = budget::hints(&self.latest_request());
+        let words = self.latest_request();
+        let allowance = self.output_share(&words);
+        let hints = budget::hints(&words);
         let count = |t: &str| self.text_tokens(t);
         match budget::excerpt("the tool's output", &text, allowance, &hints, &count) {
             Some(excerpt) => {
@@ -204,7 +213,7 @@ impl Agent {
     /// How many characters a tool may print now: its output's share of the
     /// window, as characters.
     pub(crate) fn output_room(&self) -> usize {
-        let tokens = (self.room_for_new(&self.latest_request()) as f64 * OUTPUT_SHARE) as usize;
+        let tokens = self.output_share(&self.latest_request());
         tokens.max(budget::MIN_EXCERPT_TOKENS) * CHARS_PER_TOKEN
     }
 
@@ -222,7 +231,22 @@ impl Agent {
     }
 }
 
-/// A count for a provider that cannot count.
-fn estimate(messages: &[Message]) -> usize {
-    messages.iter().map(|m| m.content.len() / 3 + 4).sum()
+/// Tokens `messages` take as `provider` renders them with `tools`; an
+/// estimate where it cannot count.
+pub(crate) fn prompt_tokens(
+    provider: &dyn agent_llm::Provider,
+    messages: &[Message],
+    tools: &[ChatSpec],
+) -> usize {
+    provider
+        .count_prompt_tokens(messages, tools)
+        .unwrap_or_else(|_| messages.iter().map(|m| m.content.len() / 3 + 4).sum())
+}
+
+/// Tokens of `text` with `provider`'s tokenizer; an estimate where it
+/// cannot count.
+pub(crate) fn text_tokens(provider: &dyn agent_llm::Provider, text: &str) -> usize {
+    provider
+        .count_tokens(text)
+        .unwrap_or_else(|_| text.len() / 3 + 1)
 }

@@ -13,6 +13,4 @@ pub mod models;
 pub mod paths;
 pub mod state;
 pub mod term;
-#[doc(hidden)]
-pub mod testing;
 pub mod tokens;

@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn the_agents_git_runs_no_program_the_repository_names() {
         if Command::new("git").arg("--version").output().is_err() {
-            agent_base::skip!("no git");
+            agent_test_support::skip!("no git");
         }
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("repo");

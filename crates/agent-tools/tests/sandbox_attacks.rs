@@ -1,9 +1,18 @@
 //! Issue 39's attacks, each driven through `run_cmd` as the model would
 //! (the toolbox, the policy, the real sandbox): the kernel must refuse.
 //! Each fails on a sandbox that is Landlock alone, and passes with the
-//! read-only and hidden sets, no capabilities and the limits. Tests that
-//! need what this system lacks (Landlock, user namespaces, root) say so and
-//! return.
+//! read-only and hidden sets, no capabilities and the limits. A test that
+//! needs what this system lacks (Landlock, user namespaces, root) ends
+//! through `skip!`, in the test itself: under `AGENT_TEST_REQUIRE_ALL=1`
+//! a missing prerequisite CI must have fails it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an integration test: its helpers are not #[test] fns, a panic is a test failure"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -108,39 +117,30 @@ fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Whether the read-only and hidden sets are enforced here; says why not.
-fn fenced() -> bool {
+/// Why the read-only and hidden sets are not enforced here, or `None`
+/// when they are. Each test skips with it itself (`skip!` returns from
+/// the test).
+fn fence_missing() -> Option<String> {
     let s = agent_sandbox::support();
     if s.landlock.is_none() {
-        agent_base::testing::skipped(
-            module_path!(),
-            "this kernel has no Landlock",
-            agent_base::testing::Need::Required,
-        );
-        return false;
+        return Some("this kernel has no Landlock".into());
     }
     if !s.mounts() {
-        agent_base::testing::skipped(
-            module_path!(),
-            "no user namespace here, so the read-only and hidden sets are not enforced",
-            agent_base::testing::Need::Required,
+        return Some(
+            "no user namespace here, so the read-only and hidden sets are not enforced".into(),
         );
-        return false;
     }
-    true
+    None
 }
 
-/// Whether commands write a layer here (and the sets are enforced).
-fn layered() -> bool {
-    if !fenced() {
-        return false;
+/// Why commands write no layer here (or the sets are not enforced), or
+/// `None` when they do.
+fn layer_missing() -> Option<String> {
+    if let Some(why) = fence_missing() {
+        return Some(why);
     }
     let scratch = tempfile::tempdir().unwrap();
-    if let Err(why) = agent_sandbox::overlay_support(scratch.path()) {
-        agent_base::testing::skipped(module_path!(), &why, agent_base::testing::Need::Required);
-        return false;
-    }
-    true
+    agent_sandbox::overlay_support(scratch.path()).err()
 }
 
 /// Every file under `root` but `.git`, and its bytes.
@@ -168,8 +168,8 @@ fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn a_commands_changes_are_one_change_set_shown_as_a_diff_and_undo_restores_the_tree() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     for (path, text) in [("a.txt", "a\n"), ("b.txt", "b\n"), ("d/gone.txt", "gone\n")] {
@@ -216,8 +216,8 @@ fn a_commands_changes_are_one_change_set_shown_as_a_diff_and_undo_restores_the_t
 
 #[test]
 fn a_nested_git_folder_is_refused_with_its_path_and_the_rest_admitted() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     let mark = h.root.parent().unwrap().join("pwned");
@@ -258,8 +258,8 @@ impl Approver for DeclineWrites {
 
 #[test]
 fn files_that_configure_agents_git_or_tools_are_asked_for_even_in_yolo() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     std::fs::create_dir_all(h.root.join("src")).unwrap();
@@ -312,8 +312,8 @@ fn files_that_configure_agents_git_or_tools_are_asked_for_even_in_yolo() {
 
 #[test]
 fn symlinks_a_command_makes_are_admitted_only_inside_and_onto_plain_files() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     std::fs::create_dir_all(h.root.join("src")).unwrap();
@@ -347,8 +347,8 @@ fn refused(out: &ToolOutput) {
 
 #[test]
 fn commands_cannot_plant_git_hooks_or_config_for_the_users_later_git() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     let mark = h.root.parent().unwrap().join("pwned");
@@ -396,8 +396,8 @@ fn commands_cannot_plant_git_hooks_or_config_for_the_users_later_git() {
 
 #[test]
 fn instruction_and_agent_files_are_read_only_to_commands() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     let outside = h.root.parent().unwrap().join("bashrc");
@@ -425,8 +425,8 @@ fn instruction_and_agent_files_are_read_only_to_commands() {
 
 #[test]
 fn protected_paths_of_policy_toml_are_read_only_too() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
@@ -452,8 +452,8 @@ fn protected_paths_of_policy_toml_are_read_only_too() {
 
 #[test]
 fn an_approved_git_write_works_and_runs_no_hook() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     // A hook already there (from before the sandbox): the agent's commit
@@ -535,7 +535,11 @@ fn in_fake_home(test: &str) -> bool {
 
 #[test]
 fn commands_cannot_read_the_users_secrets() {
-    if !fenced() || !in_fake_home("commands_cannot_read_the_users_secrets") {
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
+    }
+    // The parent has run the test in the fake home: its result is this one's.
+    if !in_fake_home("commands_cannot_read_the_users_secrets") {
         return;
     }
     let h = Harness::new("");
@@ -569,12 +573,12 @@ fn commands_cannot_read_the_users_secrets() {
 
 #[test]
 fn as_root_commands_make_no_device_node_and_change_nothing_of_the_host() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        agent_base::skip!(optional: "this test is about an agent running as root, and this one is not (CI runs as root)");
+        agent_test_support::skip!(optional: "this test is about an agent running as root, and this one is not (CI runs as root)");
     }
     let h = Harness::new("");
     let disk = h.root.parent().unwrap().join("disk.img");
@@ -603,35 +607,35 @@ fn as_root_commands_make_no_device_node_and_change_nothing_of_the_host() {
 
 #[test]
 fn limits_stop_a_process_flood_and_an_oversized_allocation() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let s = agent_sandbox::support();
     let h = Harness::new("[limits]\nprocesses = 64\nmemory_mb = 256\n");
     // `echo` is a builtin: the file counts the processes that started.
     h.run("for i in $(seq 2000); do sleep 5 & echo $! >> pids; done");
     let started = h.read("pids").lines().count();
-    if s.root
-        && !agent_sandbox::describe()
-            .unwrap_or_default()
-            .contains("pids cgroup")
-    {
-        agent_base::testing::skipped(module_path!(), "the process limit: root is exempt from RLIMIT_NPROC and no pids cgroup is writable here", agent_base::testing::Need::Optional);
-    } else {
-        assert!((1..64).contains(&started), "{started} processes started");
-    }
     let out = h.run("python3 -c 'b = bytearray(1024 * 1024 * 1024)'");
     refused(&out);
     assert!(out.content.contains("MemoryError"), "{}", out.content);
     // Ordinary runs fit in the same limits.
     let out = h.run("python3 -c 'b = bytearray(64 * 1024 * 1024); print(len(b))'");
     assert!(out.ok, "{}", out.content);
+    // Last, as `skip!` ends the test: the memory limit is checked either way.
+    if s.root
+        && !agent_sandbox::describe()
+            .unwrap_or_default()
+            .contains("pids cgroup")
+    {
+        agent_test_support::skip!(optional: "the process limit: root is exempt from RLIMIT_NPROC and no pids cgroup is writable here");
+    }
+    assert!((1..64).contains(&started), "{started} processes started");
 }
 
 #[test]
 fn ordinary_tools_still_work_inside_the_sandbox() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     std::fs::create_dir_all(h.root.join("tests")).unwrap();
@@ -676,11 +680,11 @@ fn ordinary_tools_still_work_inside_the_sandbox() {
 
 #[test]
 fn a_checkers_build_script_changes_nothing_in_the_workspace() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     if Command::new("cargo").arg("--version").output().is_err() {
-        agent_base::skip!("no cargo");
+        agent_test_support::skip!("no cargo");
     }
     let h = Harness::new("");
     std::fs::create_dir_all(h.root.join("src")).unwrap();
@@ -736,8 +740,8 @@ fn a_checkers_build_script_changes_nothing_in_the_workspace() {
 
 #[test]
 fn renaming_a_protected_paths_parent_changes_nothing_under_it() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("protected_paths = [\"ci/deploy.yml\"]\n");
     std::fs::create_dir_all(h.root.join("ci")).unwrap();
@@ -757,8 +761,8 @@ fn renaming_a_protected_paths_parent_changes_nothing_under_it() {
 /// runs their hook, not the command's.
 #[test]
 fn a_rewritten_hook_of_the_users_hooks_path_never_runs_at_their_commit() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     let mark = h.root.parent().unwrap().join("pwned");
@@ -793,8 +797,8 @@ fn a_rewritten_hook_of_the_users_hooks_path_never_runs_at_their_commit() {
 
 #[test]
 fn a_line_that_only_reads_runs_with_the_workspace_read_only() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     let out = h.run("git status --porcelain && ls && cat main.py");
@@ -810,8 +814,8 @@ fn a_line_that_only_reads_runs_with_the_workspace_read_only() {
 /// ignores: the next verification would otherwise build from nothing.
 #[test]
 fn a_discarded_run_keeps_only_its_new_build_folder() {
-    if !layered() {
-        return;
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
     }
     let h = Harness::new("");
     std::fs::write(h.root.join(".gitignore"), "/target\n").unwrap();

@@ -48,31 +48,22 @@ fn run(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// Skips (saying why) where the kernel cannot do what a test checks.
-fn fenced() -> bool {
+/// Why the kernel cannot do what a test checks, or `None` when it can.
+/// Each test skips with it itself (`skip!` returns from the test).
+fn fence_missing() -> Option<String> {
     if landlock_abi().is_none() {
-        agent_base::testing::skipped(
-            module_path!(),
-            "this kernel has no Landlock",
-            agent_base::testing::Need::Required,
-        );
-        return false;
+        return Some("this kernel has no Landlock".into());
     }
     if !support().mounts() {
-        agent_base::testing::skipped(
-            module_path!(),
-            "no user namespace here, so no read-only or hidden sets",
-            agent_base::testing::Need::Required,
-        );
-        return false;
+        return Some("no user namespace here, so no read-only or hidden sets".into());
     }
-    true
+    None
 }
 
 #[test]
 fn the_read_only_set_refuses_writes_renames_and_removals() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
@@ -116,8 +107,8 @@ fn the_read_only_set_refuses_writes_renames_and_removals() {
 
 #[test]
 fn the_deny_read_set_is_hidden() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
@@ -146,8 +137,8 @@ fn the_deny_read_set_is_hidden() {
 
 #[test]
 fn commands_have_no_capabilities_no_device_nodes_and_a_minimal_dev() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(vec![dir.path().into()]);
@@ -177,8 +168,8 @@ fn commands_have_no_capabilities_no_device_nodes_and_a_minimal_dev() {
 
 #[test]
 fn limits_stop_a_fork_flood_and_a_large_allocation() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let s = support();
     let dir = tempfile::tempdir().unwrap();
@@ -189,25 +180,6 @@ fn limits_stop_a_fork_flood_and_a_large_allocation() {
         file_size_mb: Some(1),
         cpu_s: Some(30),
     };
-    if s.root && child::pids_cgroup_base().is_none() {
-        agent_base::testing::skipped(
-            module_path!(),
-            "the process limit: root, and no pids cgroup is writable here",
-            agent_base::testing::Need::Optional,
-        );
-    } else {
-        // `echo` is a builtin: the file counts the processes that started.
-        let (_, out) = run(
-            &sandbox,
-            dir.path(),
-            "for i in $(seq 300); do sleep 5 & echo $! >> pids; done",
-        );
-        let started = std::fs::read_to_string(dir.path().join("pids"))
-            .unwrap_or_default()
-            .lines()
-            .count();
-        assert!(started < 64, "{out}");
-    }
     let (code, out) = run(
         &sandbox,
         dir.path(),
@@ -221,6 +193,21 @@ fn limits_stop_a_fork_flood_and_a_large_allocation() {
     );
     assert!(!out.contains("fsize=0"), "{out}");
     assert!(out.contains("1024"), "{out}");
+    // Last, as `skip!` ends the test: the other limits are checked either way.
+    if s.root && child::pids_cgroup_base().is_none() {
+        agent_test_support::skip!(optional: "the process limit: root, and no pids cgroup is writable here");
+    }
+    // `echo` is a builtin: the file counts the processes that started.
+    let (_, out) = run(
+        &sandbox,
+        dir.path(),
+        "for i in $(seq 300); do sleep 5 & echo $! >> pids; done",
+    );
+    let started = std::fs::read_to_string(dir.path().join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(started < 64, "{out}");
 }
 
 /// The folders a process leaves behind go with the next process's first
@@ -230,12 +217,7 @@ fn limits_stop_a_fork_flood_and_a_large_allocation() {
 #[test]
 fn stale_pids_cgroups_are_swept_and_each_command_gets_a_new_one() {
     let Some(base) = child::pids_cgroup_base() else {
-        agent_base::testing::skipped(
-            module_path!(),
-            "no pids cgroup is writable here",
-            agent_base::testing::Need::Optional,
-        );
-        return;
+        agent_test_support::skip!(optional: "no pids cgroup is writable here");
     };
     let procs = child::pids_cgroup(8).unwrap().unwrap();
     let fresh = Path::new(procs.to_str().unwrap()).parent().unwrap();
@@ -281,8 +263,8 @@ fn stale_pids_cgroups_are_swept_and_each_command_gets_a_new_one() {
 
 #[test]
 fn a_layered_command_writes_the_layer_and_never_the_workspace() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let (ws, state) = (dir.path().join("ws"), dir.path().join("state"));
@@ -296,8 +278,7 @@ fn a_layered_command_writes_the_layer_and_never_the_workspace() {
     }
     std::fs::create_dir_all(&state).unwrap();
     if let Err(why) = overlay_support(&state) {
-        agent_base::testing::skipped(module_path!(), &why, agent_base::testing::Need::Required);
-        return;
+        agent_test_support::skip!("{why}");
     }
     let (upper, work) = (state.join("upper"), state.join("work"));
     std::fs::create_dir(&upper).unwrap();
@@ -356,16 +337,11 @@ fn a_layered_command_writes_the_layer_and_never_the_workspace() {
 /// of 80 MB each ran under a 100 MB limit), and /dev/shm is small.
 #[test]
 fn memory_is_limited_for_the_whole_command_and_dev_shm_is_small() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     if child::cgroup_base("memory").is_none() {
-        agent_base::testing::skipped(
-            module_path!(),
-            "no memory cgroup is writable here (RLIMIT_DATA holds each process)",
-            agent_base::testing::Need::Optional,
-        );
-        return;
+        agent_test_support::skip!(optional: "no memory cgroup is writable here (RLIMIT_DATA holds each process)");
     }
     let dir = tempfile::tempdir().unwrap();
     let mut sandbox = Sandbox::new(vec![dir.path().into()]);
@@ -386,8 +362,8 @@ fn memory_is_limited_for_the_whole_command_and_dev_shm_is_small() {
 /// inside it works as before, its read-only set and its layer included.
 #[test]
 fn the_home_folder_is_hidden_but_for_what_it_keeps() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -450,8 +426,8 @@ fn the_home_folder_is_hidden_but_for_what_it_keeps() {
 /// of an offline command's reach; one the command binds itself works.
 #[test]
 fn a_socket_listening_in_the_workspace_is_hidden_and_the_commands_own_work() {
-    if !fenced() {
-        return;
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");

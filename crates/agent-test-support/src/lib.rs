@@ -1,5 +1,6 @@
-//! For the tests of every crate (and the root's `tests/`): [`skip!`](crate::skip)
-//! ends a test whose prerequisite is missing, visibly. Not part of the API.
+//! For the tests of every crate (and the root's `tests/`), as a
+//! dev-dependency only: [`skip!`](crate::skip) ends a test whose
+//! prerequisite is missing, visibly.
 //!
 //! A test that returns early when llama-server, node or a checker is
 //! missing would otherwise count as passed. `skip!` prints a marker line,
@@ -36,6 +37,10 @@ pub fn marker(test: &str, reason: &str) -> String {
 /// Records the skip of the running test (its thread's name, which libtest
 /// sets to the test's path, else `fallback`), or panics when `need` is
 /// required and `AGENT_TEST_REQUIRE_ALL=1`. Called by [`skip!`](crate::skip).
+#[allow(
+    clippy::print_stderr,
+    reason = "the marker on the test's stderr is what a skip leaves behind"
+)]
 pub fn skipped(fallback: &str, reason: &str, need: Need) {
     let thread = std::thread::current();
     let test = match thread.name() {
@@ -69,18 +74,18 @@ pub fn skipped(fallback: &str, reason: &str, need: Need) {
 #[macro_export]
 macro_rules! skip {
     (optional: $($reason:tt)+) => {{
-        $crate::testing::skipped(
+        $crate::skipped(
             module_path!(),
             &format!($($reason)+),
-            $crate::testing::Need::Optional,
+            $crate::Need::Optional,
         );
         return;
     }};
     ($($reason:tt)+) => {{
-        $crate::testing::skipped(
+        $crate::skipped(
             module_path!(),
             &format!($($reason)+),
-            $crate::testing::Need::Required,
+            $crate::Need::Required,
         );
         return;
     }};

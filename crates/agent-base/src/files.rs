@@ -46,9 +46,27 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Re
 
 /// The sha256 of a file's bytes (hex), None when it cannot be read.
 pub fn sha256_file(path: &Path) -> Option<String> {
-    use sha2::{Digest, Sha256};
     let bytes = std::fs::read(path).ok()?;
-    Some(hex::encode(Sha256::digest(&bytes)))
+    Some(sha256_hex(&bytes))
+}
+
+/// The sha256 of `bytes` (hex): a file's content hash as the agent records
+/// it, in the index's and the repo map's `files` tables alike (each in a
+/// database of its own), so a hash means the same in both.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Removes a SQLite database and the files SQLite keeps beside it (the
+/// write-ahead log, its shared memory, a rollback journal), whichever
+/// exist: how the index and the repo map start a database anew.
+pub fn remove_sqlite(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+    }
 }
 
 /// Programs whose first argument that is not a flag is the script they run.
@@ -249,6 +267,30 @@ fn collect_run(root: &Path, words: &[String], out: &mut Vec<std::path::PathBuf>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sqlite_database_goes_with_the_files_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "s.sqlite",
+            "s.sqlite-wal",
+            "s.sqlite-shm",
+            "s.sqlite-journal",
+            "other.sqlite",
+        ] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        remove_sqlite(&dir.path().join("s.sqlite"));
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["other.sqlite"]);
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 
     #[test]
     fn the_files_a_command_line_runs_are_found_inside_the_root_only() {

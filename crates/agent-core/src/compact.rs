@@ -23,6 +23,8 @@
 //! - The summary request fits the window whatever the history: a history
 //!   too long for one request is summarised in pieces, each a transcript
 //!   that fits, and the pieces' summaries merged ([`Summary::merge`]).
+//! - What a compaction did ([`Compaction`]) is reported through
+//!   [`crate::ui::Ui`] and in the request's outcome.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -30,11 +32,40 @@ use serde_json::json;
 use agent_base::cancel::CancelToken;
 use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
 
-pub use crate::compaction::{Compaction, Trigger};
 use crate::context::{fit, Counter, Kind, Turn};
 use crate::run::Run;
 use crate::ui::Ui;
 use crate::{prompt, request_text, truncate, Agent};
+
+/// Why a compaction happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// The conversation passed `compact_at` of the window.
+    Auto,
+    /// `/compact`.
+    Request,
+}
+
+/// What a compaction did, as `--json`, `stream-json` and the terminal report it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compaction {
+    pub trigger: Trigger,
+    /// Whether the turns were replaced by a summary.
+    pub compacted: bool,
+    /// The summary turn's text, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Why they were not, and what happens instead; or, when they were,
+    /// why the model's summary was not taken (the summary was then made
+    /// from the turns' own record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    pub replaced_turns: usize,
+    pub kept_turns: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+}
 
 /// What the model is asked, after the turns it summarizes.
 pub const PROMPT: &str = "The conversation is about to outgrow the context window, so the turns \
@@ -667,10 +698,10 @@ impl Agent {
                 used = 0;
             }
             used += tokens;
-            pieces
-                .last_mut()
-                .expect("one piece at least")
-                .push_str(&entry);
+            match pieces.last_mut() {
+                Some(piece) => piece.push_str(&entry),
+                None => pieces.push(entry),
+            }
         }
         pieces.iter().map(|p| frame(p)).collect()
     }

@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use agent_base::term::{escape_controls, escape_line, untrusted, untrusted_text};
 use console::style;
 
-use super::compaction::Compaction;
+use super::compact::Compaction;
 use super::intent::Intent;
 use super::protocol::{ToolCall, FINISH};
 use super::ToolAccess;

@@ -19,6 +19,14 @@
 //! (nprobes, refine_factor or ef) the p50/p95 and recall@10 against the exact
 //! top 10. Prints one JSON object.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -7,6 +7,14 @@
 //! through the real watcher and its debounce), query_p50_ms/query_p95_ms
 //! (hybrid search, k=10, in-process).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -20,6 +20,14 @@
 //! k-means has structure to find) and about 120 words of identifier-like
 //! text from a 50,000-word vocabulary, near a real chunk's size.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::path::Path;
 use std::time::Instant;
 

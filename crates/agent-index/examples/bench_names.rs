@@ -13,6 +13,14 @@
 //! first, with what it ranked instead. Each FUSION adds a hybrid run with
 //! it (for tuning).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use agent_base::cancel::CancelToken;
 use agent_index::search::is_doc;
 use agent_index::{Fusion, Index, IndexOptions, SearchMode, SearchQuery};

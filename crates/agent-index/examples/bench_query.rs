@@ -9,6 +9,14 @@
 //! without its vector index (every vector compared), under "exact".
 //! RUST_LOG=agent=debug shows where each query's time goes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::path::Path;
 use std::time::Instant;
 

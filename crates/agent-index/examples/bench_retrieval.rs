@@ -12,6 +12,14 @@
 //! With BENCH_DUMP=FILE, each query's ranked paths and scores per mode go
 //! to FILE as JSON (for trying fusions offline).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use agent_base::cancel::CancelToken;
 use agent_index::{Fusion, Index, IndexOptions, SearchMode, SearchQuery};
 use serde::Deserialize;

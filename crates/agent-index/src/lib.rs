@@ -47,6 +47,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use agent_base::cancel::CancelToken;
+use agent_base::files::{remove_sqlite, sha256_hex};
 use agent_lang::chunk::{self, chunk_source, ChunkLimits};
 use agent_lang::walk::{self, Lang, Skipped, SourceFile, WalkOptions};
 use embed::{Embedder, Identity};
@@ -421,7 +422,7 @@ impl Index {
                 recovered.push(format!(
                     "the index state was damaged ({e:#}); rebuilt it from the files and the embedding cache"
                 ));
-                state::remove_db(&dir.join("state.sqlite"));
+                remove_sqlite(&dir.join("state.sqlite"));
                 let _ = remove_table(&dir, shared.as_ref());
                 State::open(&dir.join("state.sqlite"))?
             }
@@ -569,7 +570,7 @@ impl Index {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let state_path = dir.join(shared::STATE_FILE);
-        state::remove_db(&state_path);
+        remove_sqlite(&state_path);
         if !shared.fetch(shared::STATE_FILE, &state_path)? {
             bail!("{}", shared::no_index_yet(uri));
         }
@@ -596,8 +597,8 @@ impl Index {
         if dir.exists() {
             // Take the lock first so a running writer is not pulled from under.
             let lock = lock_writer(&dir)?;
-            state::remove_db(&dir.join("state.sqlite"));
-            state::remove_db(&dir.join(state::CACHE_FILE));
+            remove_sqlite(&dir.join("state.sqlite"));
+            remove_sqlite(&dir.join(state::CACHE_FILE));
             match &shared {
                 // The store's copies too, or the writer would fetch them back.
                 Some(s) => s.clear()?,
@@ -630,13 +631,14 @@ impl Index {
         if let Some(overlay) = &mut self.overlay {
             return overlay.index.embedder();
         }
-        if self.embedder.is_none() {
-            self.embedder = Some(match self.identity.server {
+        let embedder = match self.embedder.take() {
+            Some(embedder) => embedder,
+            None => match self.identity.server {
                 Some(_) => connect_recorded(&self.identity)?,
                 None => Embedder::load_default(self.options.threads)?,
-            });
-        }
-        Ok(self.embedder.as_mut().expect("just set"))
+            },
+        };
+        Ok(self.embedder.insert(embedder))
     }
 
     /// Where the embedder lives: here, or in a shared reader's overlay.
@@ -913,7 +915,7 @@ impl Index {
                     continue;
                 }
             };
-            let hash = hex::encode(Sha256::digest(&bytes));
+            let hash = sha256_hex(&bytes);
             let mut file_state = FileState {
                 hash,
                 mtime_ns: file.mtime_ns,
@@ -1064,7 +1066,10 @@ impl Index {
     }
 
     fn try_refresh_overlay(&mut self) -> Result<()> {
-        let shared = self.shared.as_ref().expect("a shared index");
+        let shared = self
+            .shared
+            .as_ref()
+            .context("only a shared index has a local overlay")?;
         if self.overlay.is_none() {
             let dir = shared.local.join("overlay");
             let options = IndexOptions {
@@ -1092,7 +1097,10 @@ impl Index {
             });
         }
         let files = self.state.files()?;
-        let overlay = self.overlay.as_mut().expect("just opened");
+        let overlay = self
+            .overlay
+            .as_mut()
+            .context("the overlay was just opened")?;
         overlay.changes = shared::local_changes(&self.root, &files, &mut overlay.memo);
         overlay.index.options.only = Some(overlay.changes.changed.clone());
         overlay.index.update(&CancelToken::new(), &mut |_| {})?;
@@ -1115,10 +1123,10 @@ impl Index {
         // lacks would only cost embeddings, never a wrong result.
         if cache {
             shared.publish(&cache_out, state::CACHE_FILE)?;
-            state::remove_db(&cache_out);
+            remove_sqlite(&cache_out);
         }
         shared.publish(&state_out, shared::STATE_FILE)?;
-        state::remove_db(&state_out);
+        remove_sqlite(&state_out);
         Ok(())
     }
 
@@ -1454,12 +1462,12 @@ fn remove_table(dir: &Path, shared: Option<&SharedStore>) -> Result<()> {
 /// a state is a new index (the local cache, if any, is kept).
 fn fetch_working_copies(shared: &SharedStore, dir: &Path) -> Result<()> {
     let state_path = dir.join(shared::STATE_FILE);
-    state::remove_db(&state_path);
+    remove_sqlite(&state_path);
     shared.fetch(shared::STATE_FILE, &state_path)?;
     let fetched = dir.join("fetched-cache.sqlite");
     if shared.fetch(state::CACHE_FILE, &fetched)? {
         let cache_path = dir.join(state::CACHE_FILE);
-        state::remove_db(&cache_path);
+        remove_sqlite(&cache_path);
         std::fs::rename(&fetched, &cache_path)
             .with_context(|| format!("cannot write {}", cache_path.display()))?;
     }

@@ -365,8 +365,8 @@ fn query_vector(
             let mut texts = l.passages.clone();
             texts.extend(l.title.clone());
             let mut vectors = embedder.embed(&texts)?;
-            if l.title.is_some() {
-                let title = vectors.last_mut().expect("one vector per text");
+            // One vector per text: the title's is the last.
+            if let (Some(_), Some(title)) = (&l.title, vectors.last_mut()) {
                 title.iter_mut().for_each(|x| *x *= TITLE_PASSAGE_WEIGHT);
             }
             mean_direction(&vectors)

@@ -393,7 +393,7 @@ pub fn local_changes(
                 let Ok(bytes) = std::fs::read(&file.path) else {
                     continue;
                 };
-                let h = hex::encode(Sha256::digest(&bytes));
+                let h = agent_base::files::sha256_hex(&bytes);
                 memo.insert(file.rel.clone(), (file.mtime_ns, file.size, h.clone()));
                 h
             }

@@ -7,10 +7,18 @@
 //! renames and branch switches (the path is deliberately not in the key). It
 //! is the expensive part, so it lives in a file of its own: a damaged state
 //! file is rebuilt from the files on disk and the cache, with no embedding.
+//!
+//! The `files` table here is the index's own record, not the repo map's
+//! table of that name (`agent_repomap::cache`, in a database of its own):
+//! the two keep other things of a file (chunks and the chunker version;
+//! tags and when the hash was taken) under versions and failure rules of
+//! their own. What they share is in `agent_base::files`: the content hash
+//! both record ([`agent_base::files::sha256_hex`]) and removing a database.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use agent_base::files::remove_sqlite;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -53,16 +61,6 @@ fn connect(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-/// Removes a SQLite file with its WAL and shared-memory files.
-pub(crate) fn remove_db(path: &Path) {
-    let name = path.as_os_str().to_os_string();
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = name.clone();
-        p.push(suffix);
-        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
-    }
-}
-
 fn open_cache(path: &Path) -> Result<Connection> {
     let cache = connect(path)?;
     // `about` names the embedder the vectors came from (the cache's
@@ -94,7 +92,7 @@ impl State {
                 cache_recovered = Some(format!(
                     "the embedding cache was damaged ({e:#}); started a new one"
                 ));
-                remove_db(&cache_path);
+                remove_sqlite(&cache_path);
                 open_cache(&cache_path)?
             }
         };
@@ -297,7 +295,7 @@ impl State {
     /// shared index publishes.
     pub fn snapshot(&self, state_to: &Path, cache_to: Option<&Path>) -> Result<()> {
         let copy = |conn: &Connection, to: &Path| -> Result<()> {
-            remove_db(to);
+            remove_sqlite(to);
             conn.execute("VACUUM INTO ?1", [to.to_string_lossy()])
                 .with_context(|| format!("cannot write {}", to.display()))?;
             Ok(())

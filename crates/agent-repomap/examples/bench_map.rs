@@ -7,6 +7,14 @@
 //! Prints one JSON object: {"files", "cold_ms", "warm_ms", ...} (medians of
 //! the reps). Tokens are counted as characters / 4.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::path::PathBuf;
 use std::time::Instant;
 

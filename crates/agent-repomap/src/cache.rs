@@ -5,6 +5,10 @@
 //! an unreadable or corrupt database is deleted and rebuilt, a failed write
 //! leaves correct tags in memory, and when no database can be written at all
 //! the map keeps its tags in an in-memory database for the session.
+//!
+//! Its `files` table is not the index's (`agent_index::state`, another
+//! database, whose failures are errors): only the content hash
+//! ([`agent_base::files::sha256_hex`]) and removing a database are shared.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,7 +74,7 @@ impl TagCache {
 
     /// A fresh, empty cache at `path` (deleting whatever is there), or in memory.
     pub fn recreate(path: &Path) -> TagCache {
-        remove_db_files(path);
+        agent_base::files::remove_sqlite(path);
         match Self::try_open(path) {
             Ok((cache, _)) => cache,
             Err(err) => {
@@ -83,6 +87,10 @@ impl TagCache {
         }
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "an in-memory SQLite database fails to open only when memory is out"
+    )]
     fn in_memory() -> TagCache {
         let conn = Connection::open_in_memory().expect("sqlite in-memory database");
         init_schema(&conn).expect("schema of an in-memory database");
@@ -225,14 +233,6 @@ fn load(conn: &Connection) -> anyhow::Result<BTreeMap<String, CachedFile>> {
         }
     }
     Ok(out)
-}
-
-fn remove_db_files(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
-    }
 }
 
 #[cfg(test)]

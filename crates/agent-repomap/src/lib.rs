@@ -52,7 +52,6 @@ use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use agent_lang::walk::{self, Lang, SourceFile, WalkOptions};
 use cache::{CachedFile, Row, TagCache};
@@ -525,7 +524,8 @@ fn tag_in_parallel(jobs: &[Job], cached: &BTreeMap<String, CachedFile>) -> Vec<O
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             handles
                 .into_iter()
-                .flat_map(|h| h.join().expect("tagger thread panicked"))
+                // A tagger's panic goes on as this thread's.
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         })
     };
@@ -545,7 +545,7 @@ fn tag_one(tagger: &mut tags::Tagger, job: &Job, cached: Option<&CachedFile>) ->
     let Ok(bytes) = std::fs::read(&job.path) else {
         return Outcome::Gone;
     };
-    let hash = hex::encode(Sha256::digest(&bytes));
+    let hash = agent_base::files::sha256_hex(&bytes);
     // The stat of the bytes we read, not of the listing (the file may have moved on since).
     let (size, mtime_ns) = (bytes.len() as u64, job.mtime_ns);
     if cached.is_some_and(|c| c.hash == hash) {

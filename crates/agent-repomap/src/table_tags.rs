@@ -54,6 +54,10 @@ pub fn table_query(lang: Lang) -> Option<&'static TableQuery> {
         .as_ref()
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the tags queries are built in, and agent-lang's tests compile every one"
+)]
 fn compile(lang: Lang) -> Option<TableQuery> {
     let language = lang.grammar()?;
     let source = lang.tags_query()?;
@@ -112,6 +116,10 @@ fn tag_text<'s>(
     let Some(tq) = table_query(lang) else {
         return FileTags::default();
     };
+    #[allow(
+        clippy::expect_used,
+        reason = "every grammar is built with this tree-sitter's ABI (agent-lang's tests load each)"
+    )]
     let parser = parsers.entry(lang).or_insert_with(|| {
         let mut p = Parser::new();
         p.set_language(&tq.language)

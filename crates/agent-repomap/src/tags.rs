@@ -132,6 +132,10 @@ struct RefsQuery {
 }
 
 impl LangQuery {
+    #[allow(
+        clippy::expect_used,
+        reason = "the query texts are constants checked by the tests: failing here is a bug"
+    )]
     fn new(
         language: Language,
         defs: &str,
@@ -174,6 +178,10 @@ impl LangQuery {
         }
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "the query texts are constants checked by the tests: failing here is a bug"
+    )]
     fn refs(&self) -> &RefsQuery {
         self.refs.get_or_init(|| {
             let query =
@@ -192,22 +200,20 @@ fn lang_query(lang: Lang) -> Option<&'static LangQuery> {
     static RUST: OnceLock<LangQuery> = OnceLock::new();
     static PYTHON: OnceLock<LangQuery> = OnceLock::new();
     match lang {
-        Lang::Rust => Some(RUST.get_or_init(|| {
-            LangQuery::new(
-                Lang::Rust.grammar().expect("Rust is always built"),
-                RUST_DEFS_QUERY,
-                RUST_REFS_QUERY,
-                Some(1),
+        Lang::Rust => {
+            let grammar = Lang::Rust.grammar()?;
+            Some(
+                RUST.get_or_init(|| {
+                    LangQuery::new(grammar, RUST_DEFS_QUERY, RUST_REFS_QUERY, Some(1))
+                }),
             )
-        })),
-        Lang::Python => Some(PYTHON.get_or_init(|| {
-            LangQuery::new(
-                Lang::Python.grammar().expect("Python is always built"),
-                PYTHON_DEFS_QUERY,
-                PYTHON_REFS_QUERY,
-                None,
-            )
-        })),
+        }
+        Lang::Python => {
+            let grammar = Lang::Python.grammar()?;
+            Some(PYTHON.get_or_init(|| {
+                LangQuery::new(grammar, PYTHON_DEFS_QUERY, PYTHON_REFS_QUERY, None)
+            }))
+        }
         _ => None,
     }
 }
@@ -283,6 +289,10 @@ impl Tagger {
         } else {
             &mut self.python
         };
+        #[allow(
+            clippy::expect_used,
+            reason = "both grammars are built with this tree-sitter's ABI"
+        )]
         let parser = slot.get_or_insert_with(|| {
             let mut p = Parser::new();
             p.set_language(&lq.language)

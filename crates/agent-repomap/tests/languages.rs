@@ -1,6 +1,14 @@
 //! The chunker and the repo map on real files of each table-driven language
 //! (tests/fixtures/lang, from published packages; see its README).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an integration test: its helpers are not #[test] fns, a panic is a test failure"
+)]
+
 use agent_lang::chunk::{chunk_source, Chunk, ChunkLimits};
 use agent_lang::lang::Lang;
 use agent_repomap::tags::{FileTags, Tagger};

@@ -123,14 +123,11 @@ struct LocalModel {
 
 impl LocalModel {
     fn session(&mut self) -> Result<&mut TextEmbedding> {
-        if self.session.is_none() {
-            self.session = Some(Box::new(load_session(
-                &self.model_dir,
-                &self.ort_lib,
-                self.threads,
-            )?));
-        }
-        Ok(self.session.as_mut().expect("just set"))
+        let session = match self.session.take() {
+            Some(session) => session,
+            None => Box::new(load_session(&self.model_dir, &self.ort_lib, self.threads)?),
+        };
+        Ok(self.session.insert(session))
     }
 }
 

@@ -54,7 +54,13 @@ pub fn install_ctrl_c() -> CancelToken {
             return;
         }
         if handler_token.is_cancelled() {
-            eprintln!("\ninterrupted");
+            #[allow(
+                clippy::print_stderr,
+                reason = "the second Ctrl-C ends the process: the user is told why, last"
+            )]
+            {
+                eprintln!("\ninterrupted");
+            }
             std::process::exit(130);
         }
         handler_token.cancel();

@@ -29,6 +29,10 @@ pub struct ManifestFile {
     pub sha256: String,
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the manifest is compiled in, and the tests parse it"
+)]
 pub fn manifest() -> Manifest {
     serde_json::from_str(MANIFEST_JSON).expect("models/manifest.json is valid (checked by tests)")
 }

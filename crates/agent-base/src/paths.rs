@@ -109,11 +109,18 @@ pub fn state_dir(workspace: &std::path::Path) -> PathBuf {
     // A stray `.agent` in `/` or `~` is nobody's old state to take in.
     if !done.contains(&dir) && not_a_project(&canonical).is_none() {
         if let Err(e) = crate::state::migrate(workspace, &dir) {
-            eprintln!(
-                "agent: could not move the old state in {} to {}: {e:#}",
-                team_dir(workspace).display(),
-                dir.display()
-            );
+            #[allow(
+                clippy::print_stderr,
+                reason = "the user must learn that their old state stayed behind, whichever \
+                          front end runs; this crate has no logger"
+            )]
+            {
+                eprintln!(
+                    "agent: could not move the old state in {} to {}: {e:#}",
+                    team_dir(workspace).display(),
+                    dir.display()
+                );
+            }
         }
         done.push(dir.clone());
     }

@@ -3,6 +3,14 @@
 //! scripts/llama_grammar_check.sh to run through llama.cpp's own grammar
 //! engine and `std::regex`: `cargo run --example dump_grammars -- DIR`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::fs;
 use std::path::Path;
 

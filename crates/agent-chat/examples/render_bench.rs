@@ -3,6 +3,14 @@
 //! line per template (`scripts/bench render` runs it on the 17 families):
 //! `cargo run --release --example render_bench -- TEMPLATE.jinja... [--runs N]`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::time::Instant;
 
 use agent_chat::{ChatTemplate, Message, RenderOptions, SpecialTokens, ToolCall, ToolSpec};

@@ -160,7 +160,7 @@ impl Capabilities {
             json!([user, before_result, result(PROBE_ID)]),
             None,
             "response_needle",
-        ) && has_tool_role(render, &json!([user, before_result]));
+        ) && has_tool_role(render, &[user.clone(), before_result.clone()]);
 
         let strict_alternation = render(
             &json!([user, {"role": "user", "content": "Hey again"}]),
@@ -210,12 +210,12 @@ fn call_content(null: bool) -> Json {
 
 /// Whether the template has a `tool` role of its own: a template that prints
 /// any role name renders a tool message just as one with a made-up role.
-fn has_tool_role(render: &ProbeRender<'_>, before: &Json) -> bool {
+fn has_tool_role(render: &ProbeRender<'_>, before: &[Json]) -> bool {
     let with_role = |role: &str| {
-        let mut messages = before.clone();
-        let result = json!({"role": role, "tool_call_id": PROBE_ID, "content": "response_needle"});
-        messages.as_array_mut().expect("an array").push(result);
-        render(&messages, None).map(|out| out.replace(role, "tool"))
+        let mut messages = before.to_vec();
+        messages
+            .push(json!({"role": role, "tool_call_id": PROBE_ID, "content": "response_needle"}));
+        render(&Json::Array(messages), None).map(|out| out.replace(role, "tool"))
     };
     match (with_role("tool"), with_role("made_up_role")) {
         (Ok(tool), Ok(made_up)) => tool != made_up,

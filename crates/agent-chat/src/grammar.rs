@@ -24,7 +24,7 @@
 use serde_json::{Map, Value as Json};
 
 use crate::family::{
-    Family, MistralSyntax, DS_CALLS_BEGIN, DS_CALLS_END, DS_CALL_BEGIN, DS_CALL_END, DS_SEP,
+    Family, MistralSyntax, DS_CALLS_BEGIN, DS_CALLS_END, DS_CALL_BEGIN, DS_CALL_END, DS_SEP, THINK,
 };
 use crate::message::ToolSpec;
 use crate::pyjson::dumps_json;
@@ -484,7 +484,8 @@ fn trigger_patterns(family: Family, reasoning_open: bool) -> Vec<String> {
         // of a later message.
         return vec![r"^(?:[\s\S]*<\|start\|>assistant)?\s*(<\|channel\|>commentary to=functions\.| ?to=functions\.)".into()];
     }
-    let (open, close) = family.think_tags().expect("text families have think tags");
+    // Every family but GPT-OSS has think tags; `<think>` is the default.
+    let (open, close) = family.think_tags().unwrap_or(THINK);
     let (open, close) = (regex_escape(open), regex_escape(close));
     let after_reasoning = if reasoning_open {
         format!(r"^[\s\S]*?{close}")

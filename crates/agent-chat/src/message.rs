@@ -102,6 +102,10 @@ impl Message {
 
 /// `messages` as an OpenAI-compatible server takes them: call arguments as
 /// JSON text, `content: null` on messages that only call tools.
+#[allow(
+    clippy::expect_used,
+    reason = "a Message is strings and JSON values: serializing it cannot fail"
+)]
 pub fn to_wire(messages: &[Message]) -> Value {
     messages
         .iter()

@@ -141,7 +141,8 @@ fn json_prefix(text: &str) -> Result<(Json, &str), serde_json::Error> {
     match values.next() {
         Some(Ok(value)) => Ok((value, &text[values.byte_offset()..])),
         Some(Err(e)) => Err(e),
-        None => Err(serde_json::from_str::<Json>("").unwrap_err()),
+        // Blank text: serde_json's own error for a missing value.
+        None => serde_json::from_str::<Json>(text).map(|value| (value, "")),
     }
 }
 
@@ -632,12 +633,12 @@ fn check(raw: Vec<RawCall>, tools: &[ToolSpec]) -> Result<Vec<ToolCall>, String>
                 (true, Some(tool)) => typed_text_values(arguments, &tool.parameters),
                 _ => arguments,
             };
-            if !arguments.is_object() {
+            let Some(given) = arguments.as_object() else {
                 return Err(format!(
                     "the arguments of {} must be a JSON object, not {arguments}",
                     call.name
                 ));
-            }
+            };
             if !tools.is_empty() {
                 let tool = tools.iter().find(|t| t.name == call.name).ok_or_else(|| {
                     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -647,7 +648,7 @@ fn check(raw: Vec<RawCall>, tools: &[ToolSpec]) -> Result<Vec<ToolCall>, String>
                         names.join(", ")
                     )
                 })?;
-                check_arguments(&call.name, &arguments, &tool.parameters)?;
+                check_arguments(&call.name, given, &tool.parameters)?;
             }
             Ok(ToolCall::new(call.id, call.name, arguments))
         })
@@ -680,13 +681,12 @@ fn typed_text_values(mut arguments: Json, schema: &Json) -> Json {
 
 /// Required arguments present, declared types respected, no unknown
 /// arguments where the schema forbids them.
-fn check_arguments(tool: &str, arguments: &Json, schema: &Json) -> Result<(), String> {
+fn check_arguments(tool: &str, given: &Map<String, Json>, schema: &Json) -> Result<(), String> {
     let empty = Map::new();
     let props = schema
         .get("properties")
         .and_then(Json::as_object)
         .unwrap_or(&empty);
-    let given = arguments.as_object().expect("checked to be an object");
     if let Some(required) = schema.get("required").and_then(Json::as_array) {
         let missing: Vec<&str> = required
             .iter()

@@ -211,8 +211,13 @@ pub(crate) fn float_repr(f: f64) -> String {
     }
     // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-7".
     let sci = format!("{f:e}");
-    let (mantissa, exponent) = sci.split_once('e').expect("`{:e}` always has an exponent");
-    let exponent: i32 = exponent.parse().expect("an integer exponent");
+    // `{:e}` always has an integer exponent; were it not so, Rust's text.
+    let Some((mantissa, Ok(exponent))) = sci
+        .split_once('e')
+        .map(|(mantissa, exponent)| (mantissa, exponent.parse::<i32>()))
+    else {
+        return sci;
+    };
     let (sign, mantissa) = match mantissa.strip_prefix('-') {
         Some(m) => ("-", m),
         None => ("", mantissa),

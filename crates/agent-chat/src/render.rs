@@ -181,6 +181,10 @@ impl ChatTemplate {
 
     /// The ChatML fallback (tools described in the system message, calls in
     /// our JSON).
+    #[allow(
+        clippy::expect_used,
+        reason = "a constant template, compiled by every test that renders ChatML"
+    )]
     pub fn chatml() -> Self {
         Self::new("ChatML (built in)", CHATML, SpecialTokens::default())
             .expect("the built-in ChatML template compiles")
@@ -287,13 +291,15 @@ impl Jinja {
         clock: Clock,
     ) -> Result<Self, TemplateError> {
         let mut env = Environment::new();
-        env.set_syntax(
-            minijinja::syntax::SyntaxConfig::builder()
-                .trim_blocks(true)
-                .lstrip_blocks(true)
-                .build()
-                .expect("the default delimiters are valid"),
-        );
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| TemplateError::Syntax {
+                template: name.clone(),
+                detail: e.to_string(),
+            })?;
+        env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_filter("tojson", tojson);
         env.add_function(
@@ -344,12 +350,9 @@ impl Jinja {
             ("eos_token".into(), Value::from(self.tokens.eos.as_str())),
         ];
         context.extend(kwargs.iter().map(|(k, v)| (k.clone(), to_value(v))));
-        let template = self
-            .env
+        self.env
             .get_template(&self.name)
-            .expect("the template was added in `new`");
-        template
-            .render(Value::from_pairs(context))
+            .and_then(|template| template.render(Value::from_pairs(context)))
             .map_err(|e| match e.detail() {
                 Some(detail) if detail.starts_with(RAISED) => TemplateError::Raised {
                     template: self.name.clone(),

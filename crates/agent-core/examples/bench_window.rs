@@ -4,6 +4,14 @@
 //! shares of 1,000 to 16,000 tokens. One JSON row per case on stdout;
 //! medians of `--reps` runs.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark: it prints its figures and stops on a broken set-up"
+)]
+
 use std::time::Instant;
 
 use agent_core::budget;

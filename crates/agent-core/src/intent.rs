@@ -21,13 +21,14 @@ use agent_tools::{Access, ToolSpec};
 
 use crate::vocabulary::{self, AnchorKind, Vocabulary};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Label {
     CodingTask,
     RepoQuestion,
     CapabilityQuery,
     GeneralChat,
+    #[default]
     Uncertain,
 }
 
@@ -55,7 +56,7 @@ impl Label {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Intent {
     pub label: Label,
     /// 0..1; from the heuristic's margin, or fixed for a model decision.
@@ -641,12 +642,9 @@ impl Default for Tally {
 
 impl Tally {
     fn add(&mut self, label: Label, points: f32) {
-        let (_, score) = self
-            .scores
-            .iter_mut()
-            .find(|(l, _)| *l == label)
-            .expect("every label has a score");
-        *score += points;
+        if let Some((_, score)) = self.scores.iter_mut().find(|(l, _)| *l == label) {
+            *score += points;
+        }
     }
 
     fn because(&mut self, reason: impl Into<String>) {
@@ -748,11 +746,12 @@ impl Tally {
     /// [`Label::ALL`]), its share of all points as the confidence.
     fn verdict(self) -> Intent {
         let total: f32 = self.scores.iter().map(|(_, s)| s).sum();
-        let &(best, top) = self
+        let (best, top) = self
             .scores
             .iter()
+            .copied()
             .max_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("five scores");
+            .unwrap_or((Label::Uncertain, 0.0));
         if total <= 0.0 {
             return Intent {
                 label: Label::Uncertain,

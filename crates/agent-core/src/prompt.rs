@@ -55,7 +55,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
             "\nAnswer directly and concisely. You cannot see the files in this conversation.\n",
         );
     } else if parts.native {
-        let (rules, _) = RULES.rsplit_once('\n').expect("the rules have lines");
+        let rules = RULES.rsplit_once('\n').map_or(RULES, |(rules, _)| rules);
         out.push('\n');
         out.push_str(rules);
         out.push('\n');

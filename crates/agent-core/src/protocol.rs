@@ -170,7 +170,7 @@ fn value_rule(schema: &Value) -> String {
 }
 
 fn json_string(s: &str) -> String {
-    serde_json::to_string(s).expect("a string always serializes")
+    Value::from(s).to_string()
 }
 
 /// Why a model turn is not a usable call; shown to the model so it can retry.
@@ -181,12 +181,11 @@ pub struct FormatError(pub String);
 /// Reads a call out of a model turn: the whole text as JSON, else a fenced
 /// ```json block, else the first balanced `{...}` that parses.
 pub fn parse_call(text: &str) -> Result<ToolCall, FormatError> {
-    let value = candidates(text)
+    let object = candidates(text)
         .into_iter()
-        .find_map(|c| {
-            serde_json::from_str::<Value>(c)
-                .ok()
-                .filter(Value::is_object)
+        .find_map(|c| match serde_json::from_str::<Value>(c) {
+            Ok(Value::Object(object)) => Some(object),
+            _ => None,
         })
         .ok_or_else(|| {
             FormatError(format!(
@@ -194,7 +193,6 @@ pub fn parse_call(text: &str) -> Result<ToolCall, FormatError> {
                 FORMAT_HINT
             ))
         })?;
-    let object = value.as_object().expect("filtered to objects");
     let tool = object
         .get("tool")
         .or_else(|| object.get("name"))

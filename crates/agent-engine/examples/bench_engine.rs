@@ -7,6 +7,14 @@
 //! - ttft: a first turn with a ~2,000-token prefix, then a second turn that
 //!   shares it, each time from an empty cache.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use agent_engine::engine::{EngineConfig, LlamaEngine};
 use agent_engine::offload::GpuLayers;
 use agent_llm::{Completion, CompletionRequest, Flow, Message, Provider};

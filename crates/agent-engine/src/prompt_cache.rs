@@ -341,8 +341,19 @@ impl PromptCache {
         if header[8..40] != self.key {
             return Err("made with another model, build or context size".into());
         }
-        let n_tokens = u32::from_le_bytes(header[40..44].try_into().unwrap()) as usize;
-        let payload = u64::from_le_bytes(header[44..52].try_into().unwrap());
+        let (Some(n_tokens), Some(payload)) = (
+            header
+                .get(40..44)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_le_bytes),
+            header
+                .get(44..52)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes),
+        ) else {
+            return Err("shorter than a header".into());
+        };
+        let n_tokens = n_tokens as usize;
         let expected = HEADER as u64 + 4 * n_tokens as u64 + payload;
         if file_len != expected {
             return Err(format!(

@@ -1,5 +1,13 @@
 //! The in-process engine against the real tiny model (SmolLM2-135M).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an integration test: its helpers are not #[test] fns, a panic is a test failure"
+)]
+
 #[path = "../../../tests/common/model.rs"]
 mod common;
 

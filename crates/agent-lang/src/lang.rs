@@ -401,6 +401,10 @@ impl Lang {
             .map(|s| s.lang)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "LANGS has an entry for every Lang (a test checks it)"
+    )]
     pub fn spec(self) -> &'static LangSpec {
         LANGS
             .iter()

@@ -609,6 +609,10 @@ pub struct Defuser {
 }
 
 impl Defuser {
+    #[allow(
+        clippy::expect_used,
+        reason = "an alternation of escaped literals is a valid regex"
+    )]
     pub fn new(mut markers: Vec<String>) -> Self {
         markers.retain(|m| m.chars().count() >= 2);
         // Longest first, so a marker that contains another is matched whole.
@@ -633,7 +637,9 @@ impl Defuser {
         pattern
             .replace_all(&text, |m: &regex::Captures<'_>| {
                 let marker = &m[0];
-                let first = marker.chars().next().expect("markers are not empty");
+                let Some(first) = marker.chars().next() else {
+                    return String::new();
+                };
                 format!("{first}\u{200B}{}", &marker[first.len_utf8()..])
             })
             .into_owned()

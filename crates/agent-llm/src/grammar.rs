@@ -30,7 +30,7 @@ impl Grammar {
     pub fn one_of(labels: &[&str]) -> Self {
         let alts: Vec<String> = labels
             .iter()
-            .map(|l| serde_json::to_string(l).expect("a string always serializes"))
+            .map(|l| serde_json::Value::from(*l).to_string())
             .collect();
         Self::new(format!("root ::= {}\n", alts.join(" | ")))
     }

@@ -379,9 +379,7 @@ impl Provider for ScriptedProvider {
                     text: content.clone(),
                 }
                 .emit(on_event);
-                completion.text = serde_json::to_string(&json!({
-                    "content": content, "tool_calls": tool_calls}))
-                .expect("a turn serializes");
+                completion.text = json!({"content": content, "tool_calls": tool_calls}).to_string();
                 completion.completion_tokens = self.count(&completion.text);
                 completion.content = content;
                 completion.reasoning = reasoning;

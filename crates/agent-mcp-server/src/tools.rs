@@ -317,15 +317,17 @@ impl Tools {
 
     /// The index reader, opened on first use.
     fn reader(&mut self) -> Result<&mut Index, String> {
-        if self.index.is_none() {
-            if !has_index(&self.root) && agent_index::shared::configured().is_none() {
-                return Err(no_index_note(&self.root));
+        let index = match self.index.take() {
+            Some(index) => index,
+            None => {
+                if !has_index(&self.root) && agent_index::shared::configured().is_none() {
+                    return Err(no_index_note(&self.root));
+                }
+                Index::open_reader(&self.root)
+                    .map_err(|e| format!("The index cannot be opened: {e:#}"))?
             }
-            let index = Index::open_reader(&self.root)
-                .map_err(|e| format!("The index cannot be opened: {e:#}"))?;
-            self.index = Some(index);
-        }
-        Ok(self.index.as_mut().expect("just opened"))
+        };
+        Ok(self.index.insert(index))
     }
 
     /// The map's tags brought up to date (only changed files are parsed).

@@ -280,6 +280,11 @@ impl Hub {
     /// scrubbed environment plus each server's own `env`) and lists their
     /// tools; `untrusted` ones are only listed. Failures are kept as the
     /// server's state, never returned.
+    #[allow(
+        clippy::expect_used,
+        reason = "a runtime of one worker fails to start only when the OS cannot give a thread \
+                  or an event queue: no session could run then"
+    )]
     pub fn start(
         configs: Vec<ServerConfig>,
         untrusted: Vec<ServerConfig>,

@@ -50,6 +50,10 @@ impl Denial {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a literal regex, compiled by the fork bomb tests"
+)]
 fn fork_bomb_matcher() -> &'static RegexMatcher {
     static M: OnceLock<RegexMatcher> = OnceLock::new();
     // A function that pipes into itself and backgrounds: `:(){ :|:& };:` and renamings.
@@ -58,6 +62,10 @@ fn fork_bomb_matcher() -> &'static RegexMatcher {
     })
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a literal regex, compiled by the tests of piping a download into a shell"
+)]
 fn subst_to_shell_matcher() -> &'static RegexMatcher {
     static M: OnceLock<RegexMatcher> = OnceLock::new();
     M.get_or_init(|| {

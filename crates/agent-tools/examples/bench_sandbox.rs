@@ -12,6 +12,14 @@
 //! Prints one JSON object per case: the median wall time of each mode and
 //! their ratio (target: at most 1.15).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a bench/example: a panic ends the run with its reason, printing is its output"
+)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

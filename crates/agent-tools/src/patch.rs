@@ -268,16 +268,16 @@ impl Parser<'_> {
                     ))
                 }
             };
-            if chunks.is_empty() {
-                chunks.push(Chunk {
+            let line = (tag, text.to_string());
+            match chunks.last_mut() {
+                Some(c) => c.lines.push(line),
+                None => chunks.push(Chunk {
                     context: None,
-                    lines: Vec::new(),
+                    lines: vec![line],
                     eof: false,
                     line_no: n,
-                });
+                }),
             }
-            let c = chunks.last_mut().expect("a chunk was just ensured");
-            c.lines.push((tag, text.to_string()));
         }
         Ok(chunks)
     }

@@ -1,6 +1,14 @@
 //! The agent's tools end to end, through `Toolbox::standard().call(...)`, on
 //! real files in temporary folders.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an integration test: its helpers are not #[test] fns, a panic is a test failure"
+)]
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -573,7 +581,7 @@ fn installed(program: &str) -> bool {
 #[test]
 fn cargo_check_after_an_edit_lists_the_errors_the_change_brought() {
     if !installed("cargo") {
-        agent_base::skip!("no cargo");
+        agent_test_support::skip!("no cargo");
     }
     // Yolo: where the kernel has no sandbox, cargo check (it runs build
     // scripts) runs unsandboxed only in yolo mode.
@@ -648,7 +656,9 @@ fn ruff_and_tsc_after_an_edit_list_what_a_parse_cannot_see() {
         std::env::var_os("AGENT_TEST_RUFF"),
         std::env::var_os("AGENT_TEST_NODE_MODULES"),
     ) else {
-        agent_base::skip!("AGENT_TEST_RUFF and AGENT_TEST_NODE_MODULES are set by scripts/test");
+        agent_test_support::skip!(
+            "AGENT_TEST_RUFF and AGENT_TEST_NODE_MODULES are set by scripts/test"
+        );
     };
     let mut h = Harness::new();
     // The project's own copies, where the checkers look first.
@@ -719,7 +729,7 @@ fn go_vet_after_an_edit_lists_the_errors_the_change_brought() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        agent_base::skip!("no go on PATH (scripts/test installs it)");
+        agent_test_support::skip!("no go on PATH (scripts/test installs it)");
     }
     let mut h = Harness::with_mode(Mode::Yolo);
     h.policy.check_timeout_s = 120; // a cold build cache the first time
@@ -1636,7 +1646,7 @@ fn commands_cannot_change_the_agents_own_folder() {
 #[test]
 fn sandboxed_commands_write_only_in_the_workspace_and_reach_no_network() {
     if agent_sandbox::landlock_abi().is_none() {
-        agent_base::skip!("this kernel has no Landlock");
+        agent_test_support::skip!("this kernel has no Landlock");
     }
     let mut h = Harness::with_mode(Mode::Yolo);
     let outside = tempfile::tempdir().unwrap();

@@ -14,6 +14,14 @@
 //!
 //! Each prints one JSON line.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark: it prints its figures and stops on a broken set-up"
+)]
+
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 

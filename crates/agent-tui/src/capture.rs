@@ -102,7 +102,11 @@ impl Drop for Capture {
     fn drop(&mut self) {
         let rest = self.restore();
         if !rest.is_empty() {
-            eprint!("{rest}");
+            // What was captured goes back where it was headed.
+            #[allow(clippy::print_stderr)]
+            {
+                eprint!("{rest}");
+            }
         }
     }
 }

@@ -245,7 +245,11 @@ impl Tui {
             .unwrap_or_else(|e| e.into_inner())
             .restore();
         if !rest.is_empty() {
-            eprint!("{rest}");
+            // What was captured goes back where it was headed.
+            #[allow(clippy::print_stderr)]
+            {
+                eprint!("{rest}");
+            }
         }
     }
 }

@@ -2,6 +2,14 @@
 //! a scripted model (`scripted`), and the tool-call protocol on the real tiny
 //! model (`real_model`). One test binary.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test: a panic is its failure, its output its report"
+)]
+
 #[path = "../../../../tests/common/model.rs"]
 mod common;
 

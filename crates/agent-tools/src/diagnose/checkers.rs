@@ -170,6 +170,10 @@ struct Found {
 
 /// `path:line[:col]: msg` (cargo, go, ruff, gcc), `path(line,col): msg`
 /// (tsc), `path:line:col - msg` (pyright).
+#[allow(
+    clippy::expect_used,
+    reason = "a literal regex, compiled by the tests of each checker's output"
+)]
 fn parse_line(line: &str) -> Option<Found> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {

@@ -498,6 +498,45 @@ pub(crate) struct AgentArgs {
     pub sandbox: Switch,
 }
 
+impl AgentArgs {
+    /// The flags as the session takes them.
+    pub(crate) fn settings(&self) -> agent_session::AgentSettings {
+        agent_session::AgentSettings {
+            mode: self.mode,
+            max_steps: self.max_steps,
+            verify: self.verify.clone(),
+            repo_map: !self.no_map,
+            sandbox: self.sandbox == Switch::On,
+        }
+    }
+}
+
+impl ModelArgs {
+    /// The flags as the session takes them.
+    pub(crate) fn settings(&self) -> agent_session::ModelSettings {
+        agent_session::ModelSettings {
+            model: self.model.clone(),
+            ctx_size: self.ctx_size,
+            gpu_layers: self.gpu.gpu_layers,
+            gpu_device: self.gpu.gpu_device,
+            threads: self.threads,
+            server: self.server.clone(),
+            server_model: self.server_model.clone(),
+            script: self.script.clone(),
+            chat_template_file: self.chat_template_file.clone(),
+            think: self.think,
+            think_budget: self.think_budget,
+            prompt_cache: self.prompt_cache == Switch::On,
+            prompt_cache_mb: self.prompt_cache_mb,
+            speculative: match self.speculative {
+                Speculation::Auto => agent_session::Speculation::Auto,
+                Speculation::On => agent_session::Speculation::On,
+                Speculation::Off => agent_session::Speculation::Off,
+            },
+        }
+    }
+}
+
 impl AskArgs {
     /// The output format, `--json` included.
     pub(crate) fn format(&self) -> OutputFormat {

@@ -1,3 +1,7 @@
+// The binary is a front end: printing is its job (the crates below it
+// print nothing; `clippy::print_*` holds them to that).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use agent_base::term::untrusted_text;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
@@ -5,6 +9,7 @@ use tracing_subscriber::EnvFilter;
 mod cli;
 mod cmd;
 mod session;
+mod terminal;
 
 use cli::{Cli, Command};
 use cmd::exit;
@@ -27,7 +32,7 @@ fn main() {
         // prefetch, doctor) opens the shared index; set before any thread.
         std::env::set_var(agent_index::shared::STORE_ENV, store);
     }
-    cmd::trust::set_flag(cli.trust);
+    agent_session::trust::set_flag(cli.trust);
     // The administrator's rules, read once; a file that cannot be read
     // stops everything but `agent doctor`, which shows why.
     if let Err(e) = cmd::admin::init() {

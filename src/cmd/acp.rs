@@ -1,22 +1,20 @@
 //! `agent acp`: the agent for editors, as an Agent Client Protocol agent on
-//! stdio (crates/agent-acp); here each session gets its agent, built as
-//! every front end builds one (`crate::session::agent_in`), and all of them
-//! share one model.
+//! stdio (crates/agent-acp); here each session gets its agent, opened as
+//! every front end opens one (`agent_session::open`), and all of them
+//! share one model (`agent_session::shared`).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::Result;
 
 use crate::cli::AcpArgs;
 use agent_acp::StdioServer;
 use agent_core::Agent;
-use agent_llm::{
-    Completion, CompletionRequest, Event, Flow, LlmError, Message, Placement, Provider, Sampling,
-    TemplateInfo, ToolSpec,
-};
+use agent_llm::Sampling;
 use agent_mcp::config::ServerConfig;
 use agent_policy::Mode;
+use agent_session::shared::SharedProvider;
+use agent_session::Opening;
 
 pub(crate) fn run(args: &AcpArgs) -> Result<i32> {
     // Only protocol messages on stdout: whatever else writes there lands in
@@ -42,9 +40,7 @@ impl agent_acp::Sessions for Factory<'_> {
             Some(model) => model.clone(),
             None => self
                 .model
-                .insert(SharedProvider(Arc::new(Mutex::new(super::provider(
-                    &self.args.model,
-                )?))))
+                .insert(SharedProvider::new(super::provider(&self.args.model)?))
                 .clone(),
         };
         let sampling = Sampling {
@@ -65,79 +61,24 @@ impl agent_acp::Sessions for Factory<'_> {
                 source: Default::default(),
             })
             .collect();
-        crate::session::agent_in(
+        let opening = Opening {
+            agent: self.args.agent.settings(),
+            max_tokens: self.args.max_tokens,
+            sampling,
+            resume: resume.map(String::from),
+            extra_mcp: servers,
+        };
+        // No terminal to ask on: what waits for trust is said in the log.
+        agent_session::open(
             &root,
             Box::new(model),
-            &self.args.agent,
-            self.args.max_tokens,
-            sampling,
-            resume.map(String::from),
-            servers,
+            opening,
+            None,
+            &mut crate::terminal::print,
         )
     }
 
     fn yolo(&self) -> bool {
         self.args.agent.mode == Mode::Yolo
-    }
-}
-
-/// One model for every session. Prompts run one at a time, so the lock is
-/// never contended; the engine's KV cache keeps what the sessions share.
-#[derive(Clone)]
-struct SharedProvider(Arc<Mutex<Box<dyn Provider>>>);
-
-impl SharedProvider {
-    fn get(&self) -> MutexGuard<'_, Box<dyn Provider>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Provider for SharedProvider {
-    fn name(&self) -> String {
-        self.get().name()
-    }
-    fn context_size(&self) -> usize {
-        self.get().context_size()
-    }
-    fn placement(&self) -> Option<Placement> {
-        self.get().placement()
-    }
-    fn template(&self) -> Option<TemplateInfo> {
-        self.get().template()
-    }
-    fn think_budget(&self) -> usize {
-        self.get().think_budget()
-    }
-    fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
-        self.get().count_tokens(text)
-    }
-    fn count_prompt_tokens(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<usize, LlmError> {
-        self.get().count_prompt_tokens(messages, tools)
-    }
-    fn count_message_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
-        self.get().count_message_tokens(messages)
-    }
-    fn supports_grammar(&self) -> bool {
-        self.get().supports_grammar()
-    }
-    fn native_calls(&self) -> bool {
-        self.get().native_calls()
-    }
-    fn answers_side_requests(&self) -> bool {
-        self.get().answers_side_requests()
-    }
-    fn complete(
-        &mut self,
-        request: &CompletionRequest,
-        on_event: &mut dyn FnMut(Event<'_>) -> Flow,
-    ) -> Result<Completion, LlmError> {
-        self.get().complete(request, on_event)
-    }
-    fn save_prompt_cache(&mut self) -> usize {
-        self.get().save_prompt_cache()
     }
 }

@@ -7,7 +7,6 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::exit;
-use super::search::IndexSearch;
 use crate::cli::{AskArgs, OutputFormat};
 use crate::session;
 use agent_base::cancel::CancelToken;
@@ -18,10 +17,11 @@ use agent_llm::{
     Completion, CompletionRequest, Event, FinishReason, Flow, Grammar, Provider, Sampling,
 };
 use agent_policy::Mode;
+use agent_session::search::IndexSearch;
 use agent_tools::SemanticSearch;
 
 pub(crate) fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
-    super::admin::check_agent(&args.agent)?;
+    super::admin::check_agent(&args.agent.settings())?;
     let question = args.prompt.join(" ");
     if question.trim().is_empty() {
         eprintln!("error: the prompt is empty\n  fix: agent ask \"your question\"");
@@ -47,7 +47,7 @@ fn expand_command(question: String) -> Result<String> {
     };
     let root = agent_base::paths::repo_root(None)?;
     let personal = agent_core::commands::personal_dir();
-    if !super::trust::workspace_trusted(&root)? {
+    if !agent_session::trust::workspace_trusted(&root)? {
         if let Some(why) = agent_core::commands::held(&root, personal.as_deref(), name) {
             bail!(why);
         }
@@ -89,7 +89,7 @@ fn answer(args: &AskArgs, request: Request, cancel: &CancelToken, verbose: bool)
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
         OutputFormat::StreamJson => lines.event("final", serde_json::to_value(&outcome)?),
     }
-    Ok(session::exit_code(&outcome))
+    Ok(agent_session::outcome::exit_code(&outcome))
 }
 
 /// `--print-prompt`: the agent's prompts, printed instead of asked.

@@ -114,7 +114,7 @@ fn bar_style(unit: &str) -> indicatif::ProgressStyle {
     indicatif::ProgressStyle::with_template(&format!(
         "{{spinner}} {{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}  {{msg}}"
     ))
-    .expect("static template")
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
     .progress_chars("=> ")
 }
 
@@ -126,7 +126,7 @@ fn update_rows(index: &mut Index, started: Instant, cancel: &CancelToken) -> Res
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} {prefix} {msg}")
-            .expect("static template"),
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     bar.set_prefix("indexing");
     bar.set_message("looking for files…");
@@ -268,7 +268,7 @@ fn progress_message(p: &Progress, secs: f64) -> String {
 
 fn report(stats: &UpdateStats, json: bool) {
     if json {
-        println!("{}", serde_json::to_string(stats).expect("stats serialize"));
+        println!("{}", serde_json::to_value(stats).unwrap_or_default());
         return;
     }
     for note in &stats.recovered {

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::{GpuArgs, MapArgs, ModelArgs};
+use crate::cli::MapArgs;
 use agent_base::paths;
 use agent_repomap::{
     budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
@@ -14,21 +14,13 @@ pub(crate) fn run(args: &MapArgs) -> Result<i32> {
     let root = paths::repo_root(args.root.as_deref())?;
     // The budget is counted with the chat model's own tokenizer; how the
     // model would run (GPU, threads, a server) does not matter here.
-    let provider = super::provider(&ModelArgs {
+    let settings = agent_session::ModelSettings {
         model: args.model.clone(),
         ctx_size: args.ctx_size,
-        gpu: GpuArgs::default(),
-        threads: None,
-        server: None,
-        server_model: "default".into(),
         script: args.script.clone(),
-        chat_template_file: None,
-        think: agent_llm::Think::Off,
-        think_budget: None,
-        prompt_cache: crate::cli::Switch::Off,
-        prompt_cache_mb: 0,
-        speculative: crate::cli::Speculation::Off,
-    })?;
+        ..Default::default()
+    };
+    let provider = agent_session::provider::provider(&settings, &mut crate::terminal::print)?;
     let mut map = RepoMap::open(&root, &default_cache_path(&root));
     map.refresh()?;
     let options = MapOptions {

@@ -3,14 +3,13 @@
 //! terminal where it may.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use console::style;
 
 use crate::cli::{McpArgs, McpCommand};
 use agent_base::term::untrusted;
-use agent_mcp::config::{self, ServerConfig};
+use agent_mcp::config;
 use agent_mcp::trust::TrustStore;
 use agent_mcp::{Hub, ServerState};
 use agent_policy::{Mode, Policy};
@@ -54,16 +53,17 @@ fn list(root: &Path, json: bool) -> Result<i32> {
     let status = if servers.is_empty() {
         Vec::new()
     } else {
-        let workspace = super::trust::workspace_trusted(root)?;
+        let workspace = agent_session::trust::workspace_trusted(root)?;
         let policy =
             Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
         let store = TrustStore::open_default()?;
-        let (trusted, pending) = match admin_allowlist(servers, root) {
-            Ok(split) => split,
-            Err(servers) => servers
-                .into_iter()
-                .partition(|s| workspace || store.is_trusted(root, s)),
-        };
+        let (trusted, pending) =
+            match agent_session::mcp::admin_allowlist(servers, root, &mut crate::terminal::print) {
+                Ok(split) => split,
+                Err(servers) => servers
+                    .into_iter()
+                    .partition(|s| workspace || store.is_trusted(root, s)),
+            };
         Hub::start(trusted, pending, root, &policy).status()
     };
     let failed = status.iter().any(|s| s.state != ServerState::Running);
@@ -124,7 +124,7 @@ fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
             } else {
                 println!("{shown}: was not trusted in {at}");
             }
-            if super::trust::workspace_trusted(root)? {
+            if agent_session::trust::workspace_trusted(root)? {
                 println!("(the workspace itself is trusted, which starts every server; `agent trust --revoke` withdraws that)");
             }
             continue;
@@ -157,91 +157,4 @@ fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
         }
     }
     Ok(0)
-}
-
-/// The workspace's MCP servers for a session, or None when it declares
-/// none. In a trusted workspace (`workspace_trusted`) all start; else only
-/// those approved one by one (`agent mcp trust NAME`); the rest are reported
-/// and left out (the workspace's trust prompt has asked already). `extra`
-/// servers (an editor's, passed over ACP) were chosen by the user in that
-/// editor: they start as trusted.
-pub(crate) fn start_for_session(
-    root: &Path,
-    policy: &Policy,
-    workspace_trusted: bool,
-    extra: Vec<ServerConfig>,
-) -> Result<Option<Arc<Hub>>> {
-    let servers = config::load(root)?;
-    if servers.is_empty() && extra.is_empty() {
-        return Ok(None);
-    }
-    let mut all = extra.clone();
-    all.extend(servers.iter().cloned());
-    if let Ok((trusted, refused)) = admin_allowlist(all, root) {
-        return Ok(Some(start_hub(trusted, refused, root, policy)));
-    }
-    let store = TrustStore::open_default()?;
-    let (mut trusted, mut pending) = (extra, Vec::new());
-    for server in servers {
-        if workspace_trusted || store.is_trusted(root, &server) {
-            trusted.push(server);
-        } else {
-            pending.push(server);
-        }
-    }
-    Ok(Some(start_hub(trusted, pending, root, policy)))
-}
-
-/// Starts the admitted servers and says which did not start.
-fn start_hub(
-    trusted: Vec<ServerConfig>,
-    pending: Vec<ServerConfig>,
-    root: &Path,
-    policy: &Policy,
-) -> Arc<Hub> {
-    let hub = Hub::start(trusted, pending, root, policy);
-    for s in hub
-        .status()
-        .iter()
-        .filter(|s| s.state != ServerState::Running)
-    {
-        eprintln!(
-            "{} MCP server {}: {} (going on without it; `agent mcp list` shows all)",
-            style("!").yellow(),
-            untrusted(&s.name),
-            untrusted(s.reason.as_deref().unwrap_or_default())
-        );
-    }
-    hub
-}
-
-/// With the administrator's MCP allowlist, which replaces the user's
-/// approvals (an editor's servers included): the servers on it and the
-/// others, each of which is named with the entry that would allow it. Without
-/// one, the servers back (`Err`) for the user's trust to decide.
-#[allow(clippy::type_complexity)]
-fn admin_allowlist(
-    servers: Vec<ServerConfig>,
-    root: &Path,
-) -> Result<(Vec<ServerConfig>, Vec<ServerConfig>), Vec<ServerConfig>> {
-    let managed = super::admin::managed();
-    if !managed.has_mcp_allowlist() {
-        return Err(servers);
-    }
-    let (on, off): (Vec<_>, Vec<_>) = servers
-        .into_iter()
-        .partition(|s| managed.allows_mcp(&s.name, &agent_mcp::trust::fingerprint(s, root)));
-    for s in &off {
-        eprintln!(
-            "{} {}",
-            style("!").yellow(),
-            managed.refusal(&format!(
-                "the MCP server {} (not on its allowlist as {}:{})",
-                untrusted(&s.name),
-                untrusted(&s.name),
-                agent_mcp::trust::fingerprint(s, root)
-            ))
-        );
-    }
-    Ok((on, off))
 }

@@ -15,7 +15,7 @@ pub(crate) fn run(args: &ModelsArgs) -> Result<i32> {
     let bar = indicatif::ProgressBar::new(total).with_message("verifying sha256");
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes}")
-            .expect("static template"),
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let statuses = models::verify_all(&dir, |n| bar.set_position(n));
     bar.finish_and_clear();

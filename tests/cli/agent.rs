@@ -248,7 +248,7 @@ pub(crate) fn mcp_python() -> Option<String> {
 #[test]
 fn a_real_mcp_server_lends_its_tools_and_a_crash_leaves_the_session_alive() {
     let Some(python) = mcp_python() else {
-        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");

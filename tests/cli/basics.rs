@@ -460,7 +460,7 @@ fn doctor_passes_with_the_real_models_and_fails_with_a_bad_one() {
 fn a_cpu_only_build_says_so_and_runs_gpu_requests_on_the_cpu() {
     if !agent_engine::offload::compiled_backends().is_empty() {
         // A GPU build is not what CI tests (no GPU there): scripts/test-gpu covers it.
-        agent_base::skip!(optional: "this build has a GPU backend (scripts/test-gpu covers it)");
+        agent_test_support::skip!(optional: "this build has a GPU backend (scripts/test-gpu covers it)");
     }
     let out = agent_bin().args(["doctor", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

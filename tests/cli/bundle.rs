@@ -46,7 +46,9 @@ fn offline(bwrap: &Path, home: &Path, cwd: &Path) -> Command {
 #[test]
 fn the_bundle_installs_and_runs_offline_writing_only_its_home() {
     let Some(bwrap) = tools() else {
-        agent_base::skip!("AGENT_TEST_BWRAP and AGENT_TEST_CYCLONEDX are set by scripts/test");
+        agent_test_support::skip!(
+            "AGENT_TEST_BWRAP and AGENT_TEST_CYCLONEDX are set by scripts/test"
+        );
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

@@ -172,7 +172,9 @@ fn sdist() -> Option<std::path::PathBuf> {
 #[test]
 fn init_on_a_real_sdist_writes_agents_md_with_its_test_command_and_never_overwrites() {
     let Some(sdist) = sdist() else {
-        agent_base::skip!("set AGENT_TEST_SDIST to a Python sdist (.tar.gz), e.g. flask-3.0.3");
+        agent_test_support::skip!(
+            "set AGENT_TEST_SDIST to a Python sdist (.tar.gz), e.g. flask-3.0.3"
+        );
     };
     let dir = tempfile::tempdir().unwrap();
     let ok = Command::new("tar")

@@ -2,6 +2,14 @@
 //! One test binary for everything that drives the binary (ripgrep's layout);
 //! it links no heavy crate, only runs `agent`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test: a panic is its failure, its output its report"
+)]
+
 #[path = "../common/mod.rs"]
 mod common;
 

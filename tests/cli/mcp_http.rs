@@ -104,7 +104,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn a_remote_mcp_server_over_http_is_trusted_listed_and_called_with_headers_from_env() {
     let Some(python) = mcp_python() else {
-        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let logs = tempfile::tempdir().unwrap();

@@ -188,7 +188,7 @@ fn agent_map(repo: &Path, args: &[&str]) -> (String, String) {
 #[test]
 fn mcp_serve_answers_a_real_client_from_a_live_index() {
     let Some(python) = mcp_python() else {
-        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let repo = indexed_repo();
     let (mut client, hello) = Client::start(&python, repo.path());

@@ -37,7 +37,7 @@ fn start_jinja(
 #[test]
 fn the_real_llama_server_takes_tools_and_a_history_of_tool_calls() {
     let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
-        agent_base::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
+        agent_test_support::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
     };
     let template = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("crates/agent-chat/tests/fixtures/templates/qwen2.5-instruct.jinja");
@@ -122,7 +122,7 @@ impl Drop for PrefillProxy {
 #[test]
 fn a_tool_call_comes_back_from_the_real_llama_server_through_tool_calls() {
     let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
-        agent_base::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
+        agent_test_support::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
     };
     let template = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
         "crates/agent-chat/tests/fixtures/templates/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",

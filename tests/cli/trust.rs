@@ -751,7 +751,7 @@ fn doctor_shows_the_limits_a_session_would_get_trusted_or_not() {
 #[test]
 fn a_trusted_workspace_server_reads_no_credentials_and_writes_no_dotfile() {
     let Some(python) = super::agent::mcp_python() else {
-        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let root = dir.path();
@@ -845,7 +845,7 @@ fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
 fn a_commands_changes_are_shown_named_and_undone_and_a_nested_git_refused() {
     let scratch = tempfile::tempdir().unwrap();
     if let Err(why) = agent_sandbox::overlay_support(scratch.path()) {
-        agent_base::skip!("commands write no layer here: {why}");
+        agent_test_support::skip!("commands write no layer here: {why}");
     }
     let dir = repo();
     let root = dir.path();

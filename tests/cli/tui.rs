@@ -277,7 +277,7 @@ macro_rules! open {
     ($dir:expr, $args:expr) => {
         match Term::agent($dir, $args) {
             Some(t) => t,
-            None => agent_base::skip!("no pseudo-terminal can be opened here"),
+            None => agent_test_support::skip!("no pseudo-terminal can be opened here"),
         }
     };
 }
@@ -381,7 +381,7 @@ fn an_edit_is_approved_in_place_yes_writes_and_no_leaves_the_file_alone() {
 fn a_commands_changes_show_as_a_diff_in_the_ui() {
     let scratch = tempfile::tempdir().unwrap();
     if let Err(why) = agent_sandbox::overlay_support(scratch.path()) {
-        agent_base::skip!("commands write no layer here: {why}");
+        agent_test_support::skip!("commands write no layer here: {why}");
     }
     let dir = repo();
     let script = write_script(
@@ -449,7 +449,7 @@ fn e_in_the_line_mode_edits_the_change_too() {
     let (editor, _) = fake_editor(dir.path());
     let line = chat_with_editor(&editor, "--no-tui", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
-        agent_base::skip!("no pseudo-terminal can be opened here");
+        agent_test_support::skip!("no pseudo-terminal can be opened here");
     };
     term.wait_for("/exit or Ctrl-D quits");
     term.submit("Create new.py with x = 1");
@@ -485,7 +485,7 @@ fn ctrl_c_in_the_editor_neither_stops_the_turn_nor_exits() {
     );
     let line = chat_with_editor(&editor, "", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
-        agent_base::skip!("no pseudo-terminal can be opened here");
+        agent_test_support::skip!("no pseudo-terminal can be opened here");
     };
     term.wait_for("mode confirm");
     term.submit("Create new.py with x = 1");
@@ -524,7 +524,7 @@ fn e_edits_the_proposed_change_in_the_users_editor_before_the_answer() {
     let (editor, opened) = fake_editor(dir.path());
     let line = chat_with_editor(&editor, "", &script);
     let Some(mut term) = Term::shell(dir.path(), &line) else {
-        agent_base::skip!("no pseudo-terminal can be opened here");
+        agent_test_support::skip!("no pseudo-terminal can be opened here");
     };
     term.wait_for("mode confirm");
     term.submit("Create new.py with x = 1");
@@ -663,7 +663,7 @@ fn history_is_recalled_after_a_restart_and_the_terminal_is_restored() {
         &format!("{} {args}; stty -a", env!("CARGO_BIN_EXE_agent")),
     ) {
         Some(t) => t,
-        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+        None => agent_test_support::skip!("no pseudo-terminal can be opened here"),
     };
     term.wait_for("mode confirm");
     term.send("\x1b[A");
@@ -750,7 +750,7 @@ fn a_pipe_dumb_terminal_or_no_tui_keep_the_line_mode() {
         ),
     ) {
         Some(t) => t,
-        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+        None => agent_test_support::skip!("no pseudo-terminal can be opened here"),
     };
     term.wait_for("/exit or Ctrl-D quits");
     term.submit("/exit");
@@ -780,7 +780,7 @@ fn agent_alone_on_a_terminal_opens_the_ui_on_the_real_model() {
         ),
     ) {
         Some(t) => t,
-        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+        None => agent_test_support::skip!("no pseudo-terminal can be opened here"),
     };
     term.wait_for(" · mode confirm");
     let status = status_line(&term);
@@ -856,7 +856,7 @@ fn shift_tab_skips_a_mode_the_administrator_forbids_and_says_why_once() {
         ),
     ) {
         Some(t) => t,
-        None => agent_base::skip!("no pseudo-terminal can be opened here"),
+        None => agent_test_support::skip!("no pseudo-terminal can be opened here"),
     };
     term.wait_for("mode confirm");
     term.send(SHIFT_TAB);

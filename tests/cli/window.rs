@@ -148,7 +148,7 @@ fn a_long_chat_of_large_mentions_never_overflows_and_compacts() {
 #[test]
 fn a_server_with_a_4096_token_window_is_asked_within_it() {
     let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
-        agent_base::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
+        agent_test_support::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
     };
     let dir = repo();
     let log = dir.path().join(".git/llama-server.log");

@@ -1,5 +1,13 @@
 //! The code index end to end: real files, the real embedder, real LanceDB.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test: a panic is its failure, its output its report"
+)]
+
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -1215,7 +1223,7 @@ macro_rules! skip_unless_root {
     () => {
         // SAFETY: geteuid reads the process's credentials and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
-            agent_base::skip!(optional: "mounting a tmpfs needs root, and this user is not");
+            agent_test_support::skip!(optional: "mounting a tmpfs needs root, and this user is not");
         }
     };
 }
@@ -1238,7 +1246,7 @@ fn a_full_disk_never_deletes_rows() {
     let state = agent_base::paths::state_dir(&root);
     std::fs::create_dir_all(&state).unwrap();
     let Some(disk) = SmallDisk::mount_at(state.clone(), 16 * 1024) else {
-        agent_base::skip!("root cannot mount a tmpfs here");
+        agent_test_support::skip!("root cannot mount a tmpfs here");
     };
     let version = |op: &str| sensor_files(&root, op);
     // Both versions indexed once, so going back embeds nothing: the only
@@ -1296,7 +1304,7 @@ fn a_failed_update_on_a_full_disk_leaves_the_last_index_searchable() {
     let state = agent_base::paths::state_dir(&root);
     std::fs::create_dir_all(&state).unwrap();
     let Some(disk) = SmallDisk::mount_at(state.clone(), 4 * 1024) else {
-        agent_base::skip!("root cannot mount a tmpfs here");
+        agent_test_support::skip!("root cannot mount a tmpfs here");
     };
     for i in 0..20 {
         write(
@@ -1536,7 +1544,7 @@ It seems to work for me with this change and the output is what I would expect t
 #[test]
 fn a_server_embeds_an_index_its_searches_and_no_second_embedder() {
     let Some(binary) = std::env::var_os("AGENT_TEST_LLAMA_SERVER") else {
-        agent_base::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
+        agent_test_support::skip!("AGENT_TEST_LLAMA_SERVER is set by scripts/test");
     };
     // The default chat model's embeddings, on loopback.
     let args = [

@@ -30,7 +30,6 @@ pub mod audit;
 pub mod budget;
 pub mod commands;
 pub mod compact;
-mod compaction;
 pub mod context;
 pub mod first_prompt;
 pub mod hooks;
@@ -48,6 +47,9 @@ pub mod session;
 pub mod settings;
 pub mod skills;
 pub mod trust;
+// The line-mode terminal UI: a front end, whose job is printing (issue 52
+// moves it beside agent-tui).
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod ui;
 pub mod vocabulary;
 mod window;
@@ -141,10 +143,11 @@ impl AgentConfig {
 }
 
 /// How a request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finish {
     /// The model called `finish`.
+    #[default]
     Answered,
     /// No usable answer (it restated the request or our prompts, said
     /// nothing about the code, or the model kept repeating a call): the
@@ -175,10 +178,11 @@ impl Finish {
 }
 
 /// Which tools a request was given, from its intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolAccess {
     /// Only `finish`: chat and questions about the agent itself.
+    #[default]
     None,
     /// Reading and searching: questions about the repository.
     ReadOnly,
@@ -187,7 +191,7 @@ pub enum ToolAccess {
 }
 
 /// The outcome of one request, as `agent ask --json` prints it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Outcome {
     pub answer: String,
     pub finish: Finish,

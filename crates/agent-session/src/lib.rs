@@ -1,0 +1,77 @@
+//! One session behind every front end. The binary parses flags into
+//! [`settings`]; this crate decides the rest: the model a session runs
+//! ([`provider`]), the administrator's checks ([`admin`]), the workspace's
+//! trust ([`trust`]) and MCP servers ([`mcp`]), the index the loop searches
+//! ([`search`]), the agent opened from all of them ([`open`]), what an
+//! outcome says and exits with ([`outcome`]), and the chat's commands and
+//! `@` mentions ([`chat`]), and `agent doctor`'s checks ([`doctor`]). The line mode, the terminal UI and ACP drive the
+//! same session; what they show is theirs.
+//!
+//! Nothing here prints: what a session has to say goes to the front end as
+//! a [`Notice`], and what it has to ask goes through [`Ask`].
+
+pub mod admin;
+pub mod chat;
+pub mod doctor;
+pub mod mcp;
+pub mod open;
+pub mod outcome;
+pub mod provider;
+pub mod search;
+pub mod settings;
+pub mod shared;
+pub mod trust;
+
+pub use chat::{ChatSession, CommandInfo, Reply, Totals};
+pub use open::{open, Opening};
+pub use outcome::exit;
+pub use settings::{AgentSettings, ModelSettings, Speculation};
+
+/// Something a session says to the user, as the front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// Said as it is.
+    Plain(String),
+    /// Said quietly (dim): what was attached, what a command sends.
+    Quiet(String),
+    /// `note: …`
+    Note(String),
+    /// `warning: …`
+    Warning(String),
+    /// `! …`: something waits, or was left out.
+    Alert(String),
+    /// `✗ …`: what was asked did not happen.
+    Failed(String),
+    /// `error: …`
+    Error(String),
+    /// A unified diff, coloured by the front end.
+    Diff(String),
+}
+
+impl Notice {
+    /// The text without its kind.
+    pub fn text(&self) -> &str {
+        match self {
+            Notice::Plain(t)
+            | Notice::Quiet(t)
+            | Notice::Note(t)
+            | Notice::Warning(t)
+            | Notice::Alert(t)
+            | Notice::Failed(t)
+            | Notice::Error(t)
+            | Notice::Diff(t) => t,
+        }
+    }
+}
+
+/// Where a session's notices go.
+pub type Say<'a> = &'a mut dyn FnMut(Notice);
+
+/// How a session asks the user something: lines on a terminal, the
+/// terminal UI's list and question.
+pub trait Ask {
+    /// The index of the item the user takes, or None.
+    fn choose(&mut self, title: &str, items: &[String]) -> Option<usize>;
+    /// Whether the user answers yes.
+    fn confirm(&mut self, question: &str) -> bool;
+}

@@ -81,7 +81,7 @@ fn text_of(step: &Value, kind: &str) -> String {
 #[test]
 fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again() {
     let Some(sdk) = acp_client() else {
-        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let script = write_script(
@@ -375,7 +375,7 @@ fn a_malformed_line_gets_an_error_and_a_vanished_client_ends_the_agent_and_its_c
 #[test]
 fn a_cancel_stops_the_real_model_at_its_next_batch() {
     let Some(sdk) = acp_client() else {
-        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let model = common::tiny_model();
@@ -419,10 +419,10 @@ fn a_cancel_stops_the_real_model_at_its_next_batch() {
 #[test]
 fn the_editors_mcp_servers_join_the_session() {
     let Some(sdk) = acp_client() else {
-        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let Some(python) = mcp_python() else {
-        agent_base::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_MCP_PYTHON is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
@@ -471,7 +471,7 @@ fn the_editors_mcp_servers_join_the_session() {
 #[test]
 fn an_editor_that_offers_its_files_shows_unsaved_buffers_and_receives_the_writes() {
     let Some(sdk) = acp_client() else {
-        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let root = dir.path().canonicalize().unwrap();
@@ -544,7 +544,7 @@ fn an_editor_that_offers_its_files_shows_unsaved_buffers_and_receives_the_writes
 #[test]
 fn a_coding_tasks_plan_reaches_the_editor_as_plan_updates_and_comes_back_on_load() {
     let Some(sdk) = acp_client() else {
-        agent_base::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
     };
     let dir = repo();
     let plan = |statuses: [&str; 3]| {
@@ -618,4 +618,82 @@ fn plans_last(report: &Value) -> Value {
         .last()
         .map(|p| p["entries"].clone())
         .unwrap_or_default()
+}
+
+/// The chat's commands reach the editor's `/` menu, the team's own among
+/// them, and run there; a file the user mentions is attached, a secret
+/// file never.
+#[test]
+fn an_editor_offers_the_chats_commands_and_attaches_mentioned_files() {
+    let Some(sdk) = acp_client() else {
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+    };
+    let dir = repo();
+    let commands = dir.path().join(".agent/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("review.md"),
+        "---\ndescription: review a file for bugs\n---\nReview $ARGUMENTS for bugs.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join(".env"), "TOKEN=sk-secret\n").unwrap();
+    let script = write_script(
+        dir.path(),
+        json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py has no bugs"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add in calc.py returns a + b, the sum of its arguments"}}"#
+        ]),
+    );
+    let root = dir.path().canonicalize().unwrap();
+    let report = drive(
+        &sdk,
+        dir.path(),
+        &["--script", script.to_str().unwrap()],
+        json!([
+            {"new": true},
+            {"prompt": "/review calc.py"},
+            {"prompt": "/tokens"},
+            {"prompt": "What does add do?",
+             "links": [root.join("calc.py"), root.join(".env")]}
+        ]),
+    );
+    let steps = report["steps"].as_array().unwrap();
+    for step in steps {
+        assert!(step["error"].is_null(), "{step}");
+    }
+    // The menu: sent after session/new, so it may land in the next step.
+    let menus: Vec<&Value> = steps
+        .iter()
+        .flat_map(|s| updates(s, "available_commands_update"))
+        .collect();
+    assert_eq!(menus.len(), 1, "{report}");
+    let offered = menus[0]["availableCommands"].as_array().unwrap();
+    let names: Vec<&str> = offered
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for name in ["help", "compact", "rewind", "tokens", "review"] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    assert!(!names.contains(&"exit"), "{names:?}");
+    let review = offered.iter().find(|c| c["name"] == "review").unwrap();
+    assert_eq!(review["description"], "review a file for bugs");
+    let compact = offered.iter().find(|c| c["name"] == "compact").unwrap();
+    assert_eq!(compact["input"]["hint"], "[focus]");
+
+    let reviewed = text_of(&steps[1], "agent_message_chunk");
+    assert!(
+        reviewed.contains("/review: 1 line(s) to the agent"),
+        "{reviewed}"
+    );
+    assert!(reviewed.contains("calc.py has no bugs"), "{reviewed}");
+    let tokens = text_of(&steps[2], "agent_message_chunk");
+    assert!(tokens.contains("this chat: 1 request(s)"), "{tokens}");
+    assert!(tokens.contains("last prompt: "), "{tokens}");
+
+    let mentioned = text_of(&steps[3], "agent_message_chunk");
+    assert!(mentioned.contains("attached calc.py"), "{mentioned}");
+    assert!(!mentioned.contains("attached .env"), "{mentioned}");
+    assert!(mentioned.contains("returns a + b"), "{mentioned}");
+    assert!(!report.to_string().contains("sk-secret"), "{report}");
 }

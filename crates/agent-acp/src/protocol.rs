@@ -161,6 +161,26 @@ pub enum SessionUpdate {
     Plan {
         entries: Vec<PlanEntry>,
     },
+    /// The commands the client offers after `/`.
+    #[serde(rename_all = "camelCase")]
+    AvailableCommandsUpdate {
+        available_commands: Vec<AvailableCommand>,
+    },
+}
+
+/// A command of the `/` menu.
+#[derive(Debug, Clone, Serialize)]
+pub struct AvailableCommand {
+    pub name: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<CommandInput>,
+}
+
+/// What a command takes, as the client hints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandInput {
+    pub hint: String,
 }
 
 /// One item of a plan.

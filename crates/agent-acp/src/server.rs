@@ -19,6 +19,8 @@ use crate::rpc::{self, Incoming, Peer, RpcError};
 use agent_base::cancel::CancelToken;
 use agent_core::attach::{Attachment, Request};
 use agent_core::{Agent, Finish};
+use agent_session::{Ask, ChatSession, Notice, Reply};
+use agent_tools::AlwaysDecline;
 
 /// How the binary opens an agent for a session: its model, mode and tools.
 pub trait Sessions {
@@ -31,7 +33,8 @@ pub trait Sessions {
 }
 
 struct Session {
-    agent: Agent,
+    /// The agent, with the chat's commands and `@` mentions.
+    chat: ChatSession,
     cancel: CancelToken,
     /// "Allow always" answers, for the rest of the session.
     always: Rc<RefCell<HashSet<&'static str>>>,
@@ -52,6 +55,7 @@ pub fn serve(
         sessions: HashMap::new(),
         next: 0,
         fs: Offered::default(),
+        after: Vec::new(),
     };
     for Incoming { id, method, params } in requests {
         let result = server.dispatch(&method, params);
@@ -62,6 +66,9 @@ pub fn serve(
                     tracing::warn!("notification {method}: {}", e.message);
                 }
             }
+        }
+        for (session, update) in server.after.drain(..) {
+            send_update(&peer, &session, update);
         }
     }
     drop(server);
@@ -76,6 +83,9 @@ struct Server<'a> {
     next: usize,
     /// The client's file system, as its `initialize` offered it.
     fs: Offered,
+    /// Updates for a session the client learns of from the response:
+    /// sent after it.
+    after: Vec<(String, SessionUpdate)>,
 }
 
 fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
@@ -208,10 +218,14 @@ impl Server<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.to_string(), cancel.clone());
+        // The chat's commands, the team's own among them, for the `/` menu.
+        self.after
+            .push((id.to_string(), commands_update(agent.workspace())));
         self.sessions.insert(
             id.to_string(),
             Session {
-                agent,
+                // Each prompt brings its own approver (the client's).
+                chat: ChatSession::new(agent, Box::new(AlwaysDecline)),
                 cancel,
                 always: Rc::default(),
             },
@@ -230,7 +244,7 @@ impl Server<'_> {
                 ),
             ));
         };
-        let asked = prompt_request(&request.prompt);
+        let mut asked = prompt_request(&request.prompt, session.chat.agent.workspace());
         if asked.text.trim().is_empty() && asked.attachments.is_empty() {
             return Err(RpcError::new(rpc::INVALID_PARAMS, "the prompt has no text"));
         }
@@ -238,20 +252,48 @@ impl Server<'_> {
         let turn = Turn::new(
             self.peer.clone(),
             &request.session_id,
-            session.agent.workspace(),
+            session.chat.agent.workspace(),
         );
         let mut ui = AcpUi(turn.clone());
-        let mut approver = AcpApprover {
+        session.chat.approver = Box::new(AcpApprover {
             turn,
             cancel: session.cancel.clone(),
             yolo,
             always: session.always.clone(),
+        });
+        let peer = self.peer.clone();
+        let id = request.session_id.clone();
+        let mut say = |n: Notice| {
+            send_update(
+                &peer,
+                &id,
+                SessionUpdate::AgentMessageChunk {
+                    content: ContentBlock::text(format!("{}\n", notice_text(&n))),
+                },
+            )
         };
+        if let Some(command) = asked.text.trim_start().strip_prefix('/') {
+            let command = command.to_string();
+            match session.chat.command(
+                &command,
+                &mut ui,
+                &mut NoQuestions,
+                &session.cancel,
+                &mut say,
+            ) {
+                Reply::Send(text) => asked.text = text,
+                Reply::Init(outcome) => {
+                    say(Notice::Plain(init_text(&outcome)));
+                    return Ok(json!({"stopReason": StopReason::EndTurn}));
+                }
+                Reply::Done | Reply::Quit => return Ok(json!({"stopReason": StopReason::EndTurn})),
+            }
+        }
         let outcome = session
-            .agent
-            .handle(asked, &mut ui, &mut approver, &session.cancel)
+            .chat
+            .request(asked, &mut ui, &session.cancel, &mut say)
             .map_err(internal)?;
-        remember(&session.agent, &request.session_id);
+        remember(&session.chat.agent, &request.session_id);
         // The terminal prints these answers after the run; so does the editor.
         if outcome.finish.unanswered() {
             send_update(
@@ -271,17 +313,75 @@ impl Server<'_> {
     }
 }
 
+/// An editor has no list to pick from in the middle of a turn: a command
+/// that would ask (`/rewind` without N) is told no and says how.
+struct NoQuestions;
+
+impl Ask for NoQuestions {
+    fn choose(&mut self, _: &str, _: &[String]) -> Option<usize> {
+        None
+    }
+    fn confirm(&mut self, _: &str) -> bool {
+        false
+    }
+}
+
+/// A notice as a line of the agent's message.
+fn notice_text(notice: &Notice) -> String {
+    let text = notice.text();
+    match notice {
+        Notice::Note(_) => format!("note: {text}"),
+        Notice::Warning(_) => format!("warning: {text}"),
+        Notice::Alert(_) => format!("! {text}"),
+        Notice::Failed(_) => format!("✗ {text}"),
+        Notice::Error(_) => format!("error: {text}"),
+        Notice::Diff(_) => format!("```diff\n{text}\n```"),
+        Notice::Plain(_) | Notice::Quiet(_) => text.to_string(),
+    }
+}
+
+/// What `/init` did, in a line.
+fn init_text(outcome: &agent_core::init::InitOutcome) -> String {
+    if outcome.output.ok {
+        format!("{} written", outcome.path.display())
+    } else {
+        format!(
+            "{} was not written: {}",
+            outcome.path.display(),
+            outcome.output.content
+        )
+    }
+}
+
+/// The chat's commands for the client's `/` menu; `/exit` ends nothing in
+/// an editor.
+fn commands_update(workspace: &Path) -> SessionUpdate {
+    let available_commands = agent_session::chat::command_list(workspace)
+        .into_iter()
+        .filter(|c| c.name != "exit")
+        .map(|c| AvailableCommand {
+            name: c.name,
+            description: c.description,
+            input: c.hint.map(|hint| CommandInput { hint }),
+        })
+        .collect();
+    SessionUpdate::AvailableCommandsUpdate { available_commands }
+}
+
 /// The prompt's blocks as one request: text as is, embedded files
 /// attached (fitted to the window by the agent), linked files named.
-fn prompt_request(blocks: &[ContentBlock]) -> Request {
+fn prompt_request(blocks: &[ContentBlock], workspace: &Path) -> Request {
     let mut text = String::new();
     let mut files = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text { text: t } => text.push_str(t),
-            ContentBlock::ResourceLink { uri, name } => {
-                text.push_str(&format!("\n(file {name}: {uri})\n"))
-            }
+            // A link to a file of the workspace is an `@` mention: attached
+            // as the chat attaches one (never a secret file).
+            ContentBlock::ResourceLink { uri, name } => match mention(uri, workspace) {
+                Some(path) => text.push_str(&format!(" @{path} ")),
+                None => text.push_str(&format!("\n(file {name}: {uri})\n")),
+            },
             ContentBlock::Resource { resource } => match &resource.text {
                 Some(body) => files.push(Attachment {
                     name: resource.uri.clone(),
@@ -295,6 +395,34 @@ fn prompt_request(blocks: &[ContentBlock]) -> Request {
         }
     }
     Request::new(text, files)
+}
+
+/// The workspace-relative path a `file://` URI names, when it is inside
+/// `workspace` and a mention can hold it (no spaces).
+fn mention(uri: &str, workspace: &Path) -> Option<String> {
+    let path = percent_decoded(uri.strip_prefix("file://")?)?;
+    let workspace = workspace.canonicalize().ok()?;
+    let path = Path::new(&path).canonicalize().ok()?;
+    let relative = path.strip_prefix(&workspace).ok()?.to_str()?.to_string();
+    (!relative.is_empty() && !relative.contains(char::is_whitespace)).then_some(relative)
+}
+
+/// `%XX` escapes of a URI's path decoded (no URL crate for ten lines).
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Where the ACP session ids of a workspace point to our saved sessions
@@ -349,7 +477,7 @@ mod tests {
             {"type": "image", "data": "", "mimeType": "image/png"}
         ]))
         .unwrap();
-        let asked = prompt_request(&blocks);
+        let asked = prompt_request(&blocks, Path::new("/nonexistent-workspace"));
         assert_eq!(
             asked.attachments,
             vec![Attachment {
@@ -363,5 +491,22 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("cannot see"));
+    }
+
+    #[test]
+    fn a_link_to_a_workspace_file_is_a_mention() {
+        let dir = std::env::temp_dir().join(format!("acp-mention-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src dir")).unwrap();
+        std::fs::write(dir.join("calc.py"), "x = 1\n").unwrap();
+        std::fs::write(dir.join("src dir/a.py"), "y = 2\n").unwrap();
+        let uri = |rel: &str| format!("file://{}/{rel}", dir.display());
+        assert_eq!(mention(&uri("calc.py"), &dir).as_deref(), Some("calc.py"));
+        // Outside the workspace, or a name a mention cannot hold: a link.
+        assert_eq!(mention("file:///etc/hostname", &dir), None);
+        assert_eq!(mention(&uri("src%20dir/a.py"), &dir), None);
+        assert_eq!(mention(&uri("missing.py"), &dir), None);
+        assert_eq!(percent_decoded("a%2Fb%20c").as_deref(), Some("a/b c"));
+        assert_eq!(percent_decoded("bad%2"), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -19,7 +19,7 @@ use crate::rpc::{self, Incoming, Peer, RpcError};
 use agent_base::cancel::CancelToken;
 use agent_core::attach::{Attachment, Request};
 use agent_core::{Agent, Finish};
-use agent_session::{Ask, ChatSession, Notice, Reply};
+use agent_session::{ChatSession, NoAnswers, Notice, Reply};
 use agent_tools::AlwaysDecline;
 
 /// How the binary opens an agent for a session: its model, mode and tools.
@@ -274,13 +274,11 @@ impl Server<'_> {
         };
         if let Some(command) = asked.text.trim_start().strip_prefix('/') {
             let command = command.to_string();
-            match session.chat.command(
-                &command,
-                &mut ui,
-                &mut NoQuestions,
-                &session.cancel,
-                &mut say,
-            ) {
+            // No list to pick from mid-turn: `/rewind` without N says how.
+            match session
+                .chat
+                .command(&command, &mut ui, &mut NoAnswers, &session.cancel, &mut say)
+            {
                 Reply::Send(text) => asked.text = text,
                 Reply::Init(outcome) => {
                     say(Notice::Plain(init_text(&outcome)));
@@ -310,19 +308,6 @@ impl Server<'_> {
             _ => StopReason::EndTurn,
         };
         Ok(json!({"stopReason": stop}))
-    }
-}
-
-/// An editor has no list to pick from in the middle of a turn: a command
-/// that would ask (`/rewind` without N) is told no and says how.
-struct NoQuestions;
-
-impl Ask for NoQuestions {
-    fn choose(&mut self, _: &str, _: &[String]) -> Option<usize> {
-        None
-    }
-    fn confirm(&mut self, _: &str) -> bool {
-        false
     }
 }
 

@@ -1,8 +1,16 @@
 //! The administrator's managed configuration: read once at start
 //! ([`init`], from the binary's `main`), then handed to what needs it: the
-//! session's checks here (mode, sandbox, model, server), and
-//! `AgentConfig::managed` / `AgentConfig::audit` for the crates below. No
-//! other crate reads the file itself.
+//! session's checks here (mode, sandbox, model by sha256, server: a refusal
+//! exits 2), the MCP allowlist ([`crate::mcp`]), and `AgentConfig::managed` /
+//! `AgentConfig::audit` for the crates below. No other crate reads the file
+//! itself. A file that cannot be read stops every command but `agent doctor`,
+//! which shows why.
+//!
+//! Below, `Agent::new` narrows the workspace's `Policy` with it
+//! (`Managed::restrict`: network off, the sandbox required, protected paths)
+//! and drops hooks it does not allow; the tools see only that narrowed policy
+//! (`run_cmd` refuses commands when the sandbox is required and missing,
+//! writes refuse protected paths).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

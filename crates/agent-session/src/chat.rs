@@ -537,25 +537,13 @@ mod tests {
         ChatSession::new(agent, Box::new(AlwaysApprove))
     }
 
-    /// Answers no question: a command that asks gets nothing.
-    struct NoAnswer;
-
-    impl Ask for NoAnswer {
-        fn choose(&mut self, _: &str, _: &[String]) -> Option<usize> {
-            None
-        }
-        fn confirm(&mut self, _: &str) -> bool {
-            false
-        }
-    }
-
     /// Runs `/command`: its reply and what it said.
     fn run(chat: &mut ChatSession, command: &str) -> (Reply, Vec<Notice>) {
         let mut said = Vec::new();
         let reply = chat.command(
             command,
             &mut QuietUi,
-            &mut NoAnswer,
+            &mut crate::NoAnswers,
             &CancelToken::new(),
             &mut |n| said.push(n),
         );

@@ -3,15 +3,18 @@
 //! ([`provider`]), the administrator's checks ([`admin`]), the workspace's
 //! trust ([`trust`]) and MCP servers ([`mcp`]), the index the loop searches
 //! ([`search`]), the agent opened from all of them ([`open`]), what an
-//! outcome says and exits with ([`outcome`]), and the chat's commands and
-//! `@` mentions ([`chat`]), and `agent doctor`'s checks ([`doctor`]). The line mode, the terminal UI and ACP drive the
-//! same session; what they show is theirs.
+//! outcome says and exits with ([`outcome`]), the chat's commands and `@`
+//! mentions ([`chat`]), `agent doctor`'s checks ([`doctor`]), and the
+//! effective settings with where each came from ([`config`]). The line
+//! mode, the terminal UI and ACP drive the same session; what they show is
+//! theirs.
 //!
 //! Nothing here prints: what a session has to say goes to the front end as
 //! a [`Notice`], and what it has to ask goes through [`Ask`].
 
 pub mod admin;
 pub mod chat;
+pub mod config;
 pub mod doctor;
 pub mod mcp;
 pub mod open;
@@ -74,4 +77,18 @@ pub trait Ask {
     fn choose(&mut self, title: &str, items: &[String]) -> Option<usize>;
     /// Whether the user answers yes.
     fn confirm(&mut self, question: &str) -> bool;
+}
+
+/// Nobody to ask: nothing is chosen, nothing confirmed (an editor in the
+/// middle of a turn; tests). A command that would ask says how to do
+/// without (`/rewind N`).
+pub struct NoAnswers;
+
+impl Ask for NoAnswers {
+    fn choose(&mut self, _: &str, _: &[String]) -> Option<usize> {
+        None
+    }
+    fn confirm(&mut self, _: &str) -> bool {
+        false
+    }
 }

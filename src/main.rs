@@ -1,3 +1,9 @@
+//! The `agent` binary, a front end: the command line (`cli`), one module per
+//! subcommand (`cmd`), what every front end does alike on the terminal
+//! (`session`), and the session's notices and questions on the terminal
+//! (`terminal`). It parses flags into `agent_session`'s settings, calls the
+//! crates and prints; what a second front end would need is decided below it.
+
 // The binary is a front end: printing is its job (the crates below it
 // print nothing; `clippy::print_*` holds them to that).
 #![allow(clippy::print_stdout, clippy::print_stderr)]

@@ -1,5 +1,7 @@
 //! The model manifest (`models/manifest.json`, compiled into the binary) and
-//! verification of the files it lists.
+//! verification of the files it lists: `agent models` and `agent doctor`
+//! check each file's sha256 against it (and `doctor` then loads the model and
+//! generates a token, so "ready" means `agent ask` works).
 
 use std::fs::File;
 use std::io::Read;

@@ -1,4 +1,25 @@
-//! Where things live on disk.
+//! Where things live on disk: the models ([`models_dir`]), the user's
+//! configuration ([`config_dir`]), the agent's state for a workspace
+//! ([`state_dir`]), a cache commands may write ([`cache_dir`]), the team's
+//! `.agent/` ([`team_dir`]), and which folder is the workspace.
+//!
+//! The state folder is the one answer every crate asks for:
+//! `$XDG_STATE_HOME/agent/workspaces/NAME-HASH` (else under
+//! `~/.local/state/agent/`; HASH is 16 hex digits of the sha256 of the
+//! canonical path, [`workspace_key`]). Index, sessions, logs (audit, trace,
+//! MCP servers' stderr), checkpoints, the repo map's cache, ACP session ids,
+//! the prompt cache and prefill rates are all there; no crate builds a state
+//! path of its own. It is outside the workspace, so the sandbox (which writes
+//! the workspace and a private temp dir) keeps commands off it. Checkers'
+//! build output (`cargo check`'s target) is a cache commands do write, so it
+//! is elsewhere ([`cache_dir`]), writable to the checker only.
+//!
+//! Not a project: [`check_workspace`] refuses `/`, the home folder (and the
+//! folders above it) and system folders, from every entry ([`repo_root`] for
+//! the CLI and `mcp serve`, ACP's `session/new` and `session/load`), with exit
+//! 2 and the fix, unless `--allow-root-workspace`. The ancestor walk of
+//! [`workspace_root`] never stops at such a folder, and an `.agent` counts as
+//! a marker only with team files in it, so a stray `/.agent` captures nothing.
 
 use std::path::PathBuf;
 

@@ -6,6 +6,14 @@
 //! [`migrate`] moves the state entries ([`is_state`]) to the state folder
 //! (`paths::state_dir`) once, leaves the team's files where they are, and
 //! replaces that `.gitignore` with one that ignores only `*.local.toml`.
+//! Entries are renamed (copied, then removed, across file systems); one
+//! already there came from an interrupted run, so the old copy goes. When
+//! nothing else is left, `.agent/` goes. `agent doctor` names the folder and
+//! what is pending.
+//!
+//! A key ([`user_key`]: a file of the user's config folder, mode 0600, made
+//! once; `kv.key` for the prompt cache) signs what the agent reads back, so
+//! a prompt cache entry no one but this user's agent wrote is never loaded.
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! Files given with a request (`agent ask -f`, a chat's `@path`, an
 //! editor's embedded resources): read here, fitted to the context window by
 //! the loop ([`crate::budget`]), and sent as the fenced blocks the model
-//! reads, before the user's words.
+//! reads, before the user's words. Binary files and files over
+//! [`MAX_ATTACHMENT_BYTES`] are refused with an error that says what to do.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};

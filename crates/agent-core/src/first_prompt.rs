@@ -3,6 +3,14 @@
 //! prompt is prefilled before the first token comes back, so a CPU-bound 7B
 //! (30-100 prompt tokens/s) gets a leaner first prompt than a GPU, which
 //! keeps the full one. `agent ask --json` reports the choice.
+//!
+//! [`size`] is a pure function: the provider's prefill rate times
+//! [`TARGET_PREFILL_SECS`], less the fixed part of the prompt (system prompt
+//! and tool schemas, counted with the model's tokenizer), is split between
+//! the map's budget and the prefetched results above their floors
+//! ([`MIN_MAP_TOKENS`], [`MIN_RESULTS`]) and up to their caps (a share of the
+//! context, `AgentConfig::prefetch`). Chosen once per session;
+//! `Outcome::first_prompt` reports it.
 
 use agent_llm::{PrefillRate, RateSource};
 use serde::Serialize;

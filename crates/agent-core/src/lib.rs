@@ -4,7 +4,8 @@
 //! One [`Agent`] is one session. [`Agent::handle`] takes a request:
 //! 1. the intent gate ([`intent`]) picks which tools the request gets:
 //!    none (chat, capability questions: one `finish` step), read-only (repo
-//!    questions, uncertain requests) or all (coding tasks);
+//!    questions, uncertain requests) or all (coding tasks, the plan tool
+//!    `todo` included);
 //! 2. each step fits the conversation into the context window ([`context`]),
 //!    asks the model for one call under a grammar of the allowed tools
 //!    ([`protocol`]), runs it through the [`agent_tools::Toolbox`] and
@@ -23,6 +24,21 @@
 //! files as commands ([`commands`], expanded by the binary), and a long
 //! conversation is compacted by the model's own summary ([`compact`]), all
 //! configured in `.agent/config.toml` ([`settings`]).
+//!
+//! Safety is in the tools, not here: the loop adds only the request's tool
+//! set and, in `human` mode, the confirmation of reads.
+//!
+//! The plan ([`agent_tools::todo`]): a coding task may keep one, written whole
+//! by each `todo` call. It is session state ([`Agent::plan`]), reported
+//! through [`ui::Ui::plan`] after the call's result (the terminal's line,
+//! stream-json's `plan`, ACP's `plan` update, the terminal UI's pinned list)
+//! and in [`Outcome::plan`]; it is dropped at the end of a request once every
+//! item is done and by `/clear`, and rebuilt from the session's last valid
+//! `todo` call on resume and `/rewind` (`plan_of`). The system prompt leaves
+//! the tool out of its list (it is the same for every request); a coding
+//! task's request carries a note on it instead (`PLAN_NOTE`, stripped
+//! wherever a request is shown), and a native template gets its schema with
+//! the coding task's tools.
 
 pub mod answer;
 pub mod attach;

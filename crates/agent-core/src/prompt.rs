@@ -10,7 +10,11 @@
 //! A chat template that shows the tools itself renders them right after the
 //! system content, so they join that shared prefix too; what changes from
 //! one request to the next (the date, git status, the map focused on the
-//! request) comes after all of it, at the head of the first user message.
+//! request) comes after all of it, at the head of the first user message,
+//! not in a message of its own (strict templates want user and assistant to
+//! alternate). The terminal, `--resume`, `sessions show` and ACP's
+//! `session/load` show that request without it, and a compaction's summary
+//! carries it on.
 
 use std::path::Path;
 

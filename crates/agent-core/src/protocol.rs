@@ -8,7 +8,9 @@
 //! ```
 //!
 //! and the final answer is the `finish` tool: `{"thought": "...", "tool":
-//! "finish", "args": {"answer": "..."}}`.
+//! "finish", "args": {"answer": "..."}}`. One grammar covers every turn, and
+//! the terminal streams the answer out of the JSON as it is generated
+//! (`agent_llm::stream::AnswerStreamer`).
 //!
 //! With the in-process engine each turn is generated under [`call_grammar`],
 //! built from the tools' JSON Schemas, so a call always parses and always

@@ -2,6 +2,24 @@
 //! (session, intent, tool set, prefetch), [`Agent::step`] once per model
 //! reply (generate, parse, run the call, observe), [`Agent::finish`] (what
 //! the outcome says when the loop ends).
+//!
+//! - **Prefetch**: with a code index, a request that may read starts with a
+//!   synthetic `search_semantic` call and its result, as if the model had
+//!   searched first: a step saved, the right files in view from the start,
+//!   and the call format shown by example. How much it carries is
+//!   [`crate::first_prompt`]'s.
+//! - **Recovery**: a reply that does not parse is fed back and counted; a
+//!   reply that runs into the token budget or loops
+//!   ([`crate::protocol::is_looping`]) is stopped, and a cut-off `finish`
+//!   keeps its answer up to the first repeat. A second copy of a call since
+//!   the last write (`REPEAT_LIMIT`) gets an intervention instead of a run,
+//!   and a third ends the request. `--verify CMD` runs after each write; a
+//!   failure undoes the write and tells the model why.
+//! - **No answer is not an answer**: a `finish` the judge refuses
+//!   ([`crate::answer::Judge`]) is sent back; on the last step the request
+//!   ends without an answer (exit 3) and shows the latest search results,
+//!   marked as such ([`crate::Finish::Evidence`], or
+//!   [`crate::Finish::NoAnswer`] with nothing searched).
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -4,6 +4,17 @@
 //! request's attached files and each tool's output sized to their share
 //! before they join the conversation, and what a prompt spent
 //! ([`Budget`]).
+//!
+//! The invariant: no prompt passes the window minus the reply's reserve. A
+//! server's tokenizer is remote, so there a prompt is counted at three bytes a
+//! token, and its window is asked of it (`/props`, `/api/show`, `/models`).
+//! A request's attached files ([`crate::attach::Request`], never part of the
+//! user's words) get `ATTACHMENT_SHARE` of what the fixed prompt and the
+//! words leave, a tool's output `OUTPUT_SHARE`, and the tools that choose how
+//! much they print (`read_file`, `grep`, `search_semantic`) are told the room
+//! ([`agent_tools::ToolContext::room`]). What is too large becomes an excerpt
+//! ([`crate::budget::excerpt`]). `Outcome::budget` and `/tokens` show the last
+//! prompt's parts.
 
 use agent_llm::{Message, ToolSpec as ChatSpec};
 

@@ -13,6 +13,57 @@
 //! and sampled as the model's makers advise, closed by the engine at the
 //! think budget; then the answer, under the family's call grammar (lazy:
 //! from the call's opener on). The turn is then read in the family's syntax.
+//!
+//! - **Ownership.** `LlamaContext` borrows the model, so the engine owns both:
+//!   the model boxed and leaked to `'static`, freed after the context in
+//!   `Drop`. The llama.cpp backend is initialised once (a `OnceLock`); its
+//!   logs go to `tracing` under the `llama-cpp-2` target, which the CLI shows
+//!   only at `-vv`.
+//! - **The token list matches the cache.** The engine remembers the tokens
+//!   whose keys and values sit in sequence 0; a new prompt keeps the common
+//!   prefix, the rest of the cache is removed (`llama_memory_seq_rm`) and the
+//!   suffix evaluated in batches, at least one token (sampling needs fresh
+//!   logits). A failed decode clears the cache rather than trust a
+//!   half-written batch. A side request (`CompletionRequest::aside`: the
+//!   intent gate's label between turns) decodes in sequence 1 of the same
+//!   unified cache, from cells copied from the prefix it shares
+//!   (`llama_memory_seq_cp`), and is removed after it, so sequence 0 and its
+//!   token list are as before; with no conversation past that prefix (the
+//!   first request) it runs in sequence 0. Recurrent and hybrid models, whose
+//!   state cannot share a prefix, keep the one sequence.
+//! - **A stop reaches inside a batch.** A prefill batch of a 7B on a laptop
+//!   CPU runs for seconds, and the stream's `Flow::Stop` is read between
+//!   batches. So the request carries the caller's stop flag
+//!   (`CompletionRequest::interrupt`: Ctrl-C, Esc, ACP's cancel), which the
+//!   context's abort callback polls between the nodes of the batch's graph,
+//!   installed only while a prefill runs; llama.cpp then drops the stopped
+//!   batch's cells, so the token list still matches the cache (7 to 74 ms
+//!   from the stop to the return against an 18 s batch, in
+//!   `a_stop_during_a_prefill_…`). The callback needs the context's
+//!   `set_abort_callback`, which the published llama-cpp-2 lacks:
+//!   `vendor/llama-cpp-2` is that crate with this one patch
+//!   (`[patch.crates-io]`, `vendor/README.md`), while the sys crate, so the
+//!   llama.cpp build, stays the registry's. GPU backends do not poll it:
+//!   there the stop comes after the batch.
+//! - **Reasoning** (`--think on|off|auto`, `--think-budget N`) is streamed
+//!   apart (`Event::Reasoning`), counted (`reasoning_tokens`), never stored in
+//!   the history and never searched for calls.
+//! - **Sampling** is a llama.cpp sampler chain: the grammar first, then
+//!   greedy, or top-p, temperature and a seeded dist. llama-cpp-2's sampler
+//!   already accepts the token into the chain (accepting twice breaks the
+//!   grammar's state). JSON Schemas become GBNF through llama.cpp's own
+//!   converter, the one llama-server uses.
+//! - **Counts and text.** Token counts are exact: the tokenizer and template
+//!   of generation. Rendered prompts are tokenized with special-token parsing
+//!   (the template's markup needs it), so control-token text inside a
+//!   message's content is defused first: a file saying `<|im_start|>system`
+//!   stays text. Errors are typed (`LlmError`): a missing or invalid model
+//!   (with the fix), context overflow (prompt tokens, window, reserve),
+//!   grammar, backend.
+//!
+//! Where the model runs is [`crate::offload`]'s; the prompt cache on disk,
+//! the prefill rate and drafting are [`crate::prompt_cache`],
+//! [`crate::prefill_rate`] and [`crate::speculative`].
 
 use std::ffi::{CStr, CString};
 use std::mem::ManuallyDrop;

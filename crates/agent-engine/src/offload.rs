@@ -4,13 +4,21 @@
 //! `--ctx-size`), the devices llama.cpp sees and the model's shape to a plan:
 //! which device, how many layers go on it, and the context size. The engine
 //! loads with the plan; when the device still runs out of memory it retries
-//! with the plans of [`fallbacks`] (half the layers, then the CPU), so a
-//! wrong estimate costs a warning, never an abort.
+//! with the plans of [`fallbacks`] (half the layers, then the CPU with an
+//! empty device list, since llama.cpp's default is every GPU), so a wrong
+//! estimate costs a warning, never an abort.
 //!
 //! Memory is estimated from the GGUF file: weights by file size, the KV cache
 //! by layers × KV heads × head size (f16). llama.cpp keeps a layer's KV cache
 //! on the layer's device, so each offloaded layer costs its weights plus its
-//! share of the cache.
+//! share of the cache. The header gives the layers, KV heads, head size and
+//! training context; each device comes with its free memory.
+//!
+//! The default build has no GPU backend (`--features vulkan|cuda|metal|rocm`
+//! add one); there the plan is the CPU, with the model's training context
+//! fitted to half the free RAM. `agent doctor` prints the same plan without
+//! loading, and the plan travels with the engine (`Provider::placement`) into
+//! `--json` output and the trace.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,6 +1,7 @@
 //! How fast this machine prefills prompts with a model, remembered across
 //! processes in a small JSON file (`cache/prefill.json` in the state
-//! folder), so the first prompt of the next run can be sized to it; and,
+//! folder), so the first prompt of the next run can be sized to it
+//! (`Provider::prefill_rate`, read by the agent's `first_prompt`); and,
 //! beside it, what a drafted token costs a decode step, so speculative
 //! decoding drafts only as much as pays here.
 //!
@@ -8,8 +9,11 @@
 //! and batch size: the key is the prompt cache's model identity
 //! ([`crate::prompt_cache::ModelFile::key`]) over those. A prefill of fewer than
 //! [`MIN_TOKENS`] tokens is not timed (fixed costs dominate it); the rest
-//! update a smoothed rate. The file is rewritten atomically (a temporary
-//! file, then a rename); two processes at once lose a sample at worst.
+//! update a smoothed rate (half the new sample, half the old). Before anything
+//! was timed the rate is an estimate: 2 FLOPs per parameter per token at
+//! 60 GFLOP/s per thread, GPU layers 10 times faster. The file is rewritten
+//! atomically (a temporary file, then a rename); two processes at once lose a
+//! sample at worst.
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,19 +1,28 @@
 //! The prompt cache on disk: the KV state of a prompt, kept across
 //! processes under `cache/kv/` in the workspace's state folder
 //! (`paths::state_dir`), so the next `agent ask` prefills only what differs
-//! from a prompt seen before.
+//! from a prompt seen before (`--prompt-cache on|off`, `--prompt-cache-mb`).
 //!
 //! One file per entry: a header (the key of the model and context it was
 //! made with, the token count, the payload size and an HMAC-SHA256 of the
 //! header and body), the prompt's tokens, then llama.cpp's serialized
-//! sequence state. The HMAC's key is the user's own (`kv.key` in
-//! `~/.config/agent/`, which no command reads), so an entry written by
-//! anyone else, even with a right-looking digest, is not loaded. A file from
-//! another model, build or context size, a forged, damaged or truncated one,
-//! is removed before llama.cpp ever reads it.
+//! sequence state. The key holds the model file's size, mtime and first MiB,
+//! the engine's build, the context size and the KV placement. The HMAC's key
+//! is the user's own (`kv.key` in `~/.config/agent/`, mode 0600, made once,
+//! which no command reads), so an entry written by anyone else, even with a
+//! right-looking digest (a recomputed digest is not an HMAC), is not loaded.
+//! A file from another model, build or context size, a forged, damaged or
+//! truncated one, is removed before llama.cpp ever reads it (said at `-v`).
+//!
+//! The engine saves after a call that prefilled at least 32 new tokens, and
+//! only for a workspace (a folder with `.git`, or team files in `.agent/`). A
+//! new process loads the entry sharing the longest token prefix with its first
+//! prompt, drops the entry's tail and prefills the rest. A process replaces
+//! the entry it extends, and saves again only once its cache grew by half.
+//!
 //! Files are written to a temporary name and renamed, so a reader (another
-//! process) sees a whole entry or none; the least recently used entries go
-//! when the folder outgrows its cap.
+//! process) sees a whole entry or none; the least recently used entries (by
+//! mtime, touched on load) go when the folder outgrows its cap.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};

@@ -11,6 +11,16 @@
 //! (BENCHMARKS.md, "Exactly when greedy output can differ"; the tests of
 //! `batch_invariance` pin each case, the long-context engine test runs on
 //! one thread).
+//!
+//! How (`--speculative auto|on|off`): under greedy sampling, in the answer,
+//! the tokens that followed the latest earlier occurrence of the last three
+//! are decoded in one batch behind the new token; each following sample
+//! (grammar and penalties included) confirms a drafted token or ends the
+//! draft, whose KV entries are then removed. `auto` drafts as many tokens as
+//! pay, from the acceptance rate and what a drafted token costs here: each
+//! process times its lone and batched decode steps (CPU only), and
+//! `cache/prefill.json` sums them beside the prefill rate until 256 and 32 are
+//! in, then keeps the share fixed ([`StepTimes`]); a default share before that.
 
 use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,39 @@
 //! The search pipeline (`Index::search`: plan, the vector and BM25 legs on
 //! each table, fusion, the file ranking) and its pieces: identifier-aware
 //! text for BM25, rank fusion, file-level ranking.
+//!
+//! - **Two legs.** Vector (cosine) and BM25 each fetch a deep list. BM25 runs
+//!   over `search_text`: path, symbol and code plus the parts of every
+//!   compound identifier, so `parse http` finds `parseHttpRequest` and
+//!   `parse_http_request`. `--lang` filters before retrieval, `--path` globs
+//!   after it (with over-fetch).
+//! - **Fusion** ([`fusion_for`], by the query's shape): z-score fusion for a
+//!   one-line query (each list standardised over itself, so a leg counts by
+//!   how far a hit stands out of its own list), the legs even for a query of
+//!   names, linear fusion for an issue text (cosine plus a tenth of BM25 over
+//!   the best BM25); each chosen on dev data (CoSQA dev, the doc-comment
+//!   pairs, SWE-bench's dev instances). Reciprocal rank fusion stays
+//!   available. Prose files (.md, .rst, .txt, ...) and tests weigh less unless
+//!   the query asks for them ([`wants_docs`]): a question in words matches
+//!   prose better than code, and READMEs would crowd the code out.
+//! - **Long queries** (more than 40 words or 3 lines: an issue text, a bug
+//!   report) are taken apart by [`agent_lang::query::analyze`], after the
+//!   issue template's short headings and environment sections are dropped.
+//!   The vector leg embeds up to 6 passages (the opening one, then those
+//!   richest in code names) and the title (weighted as three passages) and
+//!   searches with their mean direction; BM25 gets three weighted clauses
+//!   (the names in code form, the prose words without bug-report filler, the
+//!   title); paths and dotted module paths the text names are looked up among
+//!   the indexed files, and the names among the table's symbols
+//!   (`Store::symbols`, read once per table version). The BM25 leg and the
+//!   symbol lookup run on a second thread while the query is embedded.
+//! - **Files first** ([`rank_by_file`]): a file scores its best chunk plus
+//!   (for long queries) a tenth of its next four, plus bonuses when the query
+//!   names the file, names a symbol one of its chunks defines, uses names the
+//!   file defines (weighted by how few files define them), or has title words
+//!   among its folders and name; each file contributes at most 3 chunks,
+//!   grouped, best file first. `agent search`, `search_semantic` and the
+//!   agent's prefetch all see this order.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;

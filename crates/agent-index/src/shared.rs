@@ -7,12 +7,14 @@
 //! - `lance/`: the chunk table, written by LanceDB straight into the store
 //!   (its commits are atomic there: conditional puts on S3);
 //! - `state.sqlite` and `embeddings.sqlite`: the writer's bookkeeping and
-//!   embedding cache, published after each half of an update. Rows first,
-//!   bookkeeping second, as in a local index: a writer that dies in between
-//!   leaves a state older than the rows, and the next writer redoes those
-//!   files.
+//!   embedding cache, published whole (`VACUUM INTO`, then a put) after each
+//!   half of an update. Rows first, bookkeeping second, as in a local index:
+//!   a writer that dies in between leaves a state older than the rows, and
+//!   the next writer redoes those files. A writer starts from the store's
+//!   state and cache, so a fresh CI runner re-reads every file (mtimes
+//!   differ), hashes it, and embeds nothing that did not change.
 //!
-//! On this machine, under `<repo>/.agent/shared/<store>/`:
+//! On this machine, under `shared/<store>/` in the workspace's state folder:
 //! - the writer's working copies of `state.sqlite` and `embeddings.sqlite`
 //!   (fetched from the store when it opens) and its `writer.lock`;
 //! - `published/state.sqlite`: a reader's copy of the store's state;
@@ -21,8 +23,24 @@
 //!   shared table, which no longer answers for those files nor for files
 //!   deleted here.
 //!
+//! A reader opens the table in place and fetches only the state. At each
+//! search it walks the repository, hashes the files whose mtime or size moved
+//! (a memo keeps the rest) and compares them with the shared state; the files
+//! that differ or exist only here are indexed into the overlay (an `Index`
+//! restricted to them, `IndexOptions::only`). Both tables' fused hits are
+//! merged by score before the file ranking, so the results describe this
+//! working tree; one embedder serves both (the overlay's is
+//! `embed::Choice::matching` the shared index's identity, a server included).
+//! The binary's `--store` flag (index, search, ask, chat) is
+//! `AGENT_INDEX_STORE`, so every reader in the process (the agent's tools, its
+//! prefetch, doctor) opens the same index.
+//!
 //! Objects other than LanceDB's are read and written whole, through
 //! `object_store` (the crate LanceDB itself uses for S3) or the file system.
+//! Without the `s3` feature an `s3://` store is refused with the rebuild
+//! command; a folder works in every build and is what `scripts/test`
+//! exercises, and `scripts/test-s3` runs the same workflow against moto's S3
+//! server.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

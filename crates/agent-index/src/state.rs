@@ -4,7 +4,8 @@
 //!
 //! The embedding cache maps a hash of a chunk's symbol and text to its vector,
 //! so identical text is embedded once: across files, across runs, and across
-//! renames and branch switches (the path is deliberately not in the key). It
+//! renames and branch switches (the path is deliberately not in the key,
+//! though the embedded text carries a `path | symbol` header for context). It
 //! is the expensive part, so it lives in a file of its own: a damaged state
 //! file is rebuilt from the files on disk and the cache, with no embedding.
 //!

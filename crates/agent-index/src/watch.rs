@@ -5,8 +5,17 @@
 //! an ordinary incremental update, which stats every file but re-reads only
 //! those whose mtime or size moved: one code path for create, modify,
 //! delete, rename and ignore-file edits, with nothing to get out of sync.
+//! Open and read events are ignored: inotify reports every open, and the
+//! update's own walk opens each folder, so counting them made each update
+//! trigger the next (a full walk every debounce period, forever).
 //! [`Background`] runs the same on a thread of a process that does other
 //! work meanwhile.
+//!
+//! Priority: `agent index --watch` drops every thread of the process to nice
+//! 10 after its first pass. A background indexer (a chat's) drops only its
+//! own thread, before it starts the embedder and the store, so their thread
+//! pools inherit the low priority and the model in the same process keeps its
+//! own.
 
 use std::path::Path;
 use std::sync::mpsc;

@@ -1,16 +1,20 @@
 //! MCP client: the team's own tools, served by local MCP servers (stdio) or
 //! remote ones (streamable HTTP, [`http`]), join the toolbox as
-//! `mcp__SERVER__TOOL`.
+//! `mcp__SERVER__TOOL`, whose schema feeds the call grammar like any other.
 //!
 //! The protocol is the official Rust SDK's (`rmcp`); this module only starts
 //! the servers a workspace declares ([`config`]), turns their tools into
-//! [`Tool`]s and their results into observations. A server that fails to
-//! start, hangs or crashes is reported and stopped; the session goes on
-//! without it.
+//! [`Tool`]s and their results into observations. Servers start with the
+//! session, each given `startup_timeout_s` (10 s by default) to start and
+//! list its tools; their stderr goes to `logs/mcp-NAME.log` in the state
+//! folder. A server that fails to start, hangs or crashes is reported and
+//! stopped; a call that fails stops its server for the session and the model
+//! is told; the session goes on without it.
 //!
 //! Calls run under the policy: the user's `deny` rules apply to
-//! `mcp__SERVER__TOOL {args}`, and a tool asks first in `confirm` mode unless
-//! its server marks it read-only. A server the workspace defines starts only
+//! `mcp__SERVER__TOOL {args}`; a tool its server marks read-only
+//! (`readOnlyHint`) counts as a read, the rest as commands, which ask first in
+//! `confirm` mode. A server the workspace defines starts only
 //! once the user has approved its exact definition ([`trust`]), and then in
 //! the command sandbox: the user's credentials hidden, writes only in the
 //! workspace (its read-only set kept) and a temp folder of its own, the

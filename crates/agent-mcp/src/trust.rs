@@ -1,14 +1,14 @@
 //! Which MCP servers the user has approved, per workspace.
 //!
 //! A server in `.mcp.json` or `.agent/config.toml` is a program the agent
-//! starts outside the command sandbox, and those files come with a cloned
-//! repository or could be written by a command. So a server starts only once
-//! the user has approved that exact definition (command, arguments,
-//! environment, and the sha256 of the files inside the workspace it runs,
-//! such as `tools/server.py`) for that workspace: `agent mcp trust NAME`.
-//! A changed definition or script is a new server and needs approval again.
-//! The approvals live in the user's configuration folder
-//! (`~/.config/agent/trusted-mcp.json`), which no workspace reaches.
+//! starts (in the command sandbox, but with the network open), and those
+//! files come with a cloned repository or could be written by a command. So
+//! a server starts only once the user has approved that exact definition
+//! (command, arguments, environment, and the sha256 of the files inside the
+//! workspace it runs, such as `tools/server.py`) for that workspace:
+//! `agent mcp trust NAME`. A changed definition or script is a new server and
+//! needs approval again. The approvals live in the user's configuration
+//! folder (`~/.config/agent/trusted-mcp.json`), which no workspace reaches.
 //!
 //! This is the narrow grant: trusting the whole workspace (`agent trust`,
 //! `agent_core::trust`) starts all its servers, pinned the same way; a server

@@ -6,9 +6,13 @@
 //!
 //! Commands are checked token by token, not as raw text: [`split_commands`]
 //! splits a shell line into simple commands (on `;`, `&&`, `||`, `|`, `&`,
-//! newlines, subshells, `$(...)`, backticks, `sh -c '...'`, `eval`), removes
-//! quoting and strips wrappers (`env`, `nohup`, `timeout 5`, `VAR=1`, ...), so
-//! `echo hi && r"m" -rf  /` is caught and `grep curl src/` is not.
+//! newlines, subshells, `$(...)`, backticks, `sh -c '...'`, `eval`,
+//! `find -exec`), removes quoting and strips wrappers (`env`, `nohup`,
+//! `timeout 5`, `VAR=1`, ...), so `echo hi && r"m" -rf  /` is caught and
+//! `grep curl src/` is not. The [`Verdict`] is denied, allowed, or `Ask`
+//! when the text cannot tell what runs (a program or a deleted path known
+//! only at run time, a shell reading a pipe: `opaque`), which asks even in
+//! yolo mode.
 //!
 //! `.agent/policy.toml`:
 //!
@@ -35,10 +39,11 @@
 //! normalised form (words joined by one space, quotes removed), and `deny`
 //! also against the raw command line.
 //!
-//! The policy is not a sandbox: commands run with the user's rights. It stops
-//! the catastrophic and the unwanted (network, privilege, disks), and `run_cmd`
-//! scrubs secrets from the environment; files a command changes are not
-//! checkpointed (`undo` cannot revert them).
+//! The policy is not a sandbox: it reads text, and a script the model writes
+//! can do anything its user can. It stops the catastrophic and the unwanted
+//! (network, privilege, disks) and flags the opaque; `run_cmd` scrubs secrets
+//! from the environment, and the OS sandbox (`agent-sandbox`) is the fence.
+//! It depends on no crate of the workspace and starts no process.
 
 use std::path::{Path, PathBuf};
 

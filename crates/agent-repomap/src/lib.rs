@@ -12,9 +12,10 @@
 //!    type uses, paths, imports) on the way: tree-sitter then parses about a
 //!    seventh of the bytes. Files the lexer cannot follow are parsed whole,
 //!    with reference queries.
-//! 2. **Cache** ([`cache`]): tags per file in SQLite (`.agent/repomap.sqlite`),
-//!    keyed by content hash; unchanged size+mtime skips even reading the file.
-//!    A corrupt cache is rebuilt, never fatal.
+//! 2. **Cache** ([`cache`]): tags per file in SQLite (`repomap.sqlite` in the
+//!    workspace's state folder, [`default_cache_path`]), keyed by content
+//!    hash; unchanged size+mtime skips even reading the file. A corrupt cache
+//!    is rebuilt, never fatal.
 //! 3. **Rank** ([`rank`]): personalized PageRank over a graph from
 //!    referencing files to defining files, seeded by the request's focus and
 //!    recently edited files; definitions get the rank flowing to them (types

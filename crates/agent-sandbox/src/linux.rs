@@ -4,7 +4,47 @@
 //!
 //! Everything that allocates or reads files is done here, in the parent
 //! ([`prepare`]); the child, between fork and exec, only makes system calls
-//! on what was built ([`child`]).
+//! on what was built ([`child`]). What holds, as codex-rs's `linux-sandbox`
+//! and bubblewrap (`--ro-bind`, `--tmpfs`, `--dev`, `--cap-drop ALL`) have it:
+//!
+//! - *A user namespace of its own, always*, also when the agent is root (uid
+//!   and gid mapped to themselves), plus mount, PID and (offline) network
+//!   namespaces. The mounts below need it; without it (user namespaces
+//!   disabled, not root) Landlock alone applies, and [`describe`] and `agent
+//!   doctor` say exactly which of these guarantees are then missing.
+//! - *The read-only set* is bind-mounted onto itself read-only
+//!   (`mount_setattr`, or a remount keeping the locked flags), before
+//!   Landlock: writes fail with EROFS, renames and removals with EBUSY.
+//! - *The hidden set*: an empty read-only tmpfs over a folder, `/dev/null`
+//!   over a file (only those that exist and do not hold the workspace). The
+//!   home folder is an empty tmpfs with the allowed folders and every
+//!   writable or read-only path inside it bound back, opened before the tmpfs
+//!   covers them.
+//! - *No privilege*: bounding and ambient sets cleared, securebits
+//!   `NOROOT|NO_SETUID_FIXUP` locked (uid 0 regains nothing at exec), the
+//!   effective, permitted and inheritable sets emptied, `no_new_privs`;
+//!   Landlock never grants `MakeChar`/`MakeBlock`; `/dev` is a tmpfs holding
+//!   only null, zero, full, random, urandom, tty, a devpts of its own and
+//!   `/dev/shm`.
+//! - *Limits* per command ([`Limits`]): processes (RLIMIT_NPROC, counted per
+//!   user namespace; root is exempt from it, so for root a pids cgroup where
+//!   one is writable), memory (a memory cgroup of the command's where one is
+//!   writable, holding all its processes and its `/dev/shm`, a tmpfs of a
+//!   quarter of the limit; RLIMIT_DATA per process besides, not RLIMIT_AS,
+//!   which breaks V8 and Go), file size, CPU seconds. A command's cgroup is
+//!   named by pid, time made and count, so no folder left by an earlier
+//!   holder of a reused pid is taken for it; those of finished commands are
+//!   swept.
+//! - *Fail closed*: once the namespace is ours, a mount that fails fails the
+//!   command, and so does a pids cgroup that cannot be made where one is
+//!   promised: a command never runs believing itself fenced when it is not.
+//! - *Network*: Landlock cannot exclude one folder from a writable tree
+//!   (hence the mounts) and covers TCP only, so an offline command also gets
+//!   a network namespace of its own (skipped where the system forbids it),
+//!   and in its mount namespace every path-bound Unix socket the host
+//!   listens on (read from `/proc/net/unix` before the fork) is covered by
+//!   `/dev/null`: the Docker socket would otherwise be a way out. Neither
+//!   tells hosts apart: `allow_network = false` also blocks 127.0.0.1.
 
 mod child;
 

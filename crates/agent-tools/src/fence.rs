@@ -8,11 +8,21 @@
 //!   `.mcp.json`, the instruction files (`AGENTS.md` anywhere, `CLAUDE.md`),
 //!   and the policy's `protected_paths` (policy.toml's, and the files trusted
 //!   MCP servers and hooks run). A command that must write `.git` (`git
-//!   commit`) asks, and runs with it writable ([`allow_git_writes`]) and
-//!   git's hooks and fsmonitor off ([`git_hardening_env`]).
-//! - Hidden ([`secret_paths`]): the user's credentials, the agent's own
-//!   configuration and state, `/etc/shadow`, and the policy's `deny_read`;
-//!   and the home folder but for the toolchains' folders ([`HOME_ALLOW`]).
+//!   commit`, `git checkout -b`: `Policy::git_writer`) asks in every mode,
+//!   and runs with it writable ([`allow_git_writes`]) and git's hooks and
+//!   fsmonitor off ([`git_hardening_env`]). The model is told to ask the user
+//!   or use the file tools for the rest.
+//! - Hidden ([`secret_paths`]): the user's credentials ([`HOME_SECRETS`]:
+//!   `~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.kube`, `~/.netrc`,
+//!   `~/.gnupg`, `~/.git-credentials`, `~/.npmrc`, ...), the agent's own
+//!   configuration and state, `/etc/shadow`, `/etc/gshadow`, and the policy's
+//!   `deny_read`; and the home folder but for the toolchains' folders and
+//!   their caches and the git identity ([`HOME_ALLOW`], plus policy.toml's
+//!   `home_allow`).
+//! - The environment: an allowlist ([`agent_policy::secrets::ENV_PASS`] and
+//!   policy.toml's `env_pass`), with secrets removed from it too.
+//!
+//! On macOS the same rules are a Seatbelt profile for `sandbox-exec`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,15 @@
 //! directory (never the workspace), the user's editor opens it, and what
 //! they saved comes back as [`Decision::ApproveEdited`], which the write
 //! path writes instead of the model's text.
+//!
+//! The `Approval::Write` carries each file's text before and after
+//! (`proposed`, left out of its JSON: the audit log, `--json` and ACP keep the
+//! diff). The editor is `$VISUAL`, else `$EDITOR`, else `vi`, run through
+//! `sh -c` as git does ([`editor_command`]); the approver then asks again with
+//! the diff against what was saved, and a yes writes the edited text
+//! (checkpoint and read ledger included), the tool's result telling the model,
+//! with the final diff. The editor runs unfenced: the user asked for it, and
+//! it runs nothing of the workspace's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,19 +1,24 @@
 //! `run_cmd`: a shell command under the policy, in its own process group.
 //!
-//! Order: the command policy first (a denied command never runs), then the
-//! approval, then `sh -c` with stdin closed and the environment scrubbed of
-//! secrets ([`agent_policy::Policy::command_env`]). The process group is
-//! killed on timeout or Ctrl-C, and whatever the command left running
-//! (background jobs, `setsid` daemons) is ended when it ends. Combined stdout+stderr is kept as its first
-//! and last 4 KiB. A failure is classified from the output (syntax, missing
-//! dependency, test failure, permission) with a one-line hint for the model.
+//! Order: the command policy first (a denied command never runs; one whose
+//! verdict is `Ask`, because its text cannot tell what runs, asks even in
+//! yolo mode), then the approval, then `sh -c` with stdin closed and the
+//! environment scrubbed of secrets ([`agent_policy::Policy::command_env`]),
+//! inside the sandbox ([`crate::fence::sandbox`]) with a private `TMPDIR`.
+//! The process group is killed on timeout or Ctrl-C, and whatever the command
+//! left running is ended when it ends: every process still carrying its
+//! `AGENT_RUN_ID` (`setsid` and double-forked daemons leave the group, not the
+//! environment). Combined stdout+stderr is kept as its first and last 4 KiB.
+//! A failure is classified from the output (syntax, missing dependency, test
+//! failure, permission, timeout) with a one-line hint for the model.
 //!
 //! In the sandbox a command writes a copy-on-write layer, not the
 //! workspace; what it changed is admitted afterwards as one change set
 //! (shown as a diff, checkpointed, undoable), and what configures the agent
 //! or git is asked for or refused ([`admit`]). Where no layer can be had
-//! (`--sandbox off`, no overlayfs) a command writes the workspace directly
-//! and its changes are not checkpointed.
+//! (`--sandbox off`, no overlayfs) a command writes the workspace directly,
+//! its changes are not checkpointed (which is why commands are confirmed),
+//! and `state_guard` puts back the `.agent/` settings it changed.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;

@@ -1,6 +1,9 @@
 //! `todo`: the model's plan for a task of several steps, written whole each
 //! time (simpler for a small model than editing items by number) and kept
 //! by the loop as session state. It touches nothing; the front ends show it.
+//! At most one item is in progress; a refused list changes nothing and says
+//! what to send. Only coding tasks get the tool (`Access::Plan`); the loop's
+//! side (reporting, resume, `/rewind`) is `agent_core`'s.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -1,6 +1,10 @@
 //! `undo`: reverts the last change set from its checkpoint. A tool of its
 //! own, apart from [`crate::checkpoint`] (which only stores): it writes
 //! through [`crate::change`], which checkpoints through the store.
+//!
+//! Only the current session's sets: each records its session, and another
+//! run's is named, not reverted (`agent sessions undo ID` reverts it). What a
+//! command changed outside a layer cannot be undone.
 
 use serde_json::{json, Value};
 

@@ -1,9 +1,11 @@
 //! Approvals in place: what is asked goes into the scrollback (an edit's
 //! coloured diff; a command, its folder and why the policy asks), the
 //! question waits in the live area for `y`, `n` or `a`, and for an edit
-//! `e`: the user's editor opens on the proposed text (the UI steps aside
-//! meanwhile), the diff is shown again against what they saved, and the
-//! question is asked again; a yes then writes their text.
+//! `e`: the user's editor opens on the proposed text (`agent_tools::proposal`)
+//! while the UI steps aside (live area cleared, cooked mode, the cursor
+//! shown, the editor's stderr the real one, not the capture pipe), the diff
+//! is shown again against what they saved, and the question is asked again;
+//! a yes then writes their text.
 //!
 //! The rules are the line mode's (`agent_core::ui::TerminalApprover`):
 //! yolo approves what the policy could read, "always" approves the rest of

@@ -1,7 +1,10 @@
 //! While the UI is up, file descriptor 2 is a pipe of ours: what any code
 //! prints on stderr (a chat command's report, a warning, a log line) comes
 //! back here and is shown as a cell in the scrollback, instead of landing
-//! in the middle of the live area.
+//! in the middle of the live area. The pipe is drained before each event the
+//! chat sends (`Link::send`), so its text lands in order; SGR colours become
+//! styles and every other control character is escaped. The terminal itself
+//! is written through stdout.
 
 use std::os::fd::RawFd;
 

@@ -1,7 +1,8 @@
 //! A unified diff, coloured: additions green, removals red, hunks cyan; where
 //! a run of removed lines is replaced by as many added lines, each pair's
 //! changed words are highlighted (`similar`'s word diff), so a one-word edit
-//! in a long line is seen at once.
+//! in a long line is seen at once, unless the pair shares too little to be
+//! an edit.
 
 use agent_base::term::escape_line;
 use ratatui::style::{Color, Modifier, Style};

@@ -1,5 +1,10 @@
 //! `@` in the input: the workspace's files, fuzzy-matched on what follows
 //! it (helix's `nucleo-matcher`), for the chat to attach to the request.
+//! The workspace is walked once, on the first `@`, as the index walks it
+//! (`agent_lang::walk::builder`), secret files left out; the chat attaches
+//! each `@path` that names a file inside the workspace
+//! (`agent_session::chat::with_attachments`, the fenced block of `agent ask
+//! --file`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,8 @@
 //! Reasoning and tool output folded to their first lines. What is in the
 //! scrollback cannot change, so "expand" (Ctrl+T) prints the last folded
-//! cell again in full and keeps the cells after it whole until pressed again.
+//! cell again in full and keeps the cells after it whole until pressed again
+//! (`-v` starts expanded). Reasoning is held until it ends, its latest line
+//! live meanwhile.
 
 use ratatui::text::Line;
 

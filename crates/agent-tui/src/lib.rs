@@ -2,19 +2,33 @@
 //!
 //! The design is codex-rs's: an inline viewport at the bottom of the
 //! terminal (ratatui's `Viewport::Inline`) holds the live area (what is
-//! streaming, the running tool, a question, the `/` list, the input and the
-//! status line); every finished cell is inserted above it, into the
-//! terminal's own scrollback, so the user scrolls, searches and copies with
-//! their terminal. No alternate screen.
+//! streaming, the running tool, a question, the model's plan, the `/` list,
+//! the input and the status line); every finished cell is inserted above it
+//! (`insert_before`, with scroll regions), into the terminal's own
+//! scrollback, so the user scrolls, searches and copies with their terminal.
+//! No alternate screen. A pipe, `TERM=dumb` or `--no-tui` keep the line mode
+//! ([`available`]).
 //!
 //! Two threads: the chat's (the caller's: it owns the [`agent_core::Agent`]
 //! and runs the same loop and chat commands as the line mode) and the UI's
-//! (it owns the terminal and reads the keys). The chat's side is [`Tui`]:
+//! (it owns the terminal, reads the keys through crossterm, with bracketed
+//! paste and the keyboard protocol where the terminal has it, and draws at
+//! most every 40 ms). The chat's side is [`Tui`]:
 //! [`Tui::read_request`] waits for the next request, [`Tui::ui`] is the
 //! loop's [`agent_core::ui::Ui`], [`Tui::approver`] its
-//! [`agent_tools::Approver`]. While the UI is up, stderr is a pipe whose text
+//! [`agent_tools::Approver`]; they send events over a channel to the UI's
+//! thread, and an approval blocks the chat's thread on a reply channel until
+//! the user answers. While the UI is up, stderr is a pipe whose text
 //! becomes cells (`capture`), so a chat command's report or a warning
 //! printed by any code lands in the scrollback, in order.
+//!
+//! Keys the chat acts on: Esc trips the chat's `CancelToken` (Ctrl-C's
+//! meaning), and a second Ctrl-C within two seconds quits (during a turn at
+//! once, exit 130). Shift+Tab sends [`Request::NextMode`] to the chat's
+//! thread, read between turns (a turn keeps the mode it began in): the chat
+//! moves to the next mode the administrator allows
+//! (`agent_core::Agent::cycle_mode`, which audits it) and gives the approver
+//! and the status line the new mode.
 
 mod app;
 mod approval;

@@ -1,6 +1,7 @@
 //! The model's plan (`todo`), pinned above the input while it lasts: one
 //! row per item (✓ done and dimmed, ▸ in progress, · pending), at most
-//! [`MAX_ROWS`] rows, the rest counted.
+//! [`MAX_ROWS`] rows, the rest counted. The chat sets it again after each
+//! line, so a finished plan, `/clear` and `/rewind` take it away.
 
 use agent_base::term::escape_line;
 use agent_tools::todo::{Item, Status};

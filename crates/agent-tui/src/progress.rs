@@ -1,6 +1,7 @@
 //! What the model is doing in the current step, for the status line: the
 //! prompt's prefill (tokens done of total, and the time left at the rate
-//! measured so far), then the decoding speed.
+//! measured so far), then the decoding speed. Fed by `Ui::prefilling` (the
+//! engine's `Event::Prefill`, after each batch) and `Ui::generating`.
 
 use std::time::Instant;
 

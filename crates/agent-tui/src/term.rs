@@ -1,7 +1,17 @@
-//! The terminal: raw mode, bracketed paste, focus reports and the keyboard protocol on,
-//! an inline viewport at the bottom (no alternate screen: what is finished
-//! goes into the terminal's own scrollback), and everything put back on
-//! exit, panic included.
+//! The terminal: raw mode, bracketed paste, focus reports and the keyboard
+//! protocol on, an inline viewport at the bottom (no alternate screen: what
+//! is finished goes into the terminal's own scrollback), and everything put
+//! back on exit, panic included.
+//!
+//! - The viewport grows and shrinks with what it holds: `Screen::set_height`
+//!   starts a new viewport where the old one began.
+//! - A resize clears the live area and reopens it where it now begins (the
+//!   cursor's row, asked of the terminal, less its row in the last frame: a
+//!   terminal scrolls its rows when its height changes), not by ratatui's
+//!   resize, which clears the whole screen when the width shrinks.
+//! - `restore` is called from the normal path, the panic hook and the second
+//!   Ctrl-C; the live area is cleared, so what the chat prints last (`session
+//!   ... saved`) follows the scrollback.
 
 use std::io::{Stdout, Write};
 

@@ -5,8 +5,16 @@
 //! (`ort` load-dynamic): nothing is downloaded, and a missing or too old
 //! runtime is an error that names the fix instead of a panic.
 //!
-//! An index records which embedder made its vectors ([`Identity`]): vectors
-//! of two models cannot be compared, so an index refuses a second one.
+//! An index records which embedder made its vectors ([`Identity`]: model,
+//! width, server): vectors of two models cannot be compared, so a writer
+//! asked for another model refuses to open (`--rebuild` starts over), and
+//! readers embed queries with the recorded one ([`Choice::matching`]), on the
+//! recorded server for a remote index. The table's vector width is the
+//! model's (384 for MiniLM).
+//!
+//! Texts go to ONNX Runtime a few at a time: its arena keeps the largest
+//! batch's tensors, so the batch size sets peak RSS (1.4 GB at 32, 0.5 GB at
+//! 4; BENCHMARKS.md). `--threads` caps the embedder.
 
 pub mod remote;
 

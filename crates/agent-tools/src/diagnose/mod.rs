@@ -1,6 +1,6 @@
 //! Diagnostics after a write: the errors a change brought into the files it
 //! touched, so the model sees a broken edit at once instead of at the next
-//! test run.
+//! test run. Every write through `change::apply` gets them, with `file:line`.
 //!
 //! Two layers, fastest first, each bounded in time and output:
 //! - [`syntax`]: a tree-sitter parse, and Python's compiler for `.py`;
@@ -9,7 +9,10 @@
 //!   time-capped, on the files whose syntax is clean.
 //!
 //! Errors that were already there before the change are counted, not
-//! listed: they are not the model's doing.
+//! listed: they are not the model's doing. A parse compares the old content
+//! with the new; a checker's errors are compared with a run before the write,
+//! matched by message on the lines the diff left alone, so an error that was
+//! there stays unlisted and a caller broken in another file is listed.
 
 mod checkers;
 mod syntax;

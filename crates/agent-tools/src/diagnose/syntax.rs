@@ -3,6 +3,12 @@
 //! (`compile()`, nothing written) when `python3` is installed, for what the
 //! grammar accepts but Python does not (`return` outside a function, a bad
 //! `nonlocal`).
+//!
+//! The one program the agent runs unfenced, because it runs nothing of the
+//! workspace: a fixed script reads the text on stdin and only `compile()`s
+//! it (no `exec`, no import of it), under `python3 -I -S` (no user site, no
+//! `PYTHON*` variables, no current folder on the path, no `site`), with an
+//! empty environment but `PATH`, from `/`, killed after a timeout.
 
 use std::io::Write;
 use std::path::Path;

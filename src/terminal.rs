@@ -15,15 +15,16 @@ pub(crate) fn print(notice: Notice) {
 /// A notice as the terminal shows it: its mark and style, its text escaped.
 pub(crate) fn shown(notice: &Notice) -> String {
     let text = escape_controls(notice.text());
-    match notice {
-        Notice::Plain(_) => text.into_owned(),
-        Notice::Quiet(_) => style(text).dim().to_string(),
-        Notice::Note(_) => format!("note: {text}"),
-        Notice::Warning(_) => format!("{} {text}", style("warning:").yellow()),
-        Notice::Alert(_) => format!("{} {text}", style("!").yellow()),
-        Notice::Failed(_) => format!("{} {text}", style("✗").red()),
-        Notice::Error(_) => format!("error: {text}"),
-        Notice::Diff(_) => agent_tools::diff::colored(&text).trim_end().to_string(),
+    let mark = |mark| match notice {
+        Notice::Warning(_) | Notice::Alert(_) => style(mark).yellow(),
+        Notice::Failed(_) => style(mark).red(),
+        _ => style(mark),
+    };
+    match (notice, notice.mark()) {
+        (Notice::Quiet(_), _) => style(text).dim().to_string(),
+        (Notice::Diff(_), _) => agent_tools::diff::colored(&text).trim_end().to_string(),
+        (_, Some(m)) => format!("{} {text}", mark(m)),
+        (_, None) => text.into_owned(),
     }
 }
 

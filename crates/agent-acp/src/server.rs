@@ -314,14 +314,10 @@ impl Server<'_> {
 /// A notice as a line of the agent's message.
 fn notice_text(notice: &Notice) -> String {
     let text = notice.text();
-    match notice {
-        Notice::Note(_) => format!("note: {text}"),
-        Notice::Warning(_) => format!("warning: {text}"),
-        Notice::Alert(_) => format!("! {text}"),
-        Notice::Failed(_) => format!("✗ {text}"),
-        Notice::Error(_) => format!("error: {text}"),
-        Notice::Diff(_) => format!("```diff\n{text}\n```"),
-        Notice::Plain(_) | Notice::Quiet(_) => text.to_string(),
+    match (notice, notice.mark()) {
+        (Notice::Diff(_), _) => format!("```diff\n{text}\n```"),
+        (_, Some(mark)) => format!("{mark} {text}"),
+        (_, None) => text.to_string(),
     }
 }
 

@@ -65,6 +65,19 @@ impl Notice {
             | Notice::Diff(t) => t,
         }
     }
+
+    /// The word or sign the text follows (`note:`, `!`, `✗` …), the same on
+    /// every front end; None for plain, quiet and diff notices.
+    pub fn mark(&self) -> Option<&'static str> {
+        match self {
+            Notice::Note(_) => Some("note:"),
+            Notice::Warning(_) => Some("warning:"),
+            Notice::Alert(_) => Some("!"),
+            Notice::Failed(_) => Some("✗"),
+            Notice::Error(_) => Some("error:"),
+            Notice::Plain(_) | Notice::Quiet(_) | Notice::Diff(_) => None,
+        }
+    }
 }
 
 /// Where a session's notices go.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use agent_engine::offload::GpuLayers;
+use agent_session::settings::{GpuLayers, Mode, SearchMode, Think};
 
 const AFTER_HELP: &str = "\
 Quick start:
@@ -200,7 +200,7 @@ pub(crate) enum ConfigCommand {
         json: bool,
         /// The --mode a session would be given.
         #[arg(long, value_enum)]
-        mode: Option<agent_policy::Mode>,
+        mode: Option<Mode>,
         /// The --sandbox a session would be given.
         #[arg(long, value_enum, value_name = "on|off")]
         sandbox: Option<Switch>,
@@ -462,8 +462,8 @@ Examples:
 pub(crate) struct InitArgs {
     /// Which writes ask first: confirm (default) shows the diff and asks; yolo creates a new
     /// AGENTS.md without asking; replacing an existing one always asks.
-    #[arg(long, value_enum, default_value_t = agent_policy::Mode::Confirm)]
-    pub mode: agent_policy::Mode,
+    #[arg(long, value_enum, default_value_t = Mode::Confirm)]
+    pub mode: Mode,
     /// Print the AGENTS.md it would write on stdout instead of writing it.
     #[arg(long)]
     pub print: bool,
@@ -481,8 +481,8 @@ pub(crate) struct InitArgs {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct AgentArgs {
     /// Which actions ask for confirmation first.
-    #[arg(long, value_enum, default_value_t = agent_policy::Mode::Confirm)]
-    pub mode: agent_policy::Mode,
+    #[arg(long, value_enum, default_value_t = Mode::Confirm)]
+    pub mode: Mode,
     /// Most model calls per request (the last one may only be the answer).
     #[arg(long, default_value_t = 12, value_name = "N")]
     pub max_steps: usize,
@@ -605,7 +605,7 @@ pub(crate) struct ModelArgs {
     pub chat_template_file: Option<PathBuf>,
     /// Let the model reason before it answers: on, off, or auto (on for templates that think).
     #[arg(long, value_name = "on|off|auto", default_value = "auto")]
-    pub think: agent_llm::Think,
+    pub think: Think,
     /// Most tokens a reply may spend reasoning; the engine closes the reasoning there
     /// (default: an eighth of the context, between 256 and 4096).
     #[arg(long, value_name = "N")]
@@ -819,11 +819,11 @@ pub(crate) struct IndexArgs {
     /// Stop (with an error) past this many files: a folder that holds more
     /// is rarely one project (`/`, a home folder), and indexing it would run
     /// out of memory.
-    #[arg(long, default_value_t = agent_lang::walk::DEFAULT_MAX_FILES, value_name = "N")]
+    #[arg(long, default_value_t = agent_session::index::DEFAULT_MAX_FILES, value_name = "N")]
     pub max_files: usize,
 
     /// Stop (with an error) once the files to index hold this many MiB.
-    #[arg(long, default_value_t = agent_lang::walk::DEFAULT_MAX_TOTAL_BYTES >> 20, value_name = "MIB")]
+    #[arg(long, default_value_t = agent_session::index::DEFAULT_MAX_TOTAL_BYTES >> 20, value_name = "MIB")]
     pub max_total_mb: u64,
     /// CPU threads for embedding (default: all cores). Fewer leave room for
     /// other work while a large repository indexes.
@@ -892,8 +892,8 @@ pub(crate) struct SearchArgs {
     #[arg(long, value_name = "L")]
     pub lang: Option<String>,
     /// Retrieval mode.
-    #[arg(long, value_enum, default_value_t = agent_index::SearchMode::Hybrid)]
-    pub mode: agent_index::SearchMode,
+    #[arg(long, value_enum, default_value_t = SearchMode::Hybrid)]
+    pub mode: SearchMode,
     /// Repository whose index to search (default: the enclosing one).
     #[arg(long, value_name = "PATH")]
     pub root: Option<PathBuf>,
@@ -933,4 +933,16 @@ pub(crate) struct MapArgs {
     /// with no model file: what `agent mcp serve`'s map does. For tests.
     #[arg(long, value_name = "FILE", hide = true)]
     pub script: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own check of the definitions: every `conflicts_with` and
+    /// `requires` names an argument, no two flags share a name.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

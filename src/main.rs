@@ -23,7 +23,7 @@ use cmd::exit;
 fn main() {
     keep_environment_private();
     quiet_on_closed_output();
-    agent_lang::route_tree_sitter();
+    agent_session::route_tree_sitter();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if cmd::version::wants_json(&args) {
         println!("{:#}", cmd::version::report());
@@ -36,7 +36,7 @@ fn main() {
     if let Some(store) = command.index_store() {
         // Every index reader in the process (search, the agent's tools, its
         // prefetch, doctor) opens the shared index; set before any thread.
-        std::env::set_var(agent_index::shared::STORE_ENV, store);
+        std::env::set_var(agent_session::index::STORE_ENV, store);
     }
     agent_session::trust::set_flag(cli.trust);
     // The administrator's rules, read once; a file that cannot be read

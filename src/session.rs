@@ -1,16 +1,15 @@
 //! What every front end of the agent does alike, on the terminal: open the
 //! session for the workspace around the current directory
 //! (`agent_session::open`, asking on the terminal), then show a request's
-//! outcome. (The saved conversations are `agent_core::session`.)
+//! outcome. (The saved conversations are `agent_session::saved`.)
 
 use agent_base::term::escape_controls;
-use agent_core::ui::TerminalApprover;
-use agent_core::{Finish, Outcome};
-use agent_llm::{Provider, Sampling};
-use agent_policy::Mode;
+use agent_line::TerminalApprover;
+use agent_protocol::{Approver, Finish};
 use agent_session::outcome::{changes_line, stats_line};
-use agent_session::{Ask, ChatSession, Opening};
-use agent_tools::Approver;
+use agent_session::provider::Provider;
+use agent_session::settings::{Mode, Sampling};
+use agent_session::{Ask, ChatSession, Opening, Outcome};
 use anyhow::Result;
 use console::style;
 

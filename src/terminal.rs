@@ -22,7 +22,7 @@ pub(crate) fn shown(notice: &Notice) -> String {
     };
     match (notice, notice.mark()) {
         (Notice::Quiet(_), _) => style(text).dim().to_string(),
-        (Notice::Diff(_), _) => agent_tools::diff::colored(&text).trim_end().to_string(),
+        (Notice::Diff(_), _) => agent_protocol::diff::colored(&text).trim_end().to_string(),
         (_, Some(m)) => format!("{} {text}", mark(m)),
         (_, None) => text.into_owned(),
     }

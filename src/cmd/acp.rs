@@ -9,12 +9,10 @@ use anyhow::Result;
 
 use crate::cli::AcpArgs;
 use agent_acp::StdioServer;
-use agent_core::Agent;
-use agent_llm::Sampling;
-use agent_mcp::config::ServerConfig;
-use agent_policy::Mode;
+use agent_session::mcp::ServerConfig;
+use agent_session::settings::{Mode, Sampling};
 use agent_session::shared::SharedProvider;
-use agent_session::Opening;
+use agent_session::{Agent, Opening};
 
 pub(crate) fn run(args: &AcpArgs) -> Result<i32> {
     // Only protocol messages on stdout: whatever else writes there lands in
@@ -49,17 +47,7 @@ impl agent_acp::Sessions for Factory<'_> {
         };
         let servers = mcp
             .into_iter()
-            .map(|s| ServerConfig {
-                name: s.name,
-                command: s.command,
-                args: s.args,
-                env: s.env,
-                url: None,
-                headers: Default::default(),
-                ca_bundle: None,
-                startup_timeout_s: None,
-                source: Default::default(),
-            })
+            .map(|s| ServerConfig::stdio(s.name, s.command, s.args, s.env))
             .collect();
         let opening = Opening {
             agent: self.args.agent.settings(),

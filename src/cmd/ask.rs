@@ -1,24 +1,19 @@
 //! `agent ask`: one request through the agent (intent gate, tool loop), or
-//! with `--no-tools` one plain streamed answer (`agent_core::plain`).
+//! with `--no-tools` one plain streamed answer (`agent_session::ask`).
 
 use std::io::Write;
 
-use anyhow::{bail, Context, Result};
-use serde_json::json;
+use anyhow::Result;
 
 use super::exit;
 use crate::cli::{AskArgs, OutputFormat};
 use crate::session;
 use agent_base::cancel::CancelToken;
-use agent_core::attach::Request;
-use agent_core::plain::{self, PlainQuestion};
-use agent_core::ui::{JsonLinesUi, QuietUi, TerminalUi, Ui};
-use agent_llm::{
-    Completion, CompletionRequest, Event, FinishReason, Flow, Grammar, Provider, Sampling,
-};
-use agent_policy::Mode;
-use agent_session::search::IndexSearch;
-use agent_tools::SemanticSearch;
+use agent_line::{JsonLinesUi, TerminalUi};
+use agent_protocol::event::QuietUi;
+use agent_protocol::{Request, Ui};
+use agent_session::ask::PlainAsk;
+use agent_session::settings::{Mode, Sampling};
 
 pub(crate) fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     super::admin::check_agent(&args.agent.settings())?;
@@ -27,33 +22,16 @@ pub(crate) fn run(args: &AskArgs, cancel: &CancelToken, verbose: bool) -> Result
         eprintln!("error: the prompt is empty\n  fix: agent ask \"your question\"");
         return Ok(exit::USAGE);
     }
-    let question = expand_command(question)?;
+    let question = agent_session::ask::expand_command(question)?;
     if args.no_tools {
         return answer_plain(args, &question, cancel);
     }
-    let files = agent_core::attach::attachments(&args.files)?;
+    let files = agent_session::chat::attachments(&args.files)?;
     let request = Request::new(question, files);
     if args.print_prompt {
         return print_first_prompt(args, request, cancel);
     }
     answer(args, request, cancel, verbose)
-}
-
-/// `agent ask /review src/app.py`: the team's prompt file, filled in; any
-/// other question as it is.
-fn expand_command(question: String) -> Result<String> {
-    let Some((name, rest)) = agent_core::commands::parse_invocation(&question) else {
-        return Ok(question);
-    };
-    let root = agent_base::paths::repo_root(None)?;
-    let personal = agent_core::commands::personal_dir();
-    if !agent_session::trust::workspace_trusted(&root)? {
-        if let Some(why) = agent_core::commands::held(&root, personal.as_deref(), name) {
-            bail!(why);
-        }
-    }
-    agent_core::commands::expand(&root, personal.as_deref(), name, rest)
-        .map_err(|why| anyhow::anyhow!(why))
 }
 
 /// The sampling flags; the loop's grammar keeps its replies from looping, so
@@ -105,140 +83,52 @@ fn print_first_prompt(args: &AskArgs, request: Request, cancel: &CancelToken) ->
         .agent
         .handle(request, &mut QuietUi, session.approver.as_mut(), cancel)?;
     if let Some(sizes) = outcome.first_prompt {
-        eprintln!("{}", agent_core::first_prompt::describe(&sizes));
+        eprintln!("{}", agent_session::outcome::first_prompt(&sizes));
     }
     Ok(exit::OK)
 }
 
 /// `--no-tools`: the request (with attachments and retrieved chunks) straight
-/// to the model, the answer streamed.
+/// to the model, the answer streamed to stdout (or reported whole as JSON).
 fn answer_plain(args: &AskArgs, question: &str, cancel: &CancelToken) -> Result<i32> {
-    let mut plain = PlainQuestion {
-        question,
-        files: &args.files,
+    let ask = PlainAsk {
+        question: question.to_string(),
+        files: args.files.clone(),
         system: args.system.clone(),
         context_chunks: args.context_chunks,
         max_tokens: args.max_tokens,
-        sampling: Sampling {
-            temperature: args.temperature,
-            top_p: args.top_p,
-            seed: args.seed,
-            repeat_penalty: args.repeat_penalty.unwrap_or(plain::REPEAT_PENALTY),
-        },
-    }
-    .request(open_index)?;
-    if plain.retrieved_chunks > 0 {
-        eprintln!(
-            "(using {} code chunks from the index)",
-            plain.retrieved_chunks
-        );
-    }
-    plain.request.grammar = grammar(args)?;
-    plain.request.interrupt = Some(cancel.clone());
-    if args.print_prompt {
-        let json = args.format() != OutputFormat::Text;
-        let mut printer = super::prompt_printer(&args.model, json, cancel)?;
-        plain::fit(&mut plain.request, printer.as_ref());
-        printer.complete(&plain.request, &mut |_| Flow::Continue)?;
-        return Ok(exit::OK);
-    }
-    stream_answer(args, plain.request)
-}
-
-/// The workspace's index, opened for one search; None (and nothing said)
-/// when there is none, since retrieval is a bonus.
-fn open_index() -> Option<Box<dyn SemanticSearch>> {
-    let root = agent_base::paths::repo_root(None).ok()?;
-    let index = IndexSearch::open(&root).ok()?;
-    Some(Box::new(index))
-}
-
-/// `--grammar` as is, or `--json-schema` converted by the engine.
-fn grammar(args: &AskArgs) -> Result<Option<Grammar>> {
-    Ok(match (&args.grammar, &args.json_schema) {
-        (Some(path), _) => Some(Grammar::from_file(path)?),
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let schema = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not valid JSON", path.display()))?;
-            Some(agent_engine::json_schema_grammar(&schema)?)
-        }
-        (None, None) => None,
-    })
-}
-
-/// The model's reply to `request`, streamed to stdout as text or reported
-/// whole as JSON.
-fn stream_answer(args: &AskArgs, mut request: CompletionRequest) -> Result<i32> {
+        temperature: args.temperature,
+        top_p: args.top_p,
+        seed: args.seed,
+        repeat_penalty: args.repeat_penalty,
+        grammar: args.grammar.clone(),
+        json_schema: args.json_schema.clone(),
+    };
     let json = args.format() != OutputFormat::Text;
-    let mut provider = super::provider(&args.model)?;
-    // The attached files and retrieved code are cut to fit the window.
-    let fitted = plain::fit(&mut request, provider.as_ref());
-    if fitted.excerpted > 0 {
-        eprintln!(
-            "(cut to fit the context window: {} of the attached files or retrieved code, about {} tokens left out)",
-            fitted.excerpted,
-            agent_base::tokens::thousands(fitted.cut_tokens)
-        );
-    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let completion = provider.complete(&request, &mut |event| {
-        if let (false, Event::Text(text)) = (json, event) {
-            // A closed pipe (`agent ask ... | head`) ends generation quietly.
-            if out
-                .write_all(text.as_bytes())
-                .and_then(|_| out.flush())
-                .is_err()
-            {
-                return Flow::Stop;
-            }
-        }
-        Flow::Continue
-    })?;
+    // A closed pipe (`agent ask ... | head`) ends generation quietly.
+    let mut text = |piece: &str| {
+        json || out
+            .write_all(piece.as_bytes())
+            .and_then(|_| out.flush())
+            .is_ok()
+    };
+    let answer = agent_session::ask::answer_plain(
+        &ask,
+        &args.model.settings(),
+        args.print_prompt.then_some(json),
+        cancel,
+        &mut text,
+        &mut crate::terminal::print,
+    )?;
+    if args.print_prompt {
+        return Ok(answer.exit);
+    }
     if json {
-        let report = json_report(provider.as_ref(), &completion);
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&answer.report)?)?;
     } else {
         let _ = writeln!(out);
     }
-    Ok(finish_code(completion.finish, args.max_tokens))
-}
-
-/// `--json`'s report of a plain answer.
-fn json_report(provider: &dyn Provider, completion: &Completion) -> serde_json::Value {
-    json!({
-        "answer": completion.text,
-        "model": provider.name(),
-        "finish": completion.finish,
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "reused_tokens": completion.reused_tokens,
-        "ttft_ms": completion.ttft_ms,
-        "prompt_cache": completion.prompt_cache(),
-        "speculative": completion.speculation(),
-        "prefill_ms": completion.prefill_ms,
-        "decode_ms": completion.decode_ms,
-        "engine": provider.placement(),
-    })
-}
-
-/// The exit code for how the answer ended, with a note when it was cut.
-fn finish_code(finish: FinishReason, max_tokens: usize) -> i32 {
-    match finish {
-        FinishReason::Cancelled => {
-            eprintln!("(stopped)");
-            exit::INTERRUPTED
-        }
-        FinishReason::Length => {
-            eprintln!("(answer cut at --max-tokens {max_tokens})");
-            exit::OK
-        }
-        FinishReason::ContextFull => {
-            eprintln!("(answer cut: the context window is full; try --ctx-size)");
-            exit::OK
-        }
-        _ => exit::OK,
-    }
+    Ok(answer.exit)
 }

@@ -13,9 +13,9 @@ use crate::cli::ChatArgs;
 use crate::session::{open_agent, print_outcome_on};
 use crate::terminal::{self, LineAsk};
 use agent_base::cancel::CancelToken;
-use agent_core::ui::{TerminalUi, Ui};
-use agent_llm::Sampling;
-use agent_policy::Mode;
+use agent_line::TerminalUi;
+use agent_protocol::Ui;
+use agent_session::settings::{mode_name, Mode, Sampling};
 use agent_session::{chat, Ask, ChatSession, Reply};
 
 pub(crate) fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Result<i32> {
@@ -56,7 +56,7 @@ pub(crate) fn run(args: &ChatArgs, cancel: &CancelToken, verbose: bool) -> Resul
         }
     }
     // The index stays live, the agent's own edits included.
-    let watcher = agent_index::watch::Background::start(session.agent.workspace(), false);
+    let watcher = agent_session::index::Background::start(session.agent.workspace(), false);
     let mut chat = Chat {
         session,
         mode: args.agent.mode,
@@ -203,7 +203,7 @@ impl Chat {
             context_used: used,
             context_window: window,
             generated: self.session.totals.generated,
-            mode: agent_policy::managed::mode_name(&self.mode),
+            mode: mode_name(&self.mode),
         }
     }
 

@@ -1,51 +1,28 @@
-//! `agent map`: the repository map the agent's system prompt carries.
+//! `agent map`: the repository map the agent's system prompt carries
+//! (`agent_session::map`).
 
 use anyhow::Result;
 
 use super::exit;
 use crate::cli::MapArgs;
 use agent_base::paths;
-use agent_repomap::{
-    budget_for_context, default_cache_path, focus_from_request, MapOptions, RepoMap,
-    DEFAULT_BUDGET_FRACTION,
-};
+use agent_session::map::MapRequest;
 
 pub(crate) fn run(args: &MapArgs) -> Result<i32> {
     let root = paths::repo_root(args.root.as_deref())?;
-    // The budget is counted with the chat model's own tokenizer; how the
-    // model would run (GPU, threads, a server) does not matter here.
-    let settings = agent_session::ModelSettings {
+    let model = agent_session::ModelSettings {
         model: args.model.clone(),
         ctx_size: args.ctx_size,
         script: args.script.clone(),
         ..Default::default()
     };
-    let provider = agent_session::provider::provider(&settings, &mut crate::terminal::print)?;
-    let mut map = RepoMap::open(&root, &default_cache_path(&root));
-    map.refresh()?;
-    let options = MapOptions {
-        token_budget: args.tokens.unwrap_or_else(|| {
-            budget_for_context(provider.context_size(), DEFAULT_BUDGET_FRACTION)
-        }),
-        focus: args
-            .focus
-            .iter()
-            .cloned()
-            .chain(
-                args.request
-                    .as_deref()
-                    .map(focus_from_request)
-                    .unwrap_or_default(),
-            )
-            .collect(),
-        recent_files: Vec::new(),
+    let request = MapRequest {
+        tokens: args.tokens,
+        focus: args.focus.clone(),
+        request: args.request.clone(),
     };
-    let count = |s: &str| {
-        provider
-            .count_tokens(s)
-            .unwrap_or_else(|_| s.len().div_ceil(4))
-    };
-    let out = map.render(&options, &count);
+    let (out, budget) =
+        agent_session::map::render(&root, &request, &model, &mut crate::terminal::print)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -53,8 +30,8 @@ pub(crate) fn run(args: &MapArgs) -> Result<i32> {
         // character of theirs reaches the terminal.
         print!("{}", agent_base::term::escape_controls(&out.text));
         eprintln!(
-            "({} tokens of {}; {} of {} definitions in {} files)",
-            out.tokens, options.token_budget, out.defs_shown, out.defs_total, out.files_shown
+            "({} tokens of {budget}; {} of {} definitions in {} files)",
+            out.tokens, out.defs_shown, out.defs_total, out.files_shown
         );
     }
     Ok(exit::OK)

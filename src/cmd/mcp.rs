@@ -9,10 +9,7 @@ use console::style;
 
 use crate::cli::{McpArgs, McpCommand};
 use agent_base::term::untrusted;
-use agent_mcp::config;
-use agent_mcp::trust::TrustStore;
-use agent_mcp::{Hub, ServerState};
-use agent_policy::{Mode, Policy};
+use agent_session::mcp::{self, ServerState};
 
 pub(crate) fn run(args: &McpArgs) -> Result<i32> {
     if let McpCommand::Serve { repo } = &args.command {
@@ -49,23 +46,7 @@ pub(crate) fn protocol_output() -> Result<std::fs::File> {
 }
 
 fn list(root: &Path, json: bool) -> Result<i32> {
-    let servers = config::load(root)?;
-    let status = if servers.is_empty() {
-        Vec::new()
-    } else {
-        let workspace = agent_session::trust::workspace_trusted(root)?;
-        let policy =
-            Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
-        let store = TrustStore::open_default()?;
-        let (trusted, pending) =
-            match agent_session::mcp::admin_allowlist(servers, root, &mut crate::terminal::print) {
-                Ok(split) => split,
-                Err(servers) => servers
-                    .into_iter()
-                    .partition(|s| workspace || store.is_trusted(root, s)),
-            };
-        Hub::start(trusted, pending, root, &policy).status()
-    };
+    let status = mcp::status(root, &mut crate::terminal::print)?;
     let failed = status.iter().any(|s| s.state != ServerState::Running);
     if json {
         println!("{}", serde_json::to_string_pretty(&status)?);
@@ -97,7 +78,7 @@ fn list(root: &Path, json: bool) -> Result<i32> {
                     "       mcp__{}__{}{ro}: {}",
                     untrusted(&s.name),
                     untrusted(&t.name),
-                    untrusted(&agent_tools::grep::cut(&t.description, 100))
+                    untrusted(&agent_base::term::cut(&t.description, 100))
                 );
             }
         }
@@ -106,55 +87,7 @@ fn list(root: &Path, json: bool) -> Result<i32> {
 }
 
 fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
-    let managed = super::admin::managed();
-    if managed.has_mcp_allowlist() && !revoke {
-        return Err(super::admin::Refused(managed.refusal(
-            "approving MCP servers yourself: only those on the administrator's allowlist start",
-        ))
-        .into());
-    }
-    let servers = config::load(root)?;
-    let mut store = TrustStore::open_default()?;
-    let at = untrusted(root);
-    for name in names {
-        let shown = untrusted(name);
-        if revoke {
-            if store.revoke(root, name)? {
-                println!("{shown}: no longer trusted in {at}");
-            } else {
-                println!("{shown}: was not trusted in {at}");
-            }
-            if agent_session::trust::workspace_trusted(root)? {
-                println!("(the workspace itself is trusted, which starts every server; `agent trust --revoke` withdraws that)");
-            }
-            continue;
-        }
-        let Some(server) = servers.iter().find(|s| &s.name == name) else {
-            let known: Vec<String> = servers
-                .iter()
-                .map(|s| untrusted(&s.name).to_string())
-                .collect();
-            bail!(
-                "no MCP server `{shown}` in {at} (declared: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            );
-        };
-        store.trust(root, server)?;
-        println!("{shown}: trusted in {at} as:");
-        println!("    command: {}", untrusted(&server.command));
-        for (i, arg) in server.args.iter().enumerate() {
-            println!("    arg {}: {}", i + 1, untrusted(arg));
-        }
-        for (k, v) in &server.env {
-            println!("    env: {}={}", untrusted(k), untrusted(v));
-        }
-        for file in server.files_run(root) {
-            println!("    runs: {}", untrusted(&file));
-        }
-    }
+    // What was trusted goes to stdout, the record a script keeps.
+    mcp::trust(root, names, revoke, &mut |n| println!("{}", n.text()))?;
     Ok(0)
 }

@@ -20,7 +20,7 @@ use anyhow::Result;
 
 use crate::cli::ModelArgs;
 use agent_base::cancel::CancelToken;
-use agent_llm::Provider;
+use agent_session::provider::Provider;
 
 pub(crate) use agent_session::{admin, exit};
 

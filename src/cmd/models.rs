@@ -7,7 +7,6 @@ use super::exit;
 use crate::cli::ModelsArgs;
 use agent_base::models::{self, FileState};
 use agent_base::paths;
-use agent_engine::gguf;
 
 pub(crate) fn run(args: &ModelsArgs) -> Result<i32> {
     let dir = paths::models_dir();
@@ -22,7 +21,7 @@ pub(crate) fn run(args: &ModelsArgs) -> Result<i32> {
     let chat = statuses
         .iter()
         .find(|s| s.file.role == "chat" && s.state == FileState::Ok)
-        .map(|s| gguf::inspect(&s.full_path));
+        .map(|s| agent_session::about::gguf(&s.full_path));
     let all_ok = statuses.iter().all(|s| s.state == FileState::Ok);
 
     if args.json {

@@ -1,37 +1,24 @@
 //! `agent search`: query the code index.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::exit;
 use crate::cli::SearchArgs;
 use agent_base::paths;
-use agent_base::term::escape_line;
-use agent_index::{Index, SearchQuery};
+use agent_base::term::{cut, escape_line};
+use agent_session::search::Query;
 
 pub(crate) fn run(args: &SearchArgs) -> Result<i32> {
-    let text = args.query.join(" ");
-    if text.trim().is_empty() {
-        bail!("the query is empty");
-    }
-    if let Some(lang) = &args.lang {
-        if agent_lang::lang::Lang::from_name(lang).is_none() {
-            bail!(
-                "unknown language {lang:?}: use one of {}",
-                agent_lang::lang::Lang::names().join(", ")
-            );
-        }
-    }
     let root = paths::repo_root(args.root.as_deref())?;
-    let mut index = Index::open_reader(&root)?;
-    let results = index.search(&SearchQuery {
-        text,
+    let query = Query {
+        text: args.query.join(" "),
         k: args.k,
         mode: args.mode,
         path_glob: args.path.clone(),
         lang: args.lang.clone(),
-        ..SearchQuery::new("", 0)
-    })?;
-    for note in index.notes()? {
+    };
+    let (results, notes) = agent_session::search::search(&root, query)?;
+    for note in notes {
         eprintln!("note: {note}");
     }
     if args.json {
@@ -57,16 +44,8 @@ pub(crate) fn run(args: &SearchArgs) -> Result<i32> {
             r.score
         );
         for line in r.text.lines().filter(|l| !l.trim().is_empty()).take(3) {
-            println!("    {}", truncate(&escape_line(line.trim_end()), 100));
+            println!("    {}", cut(&escape_line(line.trim_end()), 100));
         }
     }
     Ok(exit::OK)
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    }
 }

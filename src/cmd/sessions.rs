@@ -1,20 +1,16 @@
 //! `agent sessions list|show|undo`: the saved conversations of this
 //! workspace, and undoing what one of them changed.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::exit;
 use crate::cli::{SessionsArgs, SessionsCommand};
-use agent_base::cancel::CancelToken;
 use agent_base::term::{untrusted, untrusted_text};
-use agent_core::session::SessionStore;
-use agent_policy::{Mode, Policy};
-use agent_tools::checkpoint::Checkpoints;
-use agent_tools::{AlwaysApprove, ReadLedger, ToolContext, Toolbox, Workspace};
+use agent_session::saved;
 
 pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;
-    let store = SessionStore::open(&agent_base::paths::state_dir(&root))?;
+    let store = saved::store(&root)?;
     match &args.command {
         SessionsCommand::List { limit, json } => {
             let sessions = store.list(*limit)?;
@@ -37,16 +33,9 @@ pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
                 }
             }
         }
-        SessionsCommand::Undo { id } => {
-            if store.get(id)?.is_none() {
-                bail!("no session {id}\n  fix: `agent sessions list` shows the sessions");
-            }
-            return undo(&root, id);
-        }
+        SessionsCommand::Undo { id } => return undo(&root, id),
         SessionsCommand::Show { id, json, script } => {
-            let Some(info) = store.get(id)? else {
-                bail!("no session {id}\n  fix: `agent sessions list` shows the sessions");
-            };
+            let info = saved::get(&store, id)?;
             let messages = store.messages(id)?;
             if *script {
                 // The model's side of the conversation, in order: replayed
@@ -89,7 +78,7 @@ pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
                     // the first request and any summary: shown on its own,
                     // so the request reads as the user wrote it.
                     let (context, text) = if i == 1 || m.kind == "summary" {
-                        agent_core::prompt::split_context(&m.content)
+                        saved::split_context(&m.content)
                     } else {
                         (None, m.content.as_str())
                     };
@@ -116,28 +105,9 @@ pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
 /// `agent sessions undo ID`: that session's last change set, restored as
 /// `/undo` in the session itself would (the user named it: no question).
 fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
-    let workspace = Workspace::new(root)?;
-    let state = workspace.state_dir();
-    let policy = Policy::load(&workspace.team_dir(), Mode::default())?;
-    let mut checkpoints = Checkpoints::open(&state)?;
-    checkpoints.set_session(id);
-    let mut ledger = ReadLedger::default();
-    let cancel = CancelToken::new();
-    let toolbox = Toolbox::standard();
-    let mut ctx = ToolContext {
-        room: usize::MAX,
-        workspace: &workspace,
-        ledger: &mut ledger,
-        checkpoints: &mut checkpoints,
-        policy: &policy,
-        approver: &mut AlwaysApprove,
-        search: None,
-        cancel: &cancel,
-        files: toolbox.files(),
-    };
-    let out = toolbox.call("undo", &serde_json::json!({}), &mut ctx);
+    let out = saved::undo(root, id)?;
     if let Some(diff) = &out.diff {
-        eprint!("{}", agent_tools::diff::colored(diff));
+        eprint!("{}", agent_protocol::diff::colored(diff));
     }
     if out.ok {
         eprintln!("{}", agent_base::term::untrusted_text(&out.content));

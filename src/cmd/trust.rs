@@ -4,8 +4,7 @@
 use anyhow::Result;
 
 use crate::cli::TrustArgs;
-use agent_core::trust::{State, TrustStore};
-use agent_session::trust::{inventory, state_words};
+use agent_session::trust::{inventory, state_words, State, TrustStore};
 
 pub(crate) fn run(args: &TrustArgs) -> Result<i32> {
     let root = agent_base::paths::repo_root(None)?;

@@ -35,13 +35,21 @@ pub(crate) fn report() -> serde_json::Value {
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
         "features": features,
         // Languages whose grammar this build links (the `lang-*` features).
-        "languages": agent_lang::walk::Lang::names()
-            .into_iter()
-            .filter(|n| agent_lang::walk::Lang::from_name(n).and_then(|l| l.grammar()).is_some())
-            .collect::<Vec<_>>(),
-        "llama_cpp": {
-            "crate": format!("llama-cpp-2 {}", agent_engine::engine::LLAMA_CPP_CRATE_VERSION),
-            "system_info": agent_engine::engine::system_info(),
-        },
+        "languages": agent_session::about::languages(),
+        "llama_cpp": agent_session::about::llama_cpp(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wants_json;
+
+    #[test]
+    fn only_version_and_json_together_ask_for_the_json_version() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(wants_json(&args(&["--version", "--json"])));
+        assert!(wants_json(&args(&["--json", "-V"])));
+        assert!(!wants_json(&args(&["--version"])));
+        assert!(!wants_json(&args(&["ask", "--json", "--version"])));
+    }
 }

@@ -59,6 +59,26 @@ fn users_of<'a>(graph: &'a BTreeMap<String, BTreeSet<String>>, dep: &str) -> Vec
         .collect()
 }
 
+/// The agent's front ends, and what they may use of ours.
+const FRONT_ENDS: [&str; 3] = ["agent-line", "agent-tui", "agent-acp"];
+const FRONT_END_USES: [&str; 4] = [
+    "agent-base",
+    "agent-lang",
+    "agent-protocol",
+    "agent-session",
+];
+/// What the binary may use of ours: the session, the protocol, the front
+/// ends (the MCP server is the index's), and agent-base.
+const BINARY_USES: [&str; 7] = [
+    "agent-acp",
+    "agent-base",
+    "agent-line",
+    "agent-mcp-server",
+    "agent-protocol",
+    "agent-session",
+    "agent-tui",
+];
+
 #[test]
 fn the_crate_graph_keeps_the_documented_invariants() {
     let g = graph();
@@ -87,6 +107,29 @@ fn the_crate_graph_keeps_the_documented_invariants() {
         );
     }
     assert_eq!(users_of(&g, "agent-acp"), ["agent"]);
+
+    // The front ends speak the protocol and drive the session: none reaches
+    // into the loop, the tools, the engine or the index (the sources are
+    // checked too, in `front_ends_name_only_the_protocol_and_the_session`).
+    for front in FRONT_ENDS {
+        let reach: Vec<&str> = ours(&g[front])
+            .into_iter()
+            .filter(|d| !FRONT_END_USES.contains(d))
+            .collect();
+        assert!(
+            reach.is_empty(),
+            "{front} depends on {reach:?}: a front end uses {FRONT_END_USES:?} only"
+        );
+    }
+    // The binary parses and prints: the session, the protocol and the front ends.
+    let reach: Vec<&str> = ours(&g["agent"])
+        .into_iter()
+        .filter(|d| !BINARY_USES.contains(d))
+        .collect();
+    assert!(
+        reach.is_empty(),
+        "the binary depends on {reach:?}: it uses {BINARY_USES:?} only"
+    );
 
     // The policy judges text: no crate of ours below it, nothing that spawns.
     assert!(
@@ -244,7 +287,23 @@ fn declares(text: &str, name: &str, public: bool) -> bool {
         None => (name, false),
     };
     let ends = |rest: &str| prefix || !rest.starts_with(is_ident);
-    text.lines().any(|line| {
+    // A `use` rustfmt spread over lines, read as one line.
+    let mut joined = String::new();
+    let mut in_use = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        in_use = in_use || trimmed.starts_with("pub use ");
+        joined.push_str(if in_use { trimmed } else { line });
+        if in_use && trimmed.ends_with(';') {
+            in_use = false;
+        }
+        if !in_use {
+            joined.push('\n');
+        } else {
+            joined.push(' ');
+        }
+    }
+    joined.lines().any(|line| {
         let line = line.trim_start();
         let is_pub = line.starts_with("pub ");
         if public && !is_pub {
@@ -523,7 +582,7 @@ fn prints(text: &str) -> Vec<(usize, String)> {
 fn front_ends_print_errors_and_paths_only_escaped() {
     let root = root();
     let mut files = Vec::new();
-    for dir in ["src", "crates/agent-tui/src"] {
+    for dir in ["src", "crates/agent-tui/src", "crates/agent-line/src"] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {
             for entry in std::fs::read_dir(&d).unwrap().flatten() {
@@ -536,7 +595,6 @@ fn front_ends_print_errors_and_paths_only_escaped() {
             }
         }
     }
-    files.push(root.join("crates/agent-core/src/ui.rs"));
     let raw = ["{e}", "{e:#}", "{e:?}", "{err}", "{error}", ".display()"];
     let mut found = Vec::new();
     for file in &files {
@@ -556,5 +614,116 @@ fn front_ends_print_errors_and_paths_only_escaped() {
         found.is_empty(),
         "print these through agent_base::term::untrusted or untrusted_text:\n{}",
         found.join("\n")
+    );
+}
+
+/// Each Rust source file under `dir` (relative to the root), with its text.
+fn rust_files(dir: &str) -> Vec<(std::path::PathBuf, String)> {
+    let dir = root().join(dir);
+    sources()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with(&dir))
+        .collect()
+}
+
+/// Issue 52: the front ends and the binary name the protocol and the
+/// session, never a crate below them, whatever their manifests allow (a
+/// path in code, not in a comment).
+#[test]
+fn front_ends_name_only_the_protocol_and_the_session() {
+    let mut dirs: Vec<(String, Vec<&str>)> = FRONT_ENDS
+        .iter()
+        .map(|f| (format!("crates/{f}/src"), FRONT_END_USES.to_vec()))
+        .collect();
+    dirs.push(("src".into(), BINARY_USES.to_vec()));
+    let mut found = Vec::new();
+    for (dir, allowed) in &dirs {
+        for (path, text) in rust_files(dir) {
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                for (at, _) in code.match_indices("agent_") {
+                    if code[..at].ends_with(is_ident) {
+                        continue;
+                    }
+                    let name: String = code[at..].chars().take_while(|c| is_ident(*c)).collect();
+                    if !code[at + name.len()..].starts_with("::") {
+                        continue;
+                    }
+                    let krate = name.replace('_', "-");
+                    if !allowed.contains(&krate.as_str()) {
+                        let rel = path.strip_prefix(root()).unwrap().display();
+                        found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a front end names a crate below the session (go through agent_session or agent_protocol):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The items of a crate row's API cell: each code span, `a::{b, c}`
+/// expanded; prose and the binary's `agent --help` left out.
+fn api_items(cell: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    for span in cell.split('`').skip(1).step_by(2) {
+        let (head, inner) = match span.split_once("::{") {
+            Some((head, rest)) => (format!("{head}::"), rest.trim_end_matches('}').to_string()),
+            None => (String::new(), span.to_string()),
+        };
+        for part in inner.split(',').map(str::trim) {
+            let item = format!("{head}{part}");
+            if item
+                .split("::")
+                .all(|s| !s.is_empty() && s.trim_end_matches(['*', '!']).chars().all(is_ident))
+            {
+                items.push(item);
+            }
+        }
+    }
+    items
+}
+
+/// Issue 52: each crate's API column names what the crate exports: a
+/// public item, module or re-export at that path (a macro, `name!`,
+/// exported with `#[macro_export]`).
+#[test]
+fn each_crates_api_column_is_what_it_exports() {
+    let doc = document();
+    let sources = sources();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for line in doc.lines().filter(|l| l.starts_with("| `agent-")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let krate = cells[1].split('`').nth(1).unwrap_or_default();
+        let lib = root().join("crates").join(krate).join("src/lib.rs");
+        for item in api_items(cells[3]) {
+            checked += 1;
+            if let Some(name) = item.strip_suffix('!') {
+                let text = std::fs::read_to_string(&lib).unwrap_or_default();
+                if !(text.contains("#[macro_export]")
+                    && text.contains(&format!("macro_rules! {name}")))
+                {
+                    wrong.push(format!("{krate}: `{item}` is no exported macro"));
+                }
+                continue;
+            }
+            let path = format!("{}::{item}", krate.replace('-', "_"));
+            if let Some(why) = unresolved(&path, &sources) {
+                wrong.push(format!("{krate}: `{item}`: {why}"));
+            }
+        }
+    }
+    assert!(
+        checked > 60,
+        "only {checked} API items read: is the table still there?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's API column names what its crate does not export:\n{}",
+        wrong.join("\n")
     );
 }

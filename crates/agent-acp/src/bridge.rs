@@ -13,12 +13,12 @@ use serde_json::{json, Value};
 use crate::protocol::*;
 use crate::rpc::Peer;
 use agent_base::cancel::CancelToken;
-use agent_core::compact::Compaction;
-use agent_core::intent::Intent;
-use agent_core::protocol::{ToolCall as LoopCall, FINISH};
-use agent_core::ui::{compaction_line, read_only_note, Ui};
-use agent_core::ToolAccess;
-use agent_tools::{Approval, Approver, Decision, ToolOutput};
+use agent_protocol::event::{compaction_line, read_only_note, Ui};
+use agent_protocol::Compaction;
+use agent_protocol::Intent;
+use agent_protocol::ToolAccess;
+use agent_protocol::{Approval, Approver, Decision, ToolOutput};
+use agent_protocol::{ToolCall as LoopCall, FINISH};
 
 /// Most characters of a tool's output shown in the editor.
 const MAX_OUTPUT_CHARS: usize = 4_000;
@@ -186,13 +186,13 @@ impl Ui for AcpUi {
         self.notice(&compaction_line(compaction));
     }
 
-    fn plan(&mut self, items: &[agent_tools::todo::Item]) {
+    fn plan(&mut self, items: &[agent_protocol::plan::Item]) {
         self.0.borrow().update(plan_update(items));
     }
 }
 
 /// The plan as the editor's plan view takes it.
-pub(crate) fn plan_update(items: &[agent_tools::todo::Item]) -> SessionUpdate {
+pub(crate) fn plan_update(items: &[agent_protocol::plan::Item]) -> SessionUpdate {
     SessionUpdate::Plan {
         entries: items.iter().map(PlanEntry::of).collect(),
     }
@@ -221,7 +221,7 @@ fn describe(tool: &str, args: &Value) -> (String, ToolKind) {
 }
 
 fn cut(text: &str, max: usize) -> String {
-    agent_tools::grep::cut(text, max)
+    agent_base::term::cut(text, max)
 }
 
 /// Asks the client. "Allow always" covers the rest of the session for that

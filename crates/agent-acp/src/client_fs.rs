@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 
 use crate::rpc::{Peer, RpcError};
 use agent_base::cancel::CancelToken;
-use agent_tools::files::Disk;
-use agent_tools::FileAccess;
+use agent_protocol::Disk;
+use agent_protocol::FileAccess;
 
 /// What the client's `clientCapabilities.fs` offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

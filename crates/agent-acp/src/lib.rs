@@ -5,8 +5,8 @@
 //! - [`protocol`]: the ACP v1 messages this agent reads and writes.
 //! - `rpc`: newline-delimited JSON-RPC, with a reader thread so that
 //!   `session/cancel` and permission answers arrive while a prompt runs.
-//! - `bridge`: the loop's [`agent_core::ui::Ui`] events as `session/update`
-//!   notifications and its [`agent_tools::Approver`] questions as
+//! - `bridge`: the loop's [`agent_protocol::event::Ui`] events as `session/update`
+//!   notifications and its [`agent_protocol::Approver`] questions as
 //!   `session/request_permission` requests.
 //! - `client_fs`: the tools' reads and writes through the client's file
 //!   system when it offers one (unsaved buffers are seen).

@@ -209,8 +209,8 @@ pub enum PlanStatus {
 
 impl PlanEntry {
     /// The loop's plan item; the model gives no priorities, so all are medium.
-    pub fn of(item: &agent_tools::todo::Item) -> Self {
-        use agent_tools::todo::Status;
+    pub fn of(item: &agent_protocol::plan::Item) -> Self {
+        use agent_protocol::plan::Status;
         Self {
             content: item.text.clone(),
             priority: PlanPriority::Medium,
@@ -357,9 +357,9 @@ mod tests {
                    "content": [{"type": "diff", "path": "/w/a.py", "oldText": "a", "newText": "b"}]})
         );
         let plan = SessionUpdate::Plan {
-            entries: vec![PlanEntry::of(&agent_tools::todo::Item {
+            entries: vec![PlanEntry::of(&agent_protocol::plan::Item {
                 text: "Fix it".into(),
-                status: agent_tools::todo::Status::Done,
+                status: agent_protocol::plan::Status::Done,
             })],
         };
         assert_eq!(

@@ -17,10 +17,11 @@ use crate::client_fs::{ClientFiles, Offered};
 use crate::protocol::*;
 use crate::rpc::{self, Incoming, Peer, RpcError};
 use agent_base::cancel::CancelToken;
-use agent_core::attach::{Attachment, Request};
-use agent_core::{Agent, Finish};
+use agent_protocol::AlwaysDecline;
+use agent_protocol::Finish;
+use agent_protocol::{Attachment, Request};
+use agent_session::Agent;
 use agent_session::{ChatSession, NoAnswers, Notice, Reply};
-use agent_tools::AlwaysDecline;
 
 /// How the binary opens an agent for a session: its model, mode and tools.
 pub trait Sessions {
@@ -322,7 +323,7 @@ fn notice_text(notice: &Notice) -> String {
 }
 
 /// What `/init` did, in a line.
-fn init_text(outcome: &agent_core::init::InitOutcome) -> String {
+fn init_text(outcome: &agent_session::InitOutcome) -> String {
     if outcome.output.ok {
         format!("{} written", outcome.path.display())
     } else {

@@ -105,6 +105,42 @@ pub fn counted(n: usize, noun: &str) -> String {
     }
 }
 
+/// The first `max` characters of `s`, with `…` when cut.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// A spinner on stderr; invisible when stderr is not a terminal.
+pub fn spinner(message: String) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
+/// A spinner that counts the seconds, for work that shows nothing else.
+pub fn timed_spinner(message: String) -> indicatif::ProgressBar {
+    let bar = spinner(message);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+pub fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

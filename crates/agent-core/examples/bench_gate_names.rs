@@ -19,8 +19,9 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use agent_core::intent::{self, Knowledge, Label};
-use agent_core::vocabulary::Vocabulary;
+use agent_core::Vocabulary;
+use agent_core::{heuristic, Knowledge};
+use agent_protocol::Label;
 use agent_repomap::{DefKind, RepoMap};
 
 fn main() {
@@ -68,7 +69,7 @@ fn main() {
     let missed: Vec<(&str, &str)> = sample
         .iter()
         .filter_map(|name| {
-            let guess = intent::heuristic(&format!("What does {name} return?"), &knowledge);
+            let guess = heuristic(&format!("What does {name} return?"), &knowledge);
             (guess.label != Label::RepoQuestion).then(|| (*name, guess.label.as_str()))
         })
         .collect();

@@ -28,9 +28,10 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use agent_base::cancel::CancelToken;
-use agent_core::intent::{self, Knowledge, Label, CONFIDENT};
-use agent_core::vocabulary::Vocabulary;
+use agent_core::Vocabulary;
+use agent_core::{classify, heuristic, Knowledge, CONFIDENT};
 use agent_llm::{Message, Provider};
+use agent_protocol::Label;
 use agent_repomap::RepoMap;
 use agent_tools::{Access, ToolSpec, Toolbox};
 
@@ -149,14 +150,12 @@ fn workspace(root: &Path, tools: &[ToolSpec]) -> Workspace {
     let warm_ms = ms(started);
     let mut specs = Toolbox::standard().specs();
     specs.extend(tools.iter().cloned());
-    let system = Message::system(agent_core::prompt::system_prompt(
-        &agent_core::prompt::PromptParts {
-            instructions: "",
-            tools: &specs,
-            skills: "",
-            native: false,
-        },
-    ));
+    let system = Message::system(agent_core::system_prompt(&agent_core::PromptParts {
+        instructions: "",
+        tools: &specs,
+        skills: "",
+        native: false,
+    }));
     Workspace {
         vocabulary,
         cold_ms,
@@ -222,12 +221,12 @@ fn main() {
                 tools: &tools,
             };
             let started = Instant::now();
-            let guess = intent::heuristic(&row.request, &knowledge);
+            let guess = heuristic(&row.request, &knowledge);
             heuristic_ms.push(ms(started));
             let gate = match model.as_deref_mut() {
                 Some(model) if guess.confidence < CONFIDENT => {
                     let started = Instant::now();
-                    let decided = intent::classify(
+                    let decided = classify(
                         &row.request,
                         &knowledge,
                         Some(model),

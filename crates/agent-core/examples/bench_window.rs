@@ -1,6 +1,6 @@
 //! The cost of fitting (`scripts/bench window`): a 256 KiB attachment, a
 //! Python and a Rust file, counted with the real model's tokenizer and cut
-//! to an excerpt with its outline ([`agent_core::budget::excerpt`]) for
+//! to an excerpt with its outline ([`agent_core::agent_core::excerpt`]) for
 //! shares of 1,000 to 16,000 tokens. One JSON row per case on stdout;
 //! medians of `--reps` runs.
 
@@ -14,7 +14,6 @@
 
 use std::time::Instant;
 
-use agent_core::budget;
 use agent_engine::engine::{EngineConfig, LlamaEngine};
 use agent_llm::Provider;
 
@@ -61,7 +60,7 @@ fn main() {
     })
     .expect("the default model loads (scripts/fetch-models)");
     let count = |t: &str| engine.count_tokens(t).unwrap_or(0);
-    let hints = budget::hints("What does handler_900 check?");
+    let hints = agent_core::hints("What does handler_900 check?");
     for (name, text) in [("big.py", python(256 * 1024)), ("big.rs", rust(256 * 1024))] {
         let tokens = count(&text);
         for share in [1_000, 4_000, 16_000] {
@@ -69,7 +68,7 @@ fn main() {
             let mut kept = 0;
             for _ in 0..reps {
                 let started = Instant::now();
-                let cut = budget::excerpt(name, &text, share, &hints, &count).expect("cut");
+                let cut = agent_core::excerpt(name, &text, share, &hints, &count).expect("cut");
                 times.push(started.elapsed().as_secs_f64() * 1000.0);
                 kept = count(&cut.text);
             }

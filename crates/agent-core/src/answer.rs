@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 /// Why an answer is not one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// No words at all.
     Empty,
     /// The request, copied back.
@@ -23,7 +23,7 @@ pub enum Fault {
 
 impl Fault {
     /// For logs and the fallback answer: "the model's answer …".
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Fault::Empty => "was empty",
             Fault::Restates => "only repeated the question",
@@ -33,7 +33,7 @@ impl Fault {
     }
 
     /// What the model is told when its answer is sent back.
-    pub fn feedback(self) -> &'static str {
+    pub(crate) fn feedback(self) -> &'static str {
         match self {
             Fault::Empty | Fault::Restates => FEEDBACK[0],
             Fault::Parrots => FEEDBACK[1],
@@ -44,7 +44,7 @@ impl Fault {
 
 /// What the model is told when its answer is sent back, by [`Fault`]; also
 /// part of the vocabulary of our own words.
-pub const FEEDBACK: [&str; 3] = [
+pub(crate) const FEEDBACK: [&str; 3] = [
     "Your answer only repeats the request. Answer it from the tool results above \
 (name files and functions), or call another tool first.",
     "Your answer repeats these instructions instead of answering. Answer the user's \
@@ -59,14 +59,14 @@ const PARROT_SHARE: f32 = 0.5;
 
 /// Knows the agent's own words (system prompt rules, tool descriptions,
 /// loop notices), so it can tell them apart from an answer.
-pub struct Judge {
+pub(crate) struct Judge {
     ours: HashSet<String>,
     our_triples: HashSet<(String, String, String)>,
 }
 
 impl Judge {
     /// `internal`: every text the agent itself puts in front of the model.
-    pub fn new<S: AsRef<str>>(internal: &[S]) -> Self {
+    pub(crate) fn new<S: AsRef<str>>(internal: &[S]) -> Self {
         let mut ours = HashSet::new();
         let mut our_triples = HashSet::new();
         for text in internal {
@@ -81,7 +81,12 @@ impl Judge {
     /// the model saw of the workspace during the request (tool results, the
     /// repo map); None when the request had no tools to look with, and then
     /// the answer need not be about the code.
-    pub fn check(&self, answer: &str, request: &str, evidence: Option<&str>) -> Option<Fault> {
+    pub(crate) fn check(
+        &self,
+        answer: &str,
+        request: &str,
+        evidence: Option<&str>,
+    ) -> Option<Fault> {
         let w = words(answer);
         if w.is_empty() {
             return Some(Fault::Empty);
@@ -164,7 +169,7 @@ fn within_one_edit(a: &str, b: &str) -> bool {
 /// they copy the question into `finish`: no words at all, or a run of the
 /// request's own words covering at least four fifths of it. A short answer
 /// that names something the request mentions ("src/calc.py") is an answer.
-pub fn restates(answer: &str, request: &str) -> bool {
+pub(crate) fn restates(answer: &str, request: &str) -> bool {
     let (answer, request) = (words(answer), words(request));
     if answer.is_empty() {
         return true;

@@ -12,57 +12,17 @@ use anyhow::{bail, Context, Result};
 /// Attached files larger than this are refused: past it, what the model
 /// reads is an outline and excerpts ([`crate::budget::excerpt`]) of a file
 /// the user did better to name by path; the error says so up front.
-pub const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_ATTACHMENT_BYTES: u64 = 256 * 1024;
 
 /// What introduces an attached file's block.
 const HEADER: (&str, &str) = ("File `", "`:\n");
 
-/// One attached file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    /// As the model and the user see it (relative to the workspace, or as given).
-    pub name: String,
-    pub text: String,
-}
-
-/// A request: the user's words, and the files they attached.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Request {
-    pub text: String,
-    pub attachments: Vec<Attachment>,
-}
-
-impl Request {
-    pub fn new(text: impl Into<String>, attachments: Vec<Attachment>) -> Self {
-        Self {
-            text: text.into(),
-            attachments,
-        }
-    }
-}
-
-impl From<&str> for Request {
-    fn from(text: &str) -> Self {
-        Self::new(text, Vec::new())
-    }
-}
-
-impl From<String> for Request {
-    fn from(text: String) -> Self {
-        Self::new(text, Vec::new())
-    }
-}
-
-impl From<&String> for Request {
-    fn from(text: &String) -> Self {
-        Self::new(text.as_str(), Vec::new())
-    }
-}
+pub(crate) use agent_protocol::request::{Attachment, Request};
 
 /// A file's text as the model reads it: named, then fenced by more
 /// backticks than any run inside it, so the block ends where it says
 /// ([`blocks`] finds it again in a stored turn).
-pub fn fenced(name: &str, text: &str) -> String {
+pub(crate) fn fenced(name: &str, text: &str) -> String {
     let fence = "`".repeat(longest_backtick_run(text).max(2) + 1);
     format!(
         "{}{name}{}{fence}\n{}\n{fence}\n",
@@ -78,7 +38,7 @@ fn longest_backtick_run(text: &str) -> usize {
 
 /// The attached files' blocks in `content` (a request turn's text): each
 /// file's name and the byte range of its text.
-pub fn blocks(content: &str) -> Vec<(String, Range<usize>)> {
+pub(crate) fn blocks(content: &str) -> Vec<(String, Range<usize>)> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(at) = content[from..].find(HEADER.0).map(|i| from + i) {
@@ -112,7 +72,7 @@ pub fn blocks(content: &str) -> Vec<(String, Range<usize>)> {
 
 /// What follows the last attached file's block in `content`: the user's
 /// words.
-pub fn after_blocks(content: &str) -> &str {
+pub(crate) fn after_blocks(content: &str) -> &str {
     match blocks(content).last() {
         Some((_, body)) => {
             let rest = &content[body.end..];
@@ -132,7 +92,7 @@ pub fn attachments(paths: &[PathBuf]) -> Result<Vec<Attachment>> {
 
 /// One file, or a clear refusal (missing, not a regular file, too large,
 /// binary).
-pub fn attachment(path: &Path) -> Result<Attachment> {
+pub(crate) fn attachment(path: &Path) -> Result<Attachment> {
     attachment_as(path, &path.display().to_string())
 }
 
@@ -167,7 +127,7 @@ pub fn attachment_as(path: &Path, shown: &str) -> Result<Attachment> {
 
 /// The attachments as the model reads them: each a fenced block followed by
 /// a blank line, in order.
-pub fn render(attachments: &[Attachment]) -> String {
+pub(crate) fn render(attachments: &[Attachment]) -> String {
     let mut out = String::new();
     for a in attachments {
         out.push_str(&fenced(&a.name, &a.text));

@@ -41,12 +41,12 @@ impl Budget {
 
 /// The prompt's room in a window of `window` tokens: what the reply's
 /// `max_tokens` leaves, the reply never taking more than a quarter.
-pub fn prompt_room(window: usize, max_tokens: usize) -> usize {
+pub(crate) fn prompt_room(window: usize, max_tokens: usize) -> usize {
     window.saturating_sub(max_tokens.min(window / 4))
 }
 
 /// Counts tokens with the model's tokenizer (an estimate where it is remote).
-pub type CountText<'a> = &'a dyn Fn(&str) -> usize;
+pub(crate) type CountText<'a> = &'a dyn Fn(&str) -> usize;
 
 /// A text made to fit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub struct Excerpt {
 }
 
 /// Fewest tokens an excerpt is given: its note, a head and an outline.
-pub const MIN_EXCERPT_TOKENS: usize = 96;
+pub(crate) const MIN_EXCERPT_TOKENS: usize = 96;
 /// Longest line shown whole, in characters (a minified file's one line).
 const MAX_LINE_CHARS: usize = 600;
 /// Lines shown around a line that names what the request asks about.

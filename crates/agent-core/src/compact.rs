@@ -5,7 +5,7 @@
 //! turn after the system prompt but the last few is replaced by it.
 //!
 //! - The summary is a turn of its own ([`Kind::Summary`], a user message),
-//!   stored in the session ([`crate::session::SessionStore::append_summary`]),
+//!   stored in the session ([`agent_store::session::SessionStore::append_summary`]),
 //!   so `--resume` continues from it.
 //! - The kept turns start with a model turn, so user and assistant still
 //!   alternate; when the request being worked on is among the replaced
@@ -24,7 +24,7 @@
 //!   too long for one request is summarised in pieces, each a transcript
 //!   that fits, and the pieces' summaries merged ([`Summary::merge`]).
 //! - What a compaction did ([`Compaction`]) is reported through
-//!   [`crate::ui::Ui`] and in the request's outcome.
+//!   [`agent_protocol::Ui`] and in the request's outcome.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -34,38 +34,10 @@ use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
 
 use crate::context::{fit, Counter, Kind, Turn};
 use crate::run::Run;
-use crate::ui::Ui;
 use crate::{prompt, request_text, truncate, Agent};
+use agent_protocol::Ui;
 
-/// Why a compaction happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// The conversation passed `compact_at` of the window.
-    Auto,
-    /// `/compact`.
-    Request,
-}
-
-/// What a compaction did, as `--json`, `stream-json` and the terminal report it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Compaction {
-    pub trigger: Trigger,
-    /// Whether the turns were replaced by a summary.
-    pub compacted: bool,
-    /// The summary turn's text, when they were.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    /// Why they were not, and what happens instead; or, when they were,
-    /// why the model's summary was not taken (the summary was then made
-    /// from the turns' own record).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
-    pub replaced_turns: usize,
-    pub kept_turns: usize,
-    pub tokens_before: usize,
-    pub tokens_after: usize,
-}
+pub(crate) use agent_protocol::event::{Compaction, Trigger};
 
 /// What the model is asked, after the turns it summarizes.
 pub const PROMPT: &str = "The conversation is about to outgrow the context window, so the turns \
@@ -77,7 +49,7 @@ Reply with one JSON object: {\"goal\": \"...\", \"decisions\": [\"...\"], \"file
 
 /// The first line of a summary turn: what it is, for the model and for
 /// whoever reads the session.
-pub const HEADING: &str =
+pub(crate) const HEADING: &str =
     "[Summary of the conversation so far; it replaced the earlier turns to fit the context window]";
 
 /// What introduces the request carried in a summary.
@@ -113,7 +85,7 @@ const CHANGE_CLAIMS: &[&str] = &[
 /// The model's summary of the turns it replaces.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub goal: String,
     pub decisions: Vec<String>,
     pub files: Vec<FileNote>,
@@ -123,7 +95,7 @@ pub struct Summary {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
-pub struct FileNote {
+pub(crate) struct FileNote {
     pub path: String,
     pub why: String,
 }
@@ -131,7 +103,7 @@ pub struct FileNote {
 /// The grammar a summary is generated under: [`Summary`] as compact JSON,
 /// fields in order, strings and lists bounded so a small model cannot ramble
 /// past its token budget.
-pub fn grammar() -> Grammar {
+pub(crate) fn grammar() -> Grammar {
     Grammar::new(format!(
         r#"root ::= "{{" ws "\"goal\"" ws ":" ws str ws "," ws "\"decisions\"" ws ":" ws strs ws "," ws "\"files\"" ws ":" ws files ws "," ws "\"open_questions\"" ws ":" ws strs ws "," ws "\"next_step\"" ws ":" ws str ws "}}"
 strs ::= "[" ws (str (ws "," ws str){{0,5}})? ws "]"
@@ -146,7 +118,7 @@ ws ::= " "?
 
 /// Reads a summary out of a reply: the whole text as JSON, else the
 /// outermost `{...}` (a model without a grammar may wrap it in prose).
-pub fn parse(text: &str) -> Option<Summary> {
+pub(crate) fn parse(text: &str) -> Option<Summary> {
     let text = text.trim();
     serde_json::from_str(text).ok().or_else(|| {
         let (start, end) = (text.find('{')?, text.rfind('}')?);
@@ -158,7 +130,7 @@ impl Summary {
     /// A summary made from `turns[range]` themselves, for when the model's
     /// is none: the latest request as the goal, the answers given as the
     /// decisions, the files the calls named.
-    pub fn extract(turns: &[Turn], range: std::ops::Range<usize>) -> Summary {
+    pub(crate) fn extract(turns: &[Turn], range: std::ops::Range<usize>) -> Summary {
         let clip = |text: &str| truncate(text.trim(), MAX_FIELD_CHARS - 4).to_string();
         let mut record = Summary {
             next_step: "continue with the latest request".into(),
@@ -195,7 +167,7 @@ impl Summary {
     /// One summary of the pieces' summaries, oldest first: the latest goal
     /// and next step, the lists joined (a repeated item once, the latest
     /// kept when there are too many).
-    pub fn merge(pieces: Vec<Summary>) -> Summary {
+    pub(crate) fn merge(pieces: Vec<Summary>) -> Summary {
         fn join(lists: impl Iterator<Item = String>, most: usize) -> Vec<String> {
             let mut out: Vec<String> = Vec::new();
             for item in lists {
@@ -231,7 +203,7 @@ impl Summary {
 
     /// The summary turn: a heading, the fields that say something, and the
     /// request being worked on when its own turn was replaced.
-    pub fn render(&self, request: Option<&str>) -> String {
+    pub(crate) fn render(&self, request: Option<&str>) -> String {
         let mut out = format!("{HEADING}\nGoal: {}\n", self.goal.trim());
         let list = |out: &mut String, title: &str, items: &[String]| {
             let items: Vec<&str> = items
@@ -273,7 +245,12 @@ impl Summary {
     /// no tool of the session (`changed`) made. A small model does all three
     /// (found on pytest: "5115 → 5187 tokens", one sentence repeated, work
     /// that was never done).
-    pub fn fault(&self, rendered: usize, replaced: usize, changed: &[String]) -> Option<String> {
+    pub(crate) fn fault(
+        &self,
+        rendered: usize,
+        replaced: usize,
+        changed: &[String],
+    ) -> Option<String> {
         if rendered >= replaced {
             return Some(format!(
                 "is no shorter than the turns it would replace ({rendered} tokens against {replaced})"
@@ -351,7 +328,11 @@ impl Summary {
 /// last model turn and what follows it in any case). None when there is no
 /// such turn or nothing before it to summarize (no model turn since the
 /// system prompt, or only an earlier summary).
-pub fn split(turns: &[Turn], keep_budget: usize, tokens: &dyn Fn(&Turn) -> usize) -> Option<usize> {
+pub(crate) fn split(
+    turns: &[Turn],
+    keep_budget: usize,
+    tokens: &dyn Fn(&Turn) -> usize,
+) -> Option<usize> {
     if turns.first().map(|t| t.kind) != Some(Kind::System) {
         return None;
     }

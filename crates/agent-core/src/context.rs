@@ -21,40 +21,7 @@ use agent_llm::{Message, Role};
 
 use crate::budget::{self, CountText, MIN_EXCERPT_TOKENS};
 
-/// What a message is, beyond its role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    System,
-    Request,
-    Call,
-    Observation,
-    /// The model's summary of the turns it replaced ([`crate::compact`]).
-    Summary,
-}
-
-#[derive(Debug, Clone)]
-pub struct Turn {
-    pub kind: Kind,
-    pub message: Message,
-    /// Its number in the session store (None until stored, or never: an
-    /// unrecorded session); a request's names the changes it made.
-    pub seq: Option<i64>,
-}
-
-impl Turn {
-    pub fn new(kind: Kind, content: impl Into<String>) -> Self {
-        let role = match kind {
-            Kind::System => Role::System,
-            Kind::Request | Kind::Observation | Kind::Summary => Role::User,
-            Kind::Call => Role::Assistant,
-        };
-        Self {
-            kind,
-            message: Message::new(role, content),
-            seq: None,
-        }
-    }
-}
+pub(crate) use agent_store::turn::{Kind, Turn};
 
 /// Observations longer than this are worth stubbing.
 const STUB_ABOVE_CHARS: usize = 200;
@@ -72,7 +39,7 @@ pub struct Fitted {
 
 /// How a prompt is counted: whole, as sent (its tools included), and a
 /// text alone.
-pub struct Counter<'a> {
+pub(crate) struct Counter<'a> {
     pub prompt: &'a dyn Fn(&[Message]) -> usize,
     pub text: CountText<'a>,
 }
@@ -80,7 +47,7 @@ pub struct Counter<'a> {
 /// Returns the turns to send, within `limit` tokens as `count` counts them
 /// when that is possible (only the system prompt and the user's words
 /// cannot be cut). `hints`: the latest request's words, which excerpts keep.
-pub fn fit(
+pub(crate) fn fit(
     turns: &[Turn],
     limit: usize,
     count: &Counter<'_>,

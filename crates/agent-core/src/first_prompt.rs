@@ -18,25 +18,25 @@ use serde::Serialize;
 /// The first prefill the sizing aims for. A laptop user waits about this
 /// long for a first token before the tool feels stuck; beyond it, map and
 /// search are cut back to their floors rather than make them wait minutes.
-pub const TARGET_PREFILL_SECS: f64 = 20.0;
+pub(crate) const TARGET_PREFILL_SECS: f64 = 20.0;
 /// The smallest map: the top-ranked files' key definitions, enough for the
 /// model to know where to look.
-pub const MIN_MAP_TOKENS: usize = 256;
+pub(crate) const MIN_MAP_TOKENS: usize = 256;
 /// The fewest prefetched results: the best two matches still start a small
 /// model from the right files.
-pub const MIN_RESULTS: usize = 2;
+pub(crate) const MIN_RESULTS: usize = 2;
 /// What one prefetched result takes (a `path:lines  symbol` line and up to
 /// six snippet lines, see `agent_tools::search`), in tokens, typically.
-pub const RESULT_TOKENS: usize = 120;
+pub(crate) const RESULT_TOKENS: usize = 120;
 /// Below its cap the map grows in steps of this many tokens: a rate that
 /// wobbles from run to run then leaves the map as it was, and with it the
 /// prompt the prompt cache on disk holds.
-pub const MAP_STEP: usize = 64;
+pub(crate) const MAP_STEP: usize = 64;
 
 /// The most the first prompt may carry (today's sizes): a share of the
 /// context for the map, the configured number of results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caps {
+pub(crate) struct Caps {
     pub map_tokens: usize,
     pub results: usize,
 }
@@ -75,7 +75,7 @@ pub fn describe(p: &FirstPrompt) -> String {
 /// `fixed_tokens` besides map and results: what the target time leaves
 /// after the fixed part goes to the map and the results in proportion to
 /// their room above the floors, never past the caps.
-pub fn size(rate: Option<PrefillRate>, fixed_tokens: usize, caps: Caps) -> FirstPrompt {
+pub(crate) fn size(rate: Option<PrefillRate>, fixed_tokens: usize, caps: Caps) -> FirstPrompt {
     let Some(rate) = rate.filter(|r| r.tokens_per_s.is_finite() && r.tokens_per_s > 0.0) else {
         return FirstPrompt {
             map_tokens: caps.map_tokens,

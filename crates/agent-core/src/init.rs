@@ -23,7 +23,7 @@ use agent_tools::{AlwaysApprove, Approval, Approver, Decision, ToolOutput};
 use crate::{truncate, Agent, LoggingApprover};
 
 /// The file it writes, at the workspace root.
-pub const FILE: &str = crate::instructions::FILE_NAME;
+pub const FILE: &str = agent_config::instructions::FILE_NAME;
 
 /// What a command is for, in the order AGENTS.md lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -80,7 +80,7 @@ const PER_TASK: usize = 3;
 const CENTRAL: usize = 8;
 
 /// Everything [`Facts`] holds, read from `root`.
-pub fn gather(root: &Path) -> Facts {
+pub(crate) fn gather(root: &Path) -> Facts {
     let (files, _) = agent_lang::walk::walk(root, &agent_lang::walk::WalkOptions::default());
     let mut languages: BTreeMap<String, usize> = BTreeMap::new();
     let mut folders: BTreeMap<String, usize> = BTreeMap::new();
@@ -163,7 +163,7 @@ fn read(root: &Path, rel: &str) -> Option<String> {
 
 /// What a command line is for, by the tools it names; None for the rest
 /// (setup, echo, uploads).
-pub fn task_of(command: &str) -> Option<Task> {
+pub(crate) fn task_of(command: &str) -> Option<Task> {
     let c = format!(" {} ", command.to_lowercase());
     let has = |words: &[&str]| words.iter().any(|w| c.contains(w));
     if has(&[
@@ -248,7 +248,7 @@ pub fn task_of(command: &str) -> Option<Task> {
 
 /// Every build, test and lint command the repository's files name, the
 /// most specific sources first (manifests and tox before CI lines).
-pub fn commands(root: &Path) -> Vec<Found> {
+pub(crate) fn commands(root: &Path) -> Vec<Found> {
     let mut out: Vec<Found> = Vec::new();
     let mut add = |task: Task, command: &str, source: &str| {
         let command = command.trim();
@@ -699,7 +699,7 @@ pub fn written_commands(facts: &Facts) -> usize {
 }
 
 /// The AGENTS.md text.
-pub fn render(facts: &Facts, overview: Option<&str>) -> String {
+pub(crate) fn render(facts: &Facts, overview: Option<&str>) -> String {
     let mut out = String::from(
         "# AGENTS.md\n\nNotes for coding agents working on this repository. Written by `agent init` \
 from the repository's manifests, CI files and code map; correct and extend it.\n",
@@ -767,7 +767,8 @@ from the repository's manifests, CI files and code map; correct and extend it.\n
 
 /// What the model is asked for the overview (the judge knows these words
 /// as the agent's own).
-pub const OVERVIEW_PROMPT: &str = "Write two or three sentences for this repository's AGENTS.md: \
+pub(crate) const OVERVIEW_PROMPT: &str =
+    "Write two or three sentences for this repository's AGENTS.md: \
 what the project is, and how its code is organised. Say only what the facts above show. Reply \
 with JSON: {\"overview\": \"...\"}";
 
@@ -903,7 +904,7 @@ ws ::= " "?
             ..CompletionRequest::default()
         };
         // A minute of prefill on a laptop CPU: say what is happening.
-        let spinner = crate::ui::timed_spinner("asking the model for an overview…".into());
+        let spinner = agent_base::term::timed_spinner("asking the model for an overview…".into());
         let completion = self.provider.complete(&request, &mut |_| Flow::Continue);
         spinner.finish_and_clear();
         let completion = completion.map_err(|e| format!("the model could not write one ({e})"))?;

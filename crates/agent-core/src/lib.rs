@@ -16,21 +16,23 @@
 //! The system prompt ([`prompt`]) lists every tool and holds nothing that
 //! depends on the request, so the KV cache is reused across steps, requests
 //! and processes; the session's context (environment, the repo map focused
-//! on the first request) opens the first user message. Messages go
-//! to SQLite as they happen ([`session`]); events go to JSONL ([`log`]).
+//! on the first request) opens the first user message. Messages go to
+//! SQLite as they happen ([`agent_store::session`]); events go to JSONL
+//! ([`agent_store::log`]).
 //!
-//! A team's own conventions join in: skills ([`skills`]: listed in the
-//! prompt, loaded by a tool), hooks around tool calls ([`hooks`]), prompt
-//! files as commands ([`commands`], expanded by the binary), and a long
+//! A team's own conventions join in: skills ([`agent_config::skills`]:
+//! listed in the prompt, loaded by a tool), hooks around tool calls
+//! ([`agent_config::hooks`], run by the loop), prompt files as commands
+//! ([`agent_config::commands`], expanded by the binary), and a long
 //! conversation is compacted by the model's own summary ([`compact`]), all
-//! configured in `.agent/config.toml` ([`settings`]).
+//! configured in `.agent/config.toml` ([`agent_config::settings`]).
 //!
 //! Safety is in the tools, not here: the loop adds only the request's tool
 //! set and, in `human` mode, the confirmation of reads.
 //!
 //! The plan ([`agent_tools::todo`]): a coding task may keep one, written whole
 //! by each `todo` call. It is session state ([`Agent::plan`]), reported
-//! through [`ui::Ui::plan`] after the call's result (the terminal's line,
+//! through [`agent_protocol::Ui::plan`] after the call's result (the terminal's line,
 //! stream-json's `plan`, ACP's `plan` update, the terminal UI's pinned list)
 //! and in [`Outcome::plan`]; it is dropped at the end of a request once every
 //! item is done and by `/clear`, and rebuilt from the session's last valid
@@ -40,35 +42,38 @@
 //! wherever a request is shown), and a native template gets its schema with
 //! the coding task's tools.
 
-pub mod answer;
-pub mod attach;
-pub mod audit;
-pub mod budget;
-pub mod commands;
-pub mod compact;
-pub mod context;
-pub mod first_prompt;
-pub mod hooks;
-pub mod init;
-pub mod instructions;
-pub mod intent;
-pub mod log;
-pub mod native;
-pub mod plain;
-pub mod prompt;
-pub mod protocol;
-pub mod rewind;
+mod answer;
+mod attach;
+mod budget;
+mod compact;
+mod context;
+mod first_prompt;
+mod init;
+mod intent;
+mod native;
+mod plain;
+mod prompt;
+mod protocol;
+mod rewind;
 mod run;
-pub mod session;
-pub mod settings;
-pub mod skills;
-pub mod trust;
-// The line-mode terminal UI: a front end, whose job is printing (issue 52
-// moves it beside agent-tui).
-#[allow(clippy::print_stdout, clippy::print_stderr)]
-pub mod ui;
-pub mod vocabulary;
+mod tool_hooks;
+mod vocabulary;
 mod window;
+
+// The API: the modules are private, what other crates use is named here.
+pub use attach::{attachment_as, attachments};
+pub use budget::{excerpt, hints, Budget};
+pub use compact::PROMPT as COMPACT_PROMPT;
+pub use first_prompt::{describe as describe_first_prompt, FirstPrompt};
+pub use init::{written_commands, Facts, InitOutcome, FILE as AGENTS_MD};
+pub use intent::{classify, heuristic, Knowledge, CONFIDENT};
+pub use plain::{
+    fit as fit_plain, PlainQuestion, PlainRequest, REPEAT_PENALTY as PLAIN_REPEAT_PENALTY,
+};
+pub use prompt::{split_context, system_prompt, PromptParts};
+pub use protocol::{call_grammar, describe_tools, finish_grammar, parse_call};
+pub use rewind::{Rewound, UserTurn};
+pub use vocabulary::Vocabulary;
 
 use std::path::{Path, PathBuf};
 
@@ -77,9 +82,13 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use agent_base::cancel::CancelToken;
+pub(crate) use agent_base::term::truncate;
 use agent_llm::{CompletionRequest, Event, FinishReason, Flow, Provider, Sampling};
 use agent_policy::managed::mode_name;
 use agent_policy::{Mode, Policy};
+use agent_protocol::Ui;
+use agent_store::log::EventLog;
+use agent_store::session::SessionStore;
 use agent_tools::checkpoint::Checkpoints;
 use agent_tools::todo;
 use agent_tools::{
@@ -88,10 +97,7 @@ use agent_tools::{
 };
 use context::{Kind, Turn};
 use intent::Intent;
-use log::EventLog;
 use protocol::{ToolCall, FINISH};
-use session::SessionStore;
-use ui::Ui;
 
 /// How a session runs.
 #[derive(Debug, Clone)]
@@ -113,13 +119,13 @@ pub struct AgentConfig {
     pub prefetch: usize,
     /// Run commands in the OS sandbox (`--sandbox off` clears it).
     pub sandbox: bool,
-    /// The user's own AGENTS.md (see [`instructions::personal_file`]).
+    /// The user's own AGENTS.md (see [`agent_config::instructions::personal_file`]).
     pub personal_instructions: Option<PathBuf>,
-    /// The user's own skills folder (see [`skills::personal_dir`]).
+    /// The user's own skills folder (see [`agent_config::skills::personal_dir`]).
     pub personal_skills: Option<PathBuf>,
-    /// The user trusts what the workspace ships ([`trust`]): its hooks run,
-    /// the loosening keys of its policy.toml apply, its skills that declare
-    /// tools load. Off by default: nothing a repository ships runs unasked.
+    /// The user trusts what the workspace ships ([`agent_config::trust`]):
+    /// its hooks run, the loosening keys of its policy.toml apply, its
+    /// skills that declare tools load. Off by default: nothing a repository ships runs unasked.
     pub trusted: bool,
     /// Files the sandbox keeps read-only (what trusted hooks and MCP
     /// servers run): [`agent_policy::Policy::protected_paths`].
@@ -127,7 +133,7 @@ pub struct AgentConfig {
     /// The administrator's restrictions, read once by the binary.
     pub managed: agent_policy::managed::Managed,
     /// Who the audit records name, and the sink they also go to.
-    pub audit: log::AuditConfig,
+    pub audit: agent_store::log::AuditConfig,
     /// Whether requests are stored as a session and logged. Off for
     /// `--print-prompt`, which shows the first prompt and stops: no one
     /// asked anything, and nothing was interrupted.
@@ -145,66 +151,20 @@ impl AgentConfig {
             verify: None,
             repo_map: true,
             sandbox: true,
-            personal_instructions: instructions::personal_file(),
-            personal_skills: skills::personal_dir(),
+            personal_instructions: agent_config::instructions::personal_file(),
+            personal_skills: agent_config::skills::personal_dir(),
             resume: None,
             prefetch: 4,
             trusted: false,
             protected_paths: Vec::new(),
             managed: Default::default(),
-            audit: log::AuditConfig::from_env(),
+            audit: agent_store::log::AuditConfig::from_env(),
             record: true,
         }
     }
 }
 
-/// How a request ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Finish {
-    /// The model called `finish`.
-    #[default]
-    Answered,
-    /// No usable answer (it restated the request or our prompts, said
-    /// nothing about the code, or the model kept repeating a call): the
-    /// answer is what the last search found, marked as such.
-    Evidence,
-    /// No usable answer and no search results to show instead.
-    NoAnswer,
-    /// The step budget ran out without an answer.
-    StepBudget,
-    /// Ctrl-C.
-    Cancelled,
-    /// A coding task whose changes were all declined or refused: nothing
-    /// changed, whatever the model says.
-    NotDone,
-}
-
-impl Finish {
-    /// Ended with no answer of the model's, and not by Ctrl-C: the outcome's
-    /// answer is what the search found or why there is none, which no front
-    /// end has streamed yet (so each shows it after the run, and the command
-    /// line exits with "no answer").
-    pub fn unanswered(self) -> bool {
-        matches!(
-            self,
-            Finish::Evidence | Finish::NoAnswer | Finish::StepBudget | Finish::NotDone
-        )
-    }
-}
-
-/// Which tools a request was given, from its intent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ToolAccess {
-    /// Only `finish`: chat and questions about the agent itself.
-    #[default]
-    None,
-    /// Reading and searching: questions about the repository.
-    ReadOnly,
-    /// Everything, writes and commands included: coding tasks.
-    All,
-}
+pub use agent_protocol::outcome::{Finish, ToolAccess};
 
 /// The outcome of one request, as `agent ask --json` prints it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -271,7 +231,7 @@ pub struct Agent {
     turns: Vec<Turn>,
     judge: answer::Judge,
     /// AGENTS.md files: in the system prompt, and per subfolder as tools touch it.
-    instructions: instructions::Instructions,
+    instructions: agent_config::instructions::Instructions,
     /// Writes and commands declined during the current request.
     declined: usize,
     /// Share of the window past which the conversation is compacted (0: never).
@@ -279,10 +239,10 @@ pub struct Agent {
     /// After a failed summary: the conversation's size past which
     /// automatic compaction tries again.
     auto_compact_after: Option<usize>,
-    hooks: hooks::Hooks,
+    hooks: agent_config::hooks::Hooks,
     /// What `pre_tool` hooks added for the call in flight.
     hook_notes: Vec<String>,
-    skills: skills::Skills,
+    skills: agent_config::skills::Skills,
     /// The previous step's prompt: whether the next one extends it (and the
     /// KV cache holds) goes into the trace.
     last_prompt: Vec<agent_llm::Message>,
@@ -399,13 +359,13 @@ impl Agent {
         config.managed.restrict(&mut policy);
         let checkpoints = Checkpoints::open(&state)?;
         let sessions = SessionStore::open(&state)?;
-        let settings = settings::Settings::load(workspace.root())?;
+        let settings = agent_config::settings::Settings::load(workspace.root())?;
         // Until the workspace is trusted its hooks wait (the caller lists
         // them); an administrator may turn hooks off altogether.
         let hooks = match (config.trusted, config.managed.allow_hooks) {
-            (true, true) => hooks::Hooks::new(&settings)?,
+            (true, true) => agent_config::hooks::Hooks::new(&settings)?,
             (true, false) => {
-                if !hooks::Hooks::new(&settings)?.is_empty() {
+                if !agent_config::hooks::Hooks::new(&settings)?.is_empty() {
                     tracing::warn!(
                         "{}",
                         config
@@ -413,11 +373,12 @@ impl Agent {
                             .refusal("hooks: those of this workspace do not run")
                     );
                 }
-                hooks::Hooks::default()
+                agent_config::hooks::Hooks::default()
             }
-            (false, _) => hooks::Hooks::default(),
+            (false, _) => agent_config::hooks::Hooks::default(),
         };
-        let mut skills = skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
+        let mut skills =
+            agent_config::skills::Skills::load(workspace.root(), config.personal_skills.as_deref());
         if !config.trusted {
             skills.hold_tool_declaring();
         }
@@ -463,7 +424,7 @@ impl Agent {
             .map(|s| s.to_string()),
         );
         let judge = answer::Judge::new(&ours);
-        let instructions = instructions::Instructions::load(
+        let instructions = agent_config::instructions::Instructions::load(
             workspace.root(),
             config.personal_instructions.as_deref(),
         );
@@ -505,17 +466,18 @@ impl Agent {
     }
 
     /// The skills this session found, and the problems of those it did not.
-    pub fn skills(&self) -> &skills::Skills {
+    pub fn skills(&self) -> &agent_config::skills::Skills {
         &self.skills
     }
 
-    /// Whether the workspace's own hooks, policy and tools apply ([`trust`]).
+    /// Whether the workspace's own hooks, policy and tools apply
+    /// ([`agent_config::trust`]).
     pub fn trusted(&self) -> bool {
         self.config.trusted
     }
 
     /// The hooks of `.agent/config.toml`.
-    pub fn hooks(&self) -> &hooks::Hooks {
+    pub fn hooks(&self) -> &agent_config::hooks::Hooks {
         &self.hooks
     }
 
@@ -1014,7 +976,7 @@ a larger --model does better)"
             }
             if let Event::Generated(tokens) = event {
                 // Minutes can pass while a call is written: say it goes on.
-                if last_progress.elapsed() >= crate::ui::PROGRESS_EVERY {
+                if last_progress.elapsed() >= agent_protocol::event::PROGRESS_EVERY {
                     last_progress = std::time::Instant::now();
                     ui.generating(step + 1, tokens);
                 }
@@ -1401,17 +1363,6 @@ fn observation_text(tool: &str, output: &ToolOutput) -> String {
         (false, None) => "error".to_string(),
     };
     format!("[{tool} {status}]\n{}", output.content)
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Records every approval decision for the audit log.

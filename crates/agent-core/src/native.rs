@@ -20,7 +20,7 @@ use crate::protocol::{self, FINISH};
 
 /// The tools a native model may call, as function schemas; `finish` is not
 /// one of them (such a model answers in text).
-pub fn tool_specs(allowed: &[agent_tools::ToolSpec]) -> Vec<ChatSpec> {
+pub(crate) fn tool_specs(allowed: &[agent_tools::ToolSpec]) -> Vec<ChatSpec> {
     allowed
         .iter()
         .filter(|t| t.name != FINISH)
@@ -32,7 +32,7 @@ pub fn tool_specs(allowed: &[agent_tools::ToolSpec]) -> Vec<ChatSpec> {
 /// (ids numbered in order), the results after them as their `tool`
 /// messages (one per call, in order), `finish` calls as the answer text.
 /// Anything else stays as it is.
-pub fn messages(history: &[Message]) -> Vec<Message> {
+pub(crate) fn messages(history: &[Message]) -> Vec<Message> {
     let mut out = Vec::with_capacity(history.len());
     let mut ids = 0;
     // The calls of the last call turn still waiting for their results.
@@ -81,7 +81,7 @@ pub fn messages(history: &[Message]) -> Vec<Message> {
 /// before it as the thought), or the list of its calls when it made
 /// several, else a `finish` with its text as the answer. Err: why its
 /// calls could not be read, written for the model.
-pub fn reply_call(completion: &Completion) -> Result<String, String> {
+pub(crate) fn reply_call(completion: &Completion) -> Result<String, String> {
     if let Some(problem) = &completion.invalid_call {
         return Err(problem.clone());
     }

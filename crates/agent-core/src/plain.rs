@@ -12,7 +12,7 @@ use agent_tools::SemanticSearch;
 use anyhow::Result;
 
 /// The system message unless the user gives their own (`--system`).
-pub const SYSTEM_PROMPT: &str = "You are agent, a careful coding assistant running entirely on the user's machine. \
+pub(crate) const SYSTEM_PROMPT: &str = "You are agent, a careful coding assistant running entirely on the user's machine. \
 Answer concisely and accurately. When files are attached, base your answer on them and say when they do not contain the answer.";
 
 /// The repeat penalty unless the user picks one: free text, unlike the
@@ -21,7 +21,7 @@ pub const REPEAT_PENALTY: f32 = 1.15;
 
 /// Most characters of retrieved code added to a prompt (about 1,500 tokens),
 /// so a small model's context keeps room for the question and the answer.
-pub const MAX_RETRIEVED_CHARS: usize = 6_000;
+pub(crate) const MAX_RETRIEVED_CHARS: usize = 6_000;
 
 /// A question and what is sent with it.
 pub struct PlainQuestion<'a> {

@@ -91,7 +91,7 @@ const CONTEXT_CLOSE: &str = "\n</context>\n\n";
 
 /// The session's context: the environment, then the repo map (focused on
 /// the first request) when there is one.
-pub fn session_context(workspace: &Path, repo_map: Option<&str>) -> String {
+pub(crate) fn session_context(workspace: &Path, repo_map: Option<&str>) -> String {
     let mut out = environment(workspace);
     if let Some(map) = repo_map.filter(|m| !m.trim().is_empty()) {
         out.push_str("\nRepository map (most relevant definitions):\n");
@@ -102,7 +102,7 @@ pub fn session_context(workspace: &Path, repo_map: Option<&str>) -> String {
 
 /// The first user message: the session's context, delimited, then `text`
 /// (the request, or a summary that replaced it).
-pub fn with_context(context: &str, text: &str) -> String {
+pub(crate) fn with_context(context: &str, text: &str) -> String {
     format!("{CONTEXT_OPEN}{}{CONTEXT_CLOSE}{text}", context.trim_end())
 }
 
@@ -125,7 +125,7 @@ Tool results come back as the next message. End with the finish tool: {{\"though
 /// The prompt's own words (identity, rules, tools, call format), without
 /// anything about the workspace: a model that copies these back has not
 /// answered (see [`super::answer`]).
-pub fn internal_texts(tools: &[ToolSpec]) -> Vec<String> {
+pub(crate) fn internal_texts(tools: &[ToolSpec]) -> Vec<String> {
     vec![
         IDENTITY.to_string(),
         RULES.to_string(),

@@ -23,23 +23,13 @@
 //! maps are sorted), and the order matters to a model: `old_text` before
 //! `new_text`, the tool name before its arguments.
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use agent_chat::grammar::literal as gbnf_literal;
 use agent_llm::Grammar;
 use agent_tools::ToolSpec;
 
-/// One parsed model turn.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolCall {
-    pub thought: String,
-    pub tool: String,
-    pub args: Value,
-}
-
-/// The name of the tool that ends a turn with an answer.
-pub const FINISH: &str = "finish";
+pub(crate) use agent_protocol::{ToolCall, FINISH};
 
 /// A grammar admitting exactly one call to one of `tools`.
 pub fn call_grammar(tools: &[ToolSpec]) -> Grammar {
@@ -75,7 +65,7 @@ pub fn finish_grammar(tools: &[ToolSpec]) -> Grammar {
 // small model tokens and time on every call.
 /// Longest thought, in characters: small models otherwise ramble in the
 /// thought until the token budget cuts the call off.
-pub const MAX_THOUGHT_CHARS: usize = 200;
+pub(crate) const MAX_THOUGHT_CHARS: usize = 200;
 
 const PRIMITIVES: &str = r#"ws ::= " "?
 string ::= "\"" char* "\""
@@ -235,7 +225,7 @@ pub fn parse_call(text: &str) -> Result<ToolCall, FormatError> {
 /// Reads the calls of a turn: a JSON list of calls (a native model's turn
 /// with several calls, as the loop stores it), else one call as
 /// [`parse_call`] reads it.
-pub fn parse_calls(text: &str) -> Result<Vec<ToolCall>, FormatError> {
+pub(crate) fn parse_calls(text: &str) -> Result<Vec<ToolCall>, FormatError> {
     match serde_json::from_str::<Vec<Value>>(text.trim()) {
         Ok(list) if !list.is_empty() && list.iter().all(Value::is_object) => list
             .iter()
@@ -245,7 +235,7 @@ pub fn parse_calls(text: &str) -> Result<Vec<ToolCall>, FormatError> {
     }
 }
 
-pub const FORMAT_HINT: &str =
+pub(crate) const FORMAT_HINT: &str =
     r#"{"thought": "<short reason>", "tool": "<tool name>", "args": {<arguments>}}"#;
 
 fn candidates(text: &str) -> Vec<&str> {
@@ -303,7 +293,7 @@ const JSON_ARGUMENTS: agent_chat::adapt::Arguments = agent_chat::adapt::Argument
 
 /// A cut-off answer made presentable: a degenerate loop ("It is X. It is
 /// X. It is X.") is cut at its first repeat, and the cut is marked.
-pub fn salvage_answer(partial: &str) -> String {
+pub(crate) fn salvage_answer(partial: &str) -> String {
     let mut seen = std::collections::HashSet::new();
     let mut out = String::new();
     for sentence in partial.split_inclusive(['.', '\n', '!', '?']) {
@@ -318,7 +308,7 @@ pub fn salvage_answer(partial: &str) -> String {
 
 /// Whether a growing answer has fallen into a loop: its last 40 characters
 /// already occur at least twice before.
-pub fn is_looping(answer: &str) -> bool {
+pub(crate) fn is_looping(answer: &str) -> bool {
     const TAIL: usize = 40;
     if answer.len() < TAIL * 4 {
         return false;

@@ -7,7 +7,7 @@
 //! and after, newest first, each through the `undo` tool: a file changed
 //! since the agent wrote it is handled as `/undo` handles it (put back all
 //! the same, and named in a note). The session store records the cut
-//! ([`crate::session::SessionStore::append_rewind`]), which
+//! ([`agent_store::session::SessionStore::append_rewind`]), which
 //! `SessionStore::turns` applies, so `agent chat --resume` goes on from it,
 //! and the audit log records it. The front ends only ask which request and
 //! whether to undo (the line mode on the terminal, the terminal UI in its

@@ -34,11 +34,11 @@ use agent_tools::{Access, Approver, ToolSpec};
 use crate::intent::{self, Label};
 use crate::prompt;
 use crate::protocol::{self, ToolCall, FINISH};
-use crate::ui::Ui;
 use crate::{
     observation_text, request_message, truncate, Agent, Finish, Kind, Outcome, Step, ToolAccess,
     Turn, FINISH_ARGS_NOTE, REPEAT_LIMIT,
 };
+use agent_protocol::Ui;
 
 /// A request between its steps.
 pub(crate) struct Run {

@@ -342,7 +342,7 @@ fn phrase(a: &str, b: &str) -> (String, String) {
 
 /// The request's words, lower case, split at anything but letters, digits,
 /// `_` and apostrophes inside a word.
-pub fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'' || c == '’'))
         .map(|w| w.trim_matches(['\'', '’']).to_lowercase().replace('’', "'"))
         .filter(|w| !w.is_empty())
@@ -351,7 +351,7 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Tokens written as code: `snake_case`, `CamelCase`, `a.b`, `f()`,
 /// `path/to.rs`, `Type::method`, `--flag` (not).
-pub fn code_tokens(text: &str) -> Vec<&str> {
+pub(crate) fn code_tokens(text: &str) -> Vec<&str> {
     text.split(|c: char| c.is_whitespace() || matches!(c, ',' | '?' | '`' | '\'' | '"' | ';'))
         .map(|w| {
             w.trim_matches(|c: char| {
@@ -382,7 +382,7 @@ fn looks_like_code(w: &str) -> bool {
 }
 
 /// File extensions a request names files by.
-pub fn is_code_extension(ext: &str) -> bool {
+pub(crate) fn is_code_extension(ext: &str) -> bool {
     matches!(
         ext,
         "rs" | "py"
@@ -422,7 +422,7 @@ pub fn is_code_extension(ext: &str) -> bool {
 
 /// An identifier's words, stemmed: `SecureCookieSession` → `secur`,
 /// `cooki`, `session`; `MAX_COOKIE_SIZE` → `max`, `cooki`, `size`.
-pub fn identifier_words(name: &str) -> Vec<String> {
+pub(crate) fn identifier_words(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let chars: Vec<char> = name.chars().collect();
@@ -456,7 +456,7 @@ pub fn identifier_words(name: &str) -> Vec<String> {
 }
 
 /// The Snowball (Porter 2) stem of a lower-case word, after a possessive `'s`.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     static STEMMER: std::sync::OnceLock<frostem::Stemmer> = std::sync::OnceLock::new();
     let word = word.strip_suffix("'s").unwrap_or(word);
     STEMMER
@@ -466,7 +466,7 @@ pub fn stem(word: &str) -> String {
 }
 
 /// A word that carries meaning: not a function word, filler or number.
-pub fn is_content_word(word: &str) -> bool {
+pub(crate) fn is_content_word(word: &str) -> bool {
     !STOP_WORDS.contains(&word) && !word.chars().all(|c| c.is_ascii_digit())
 }
 

@@ -184,7 +184,7 @@ impl Agent {
         &mut self,
         asked: &attach::Request,
         message: String,
-        ui: &mut dyn crate::ui::Ui,
+        ui: &mut dyn agent_protocol::Ui,
     ) -> String {
         let (files, cut) = self.fit_attachments(&asked.attachments, &asked.text);
         self.request_cut = cut;

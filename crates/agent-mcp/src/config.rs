@@ -51,6 +51,27 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A server started as a command, with nothing else set (an editor's
+    /// MCP servers under ACP).
+    pub fn stdio(
+        name: String,
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+    ) -> Self {
+        Self {
+            name,
+            command,
+            args,
+            env,
+            url: None,
+            headers: BTreeMap::new(),
+            ca_bundle: None,
+            startup_timeout_s: None,
+            source: PathBuf::new(),
+        }
+    }
+
     /// The command and its arguments, as one line for people to read (a
     /// remote server's URL, header names and CA file).
     pub fn command_line(&self) -> String {

@@ -11,7 +11,7 @@
 //! folder (`~/.config/agent/trusted-mcp.json`), which no workspace reaches.
 //!
 //! This is the narrow grant: trusting the whole workspace (`agent trust`,
-//! `agent_core::trust`) starts all its servers, pinned the same way; a server
+//! `agent_config::trust`) starts all its servers, pinned the same way; a server
 //! approved here starts in a workspace that is not trusted otherwise.
 
 use std::path::{Path, PathBuf};

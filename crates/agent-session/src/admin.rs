@@ -15,8 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use agent_core::log::AuditConfig;
 use agent_policy::managed::Managed;
+use agent_store::log::AuditConfig;
 
 use crate::settings::{AgentSettings, ModelSettings};
 

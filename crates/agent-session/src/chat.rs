@@ -8,16 +8,17 @@ use std::path::Path;
 use agent_base::cancel::CancelToken;
 use agent_base::term::{escape_controls, untrusted, untrusted_text};
 use agent_base::tokens::thousands;
-use agent_core::attach::{attachment_as, Request};
-use agent_core::init::InitOutcome;
-use agent_core::ui::Ui;
+use agent_core::attachment_as;
+use agent_core::InitOutcome;
 use agent_core::{Agent, Outcome};
 use agent_llm::{PromptCacheUse, Speculation};
+use agent_protocol::Request;
+use agent_protocol::Ui;
 use agent_tools::grep::cut;
 use agent_tools::Approver;
 use anyhow::{bail, Result};
 
-use crate::{Ask, Notice, Say};
+use crate::{Ask, CommandInfo, Notice, Say};
 
 /// An agent in a chat, the approver its mode calls for, and the chat's totals.
 pub struct ChatSession {
@@ -139,15 +140,15 @@ fn clear(agent: &mut Agent) -> String {
 /// for the agent; held in a workspace not trusted when it declares tools.
 fn team_command(agent: &Agent, name: &str, rest: &str, say: Say<'_>) -> Reply {
     let root = agent.workspace().to_path_buf();
-    let personal = agent_core::commands::personal_dir();
+    let personal = agent_config::commands::personal_dir();
     let held = (!agent.trusted())
-        .then(|| agent_core::commands::held(&root, personal.as_deref(), name))
+        .then(|| agent_config::commands::held(&root, personal.as_deref(), name))
         .flatten();
     if let Some(why) = held {
         say(Notice::Failed(why));
         return Reply::Done;
     }
-    match agent_core::commands::expand(&root, personal.as_deref(), name, rest) {
+    match agent_config::commands::expand(&root, personal.as_deref(), name, rest) {
         Ok(request) => {
             let lines = request.lines().count();
             say(Notice::Quiet(format!(
@@ -168,6 +169,12 @@ fn team_command(agent: &Agent, name: &str, rest: &str, say: Say<'_>) -> Reply {
             Reply::Done
         }
     }
+}
+
+/// The files named on the command line, read as attachments; one that
+/// cannot be read is the error.
+pub fn attachments(paths: &[std::path::PathBuf]) -> Result<Vec<agent_protocol::Attachment>> {
+    agent_core::attachments(paths)
 }
 
 /// `request` with the files its text names as `@path` (the terminal UI's
@@ -218,16 +225,6 @@ pub fn mentioned_files(request: &str, root: &Path) -> Vec<String> {
     out
 }
 
-/// A chat command as `/` lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandInfo {
-    pub name: String,
-    /// What it does, after what it takes (`[focus] replace the …`).
-    pub description: String,
-    /// What it takes (`[focus]`), for an editor's input hint.
-    pub hint: Option<String>,
-}
-
 const CHAT_HELP: &str = "commands:
   /help             this list
   /clear            start a new conversation (this one stays saved)
@@ -268,8 +265,8 @@ pub fn command_list(root: &Path) -> Vec<CommandInfo> {
             })
         })
         .collect();
-    let personal = agent_core::commands::personal_dir();
-    for c in agent_core::commands::list(root, personal.as_deref()) {
+    let personal = agent_config::commands::personal_dir();
+    for c in agent_config::commands::list(root, personal.as_deref()) {
         if BUILT_IN.contains(&c.name.as_str()) {
             continue;
         }
@@ -288,7 +285,8 @@ pub fn command_list(root: &Path) -> Vec<CommandInfo> {
 /// `/help`: the built-in commands, then the workspace's own.
 pub fn help(root: &Path) -> Vec<Notice> {
     let mut out = vec![Notice::Plain(CHAT_HELP.into())];
-    let custom = agent_core::commands::list(root, agent_core::commands::personal_dir().as_deref());
+    let custom =
+        agent_config::commands::list(root, agent_config::commands::personal_dir().as_deref());
     if custom.is_empty() {
         out.push(Notice::Plain("your own: a prompt file .agent/commands/NAME.md becomes /NAME ($ARGUMENTS: what follows it)".into()));
         return out;
@@ -316,7 +314,7 @@ pub fn help(root: &Path) -> Vec<Notice> {
 /// The session `--resume` names in the workspace at `root`: `wanted`, or
 /// the latest for an empty one.
 pub fn resume_id(root: &Path, wanted: &str) -> Result<String> {
-    let store = agent_core::session::SessionStore::open(&agent_base::paths::state_dir(root))?;
+    let store = agent_store::session::SessionStore::open(&agent_base::paths::state_dir(root))?;
     let found = if wanted.is_empty() {
         store.latest()?
     } else {
@@ -407,7 +405,7 @@ context now: {} of {} tokens ({:.0}%)",
 }
 
 /// The last prompt's budget, for `/tokens`.
-pub fn budget_report(b: &agent_core::budget::Budget) -> String {
+pub fn budget_report(b: &agent_core::Budget) -> String {
     if b.window == 0 {
         return "last prompt: none yet".into();
     }
@@ -469,7 +467,7 @@ fn rewind_args(args: &str) -> Option<(usize, bool)> {
 }
 
 /// A request as `/rewind` lists it.
-fn turn_item(turn: &agent_core::rewind::UserTurn) -> String {
+fn turn_item(turn: &agent_core::UserTurn) -> String {
     let request = cut(&turn.request, 70);
     match turn.file_changes {
         0 => request,
@@ -479,7 +477,7 @@ fn turn_item(turn: &agent_core::rewind::UserTurn) -> String {
 }
 
 /// What a rewind did, in a line (and its notes after it).
-fn rewound_text(r: &agent_core::rewind::Rewound) -> String {
+fn rewound_text(r: &agent_core::Rewound) -> String {
     let files = match (r.files, r.files_restored.is_empty()) {
         (false, _) => "files left as they are".to_string(),
         (true, true) => "no file change to undo".to_string(),
@@ -504,9 +502,9 @@ fn rewound_text(r: &agent_core::rewind::Rewound) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_core::ui::QuietUi;
     use agent_core::AgentConfig;
     use agent_llm::scripted::ScriptedProvider;
+    use agent_protocol::event::QuietUi;
     use agent_tools::AlwaysApprove;
 
     /// A workspace: a `.git`, a source file, a secret, a link to it.

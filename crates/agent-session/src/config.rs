@@ -188,8 +188,8 @@ fn workspace_entries(m: &Managed, root: &Path, state: &Path) -> Result<Vec<Entry
             src,
         ));
     }
-    let settings = agent_core::settings::Settings::load(root)?;
-    let settings_file = agent_core::settings::path(root);
+    let settings = agent_config::settings::Settings::load(root)?;
+    let settings_file = agent_config::settings::path(root);
     let set = toml_keys(&settings_file);
     let src = set
         .contains(&"compact_at".to_string())

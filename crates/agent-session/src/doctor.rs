@@ -547,7 +547,7 @@ fn command_capabilities(sandbox: &agent_sandbox::Sandbox) -> String {
 }
 
 fn instructions_check() -> Check {
-    use agent_core::instructions::{personal_file, Instructions, FILE_NAME};
+    use agent_config::instructions::{personal_file, Instructions, FILE_NAME};
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
     let found = Instructions::load(&root, personal_file().as_deref());
     let names: Vec<String> = found
@@ -577,7 +577,7 @@ fn instructions_check() -> Check {
 /// The team's own conventions: skills, custom commands and hooks, with
 /// what is wrong with each that is not usable.
 fn conventions_checks() -> Vec<Check> {
-    use agent_core::{commands, hooks, settings::Settings, skills};
+    use agent_config::{commands, hooks, settings::Settings, skills};
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
     let mut out = Vec::new();
 
@@ -712,7 +712,7 @@ fn conventions_checks() -> Vec<Check> {
 /// Whether the workspace is trusted, and everything it ships that waits
 /// for trust or runs with it, one fact per line.
 fn trust_check() -> Check {
-    use agent_core::trust::{State, TrustStore};
+    use agent_config::trust::{State, TrustStore};
     let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
     let found = crate::trust::inventory(&root)
         .and_then(|inv| Ok((TrustStore::open_default()?.state(&root, &inv), inv)));

@@ -9,10 +9,13 @@ use anyhow::Result;
 
 use crate::{Notice, Say};
 use agent_base::term::untrusted;
-use agent_mcp::config::{self, ServerConfig};
+use agent_mcp::config;
 use agent_mcp::trust::TrustStore;
-use agent_mcp::{Hub, ServerState};
-use agent_policy::Policy;
+use agent_mcp::Hub;
+use agent_policy::{Mode, Policy};
+
+pub use agent_mcp::config::ServerConfig;
+pub use agent_mcp::{ServerState, ServerStatus};
 
 /// The workspace's MCP servers for a session, or None when it declares
 /// none. In a trusted workspace (`workspace_trusted`) all start; else only
@@ -97,4 +100,85 @@ pub fn admin_allowlist(
         ))));
     }
     Ok((on, off))
+}
+
+/// `agent mcp list`: each of the workspace's servers started as a session
+/// would start it (untrusted ones are listed, not started), with its tools.
+pub fn status(root: &Path, say: Say<'_>) -> Result<Vec<ServerStatus>> {
+    let servers = config::load(root)?;
+    if servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let workspace = crate::trust::workspace_trusted(root)?;
+    let policy = Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
+    let store = TrustStore::open_default()?;
+    let (trusted, pending) = match admin_allowlist(servers, root, say) {
+        Ok(split) => split,
+        Err(servers) => servers
+            .into_iter()
+            .partition(|s| workspace || store.is_trusted(root, s)),
+    };
+    Ok(Hub::start(trusted, pending, root, &policy).status())
+}
+
+/// `agent mcp trust NAME…` (or `--revoke`): each server approved in this
+/// workspace as it is declared now (its command, arguments, environment and
+/// the files it runs, said so the user sees what they approved), or no
+/// longer. Under the administrator's allowlist only revoking is the user's.
+pub fn trust(root: &Path, names: &[String], revoke: bool, say: Say<'_>) -> Result<()> {
+    let managed = crate::admin::managed();
+    if managed.has_mcp_allowlist() && !revoke {
+        return Err(crate::admin::Refused(managed.refusal(
+            "approving MCP servers yourself: only those on the administrator's allowlist start",
+        ))
+        .into());
+    }
+    let servers = config::load(root)?;
+    let mut store = TrustStore::open_default()?;
+    let at = untrusted(root);
+    for name in names {
+        let shown = untrusted(name);
+        if revoke {
+            let was = if store.revoke(root, name)? {
+                "no longer"
+            } else {
+                "was not"
+            };
+            say(Notice::Plain(format!("{shown}: {was} trusted in {at}")));
+            if crate::trust::workspace_trusted(root)? {
+                say(Notice::Plain("(the workspace itself is trusted, which starts every server; `agent trust --revoke` withdraws that)".into()));
+            }
+            continue;
+        }
+        let Some(server) = servers.iter().find(|s| &s.name == name) else {
+            let known: Vec<String> = servers
+                .iter()
+                .map(|s| untrusted(&s.name).to_string())
+                .collect();
+            anyhow::bail!(
+                "no MCP server `{shown}` in {at} (declared: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        };
+        store.trust(root, server)?;
+        let mut lines = vec![
+            format!("{shown}: trusted in {at} as:"),
+            format!("    command: {}", untrusted(&server.command)),
+        ];
+        for (i, arg) in server.args.iter().enumerate() {
+            lines.push(format!("    arg {}: {}", i + 1, untrusted(arg)));
+        }
+        for (k, v) in &server.env {
+            lines.push(format!("    env: {}={}", untrusted(k), untrusted(v)));
+        }
+        for file in server.files_run(root) {
+            lines.push(format!("    runs: {}", untrusted(&file)));
+        }
+        say(Notice::Plain(lines.join("\n")));
+    }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! Opening the agent for a workspace, the same way for every front end
 //! (`agent ask`, `agent chat` in lines or in the terminal UI, `agent acp`).
-//! (The saved conversations are `agent_core::session`.)
+//! (The saved conversations are `agent_store::session`.)
 
 use std::path::Path;
 

@@ -67,6 +67,11 @@ pub fn stats_line(outcome: &Outcome) -> String {
     )
 }
 
+/// The first prompt's sizes and what they follow, in a line (`--print-prompt`).
+pub fn first_prompt(sizes: &agent_core::FirstPrompt) -> String {
+    agent_core::describe_first_prompt(sizes)
+}
+
 /// 0 for an answer; 3 when there is none (the search results shown instead
 /// are not an answer); 130 for Ctrl-C.
 pub fn exit_code(outcome: &Outcome) -> i32 {

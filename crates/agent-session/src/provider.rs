@@ -4,6 +4,8 @@
 
 use anyhow::{bail, Result};
 
+pub use agent_llm::Provider;
+
 use crate::settings::{ModelSettings, Speculation};
 use crate::{admin, Notice, Say};
 use agent_base::cancel::CancelToken;
@@ -13,7 +15,7 @@ use agent_engine::prompt_cache::PromptCacheConfig;
 use agent_llm::chat::TemplateSource;
 use agent_llm::openai::OpenAiProvider;
 use agent_llm::scripted::{PromptPrinter, ScriptedProvider};
-use agent_llm::{ChatFormat, Provider};
+use agent_llm::ChatFormat;
 
 /// Builds the provider the flags ask for: scripted, remote, or (default) the
 /// in-process engine.
@@ -57,7 +59,7 @@ pub fn provider(args: &ModelSettings, say: Say<'_>) -> Result<Box<dyn Provider>>
         );
     }
     let config = engine_config(args);
-    let spinner = agent_core::ui::spinner(format!("loading {}", config.model_path.display()));
+    let spinner = agent_base::term::spinner(format!("loading {}", config.model_path.display()));
     let engine = LlamaEngine::load(&config);
     spinner.finish_and_clear();
     Ok(Box::new(engine?))

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use agent_index::{Index, SearchQuery};
+pub use agent_index::{SearchMode, SearchResult};
 use agent_tools::search::Hit;
 use agent_tools::SemanticSearch;
 
@@ -61,4 +62,41 @@ impl SemanticSearch for IndexSearch {
         let notes = self.index.as_ref()?.notes().unwrap_or_default();
         (!notes.is_empty()).then(|| notes.join("; "))
     }
+}
+
+/// What `agent search` asks the index.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub text: String,
+    pub k: usize,
+    pub mode: SearchMode,
+    pub path_glob: Option<String>,
+    pub lang: Option<String>,
+}
+
+/// `query` over the index of `root`, and the index's notes on its results
+/// (a partial index, a shared store); an unknown language or an empty query
+/// is an error that says what to give.
+pub fn search(root: &Path, query: Query) -> Result<(Vec<SearchResult>, Vec<String>)> {
+    if query.text.trim().is_empty() {
+        bail!("the query is empty");
+    }
+    if let Some(lang) = &query.lang {
+        if agent_lang::lang::Lang::from_name(lang).is_none() {
+            bail!(
+                "unknown language {lang:?}: use one of {}",
+                agent_lang::lang::Lang::names().join(", ")
+            );
+        }
+    }
+    let mut index = Index::open_reader(root)?;
+    let results = index.search(&SearchQuery {
+        text: query.text,
+        k: query.k,
+        mode: query.mode,
+        path_glob: query.path_glob,
+        lang: query.lang,
+        ..SearchQuery::new("", 0)
+    })?;
+    Ok((results, index.notes()?))
 }

@@ -3,9 +3,12 @@
 
 use std::path::PathBuf;
 
-use agent_engine::offload::GpuLayers;
-use agent_llm::Think;
-use agent_policy::Mode;
+// The flags' own types, so the front ends name them here.
+pub use agent_engine::offload::GpuLayers;
+pub use agent_index::SearchMode;
+pub use agent_llm::{Sampling, Think};
+pub use agent_policy::managed::mode_name;
+pub use agent_policy::Mode;
 
 /// Which model answers, and how it runs.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 //! The workspace trust every session starts with: what the repository
-//! ships that runs code or widens the sandbox ([`agent_core::trust`], MCP
+//! ships that runs code or widens the sandbox ([`agent_config::trust`], MCP
 //! servers added here) takes effect only once the user trusts it; until
 //! then it is pending, said in one notice.
 
@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use anyhow::Result;
 
 use crate::{Ask, Notice, Say};
-use agent_core::trust::{Inventory, State, TrustStore};
+pub use agent_config::trust::{Inventory, State, TrustStore};
 
 /// `--trust` on the command line: trusted for this run.
 static FLAG: OnceLock<bool> = OnceLock::new();

@@ -185,13 +185,7 @@ impl Sink for Collect {
     }
 }
 
-/// The first `max` characters of `s`, with `…` when cut.
-pub fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
+pub use agent_base::term::cut;
 
 #[cfg(test)]
 mod tests {

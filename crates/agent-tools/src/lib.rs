@@ -16,15 +16,12 @@ mod args;
 mod change;
 pub mod checkpoint;
 pub mod diagnose;
-pub mod diff;
 mod edit;
 pub mod fence;
-pub mod files;
 mod fs;
 pub mod git;
 pub mod grep;
 mod patch;
-pub mod proposal;
 pub mod search;
 pub mod shell;
 mod state_guard;
@@ -44,7 +41,11 @@ use agent_base::cancel::CancelToken;
 use agent_policy::Policy;
 
 pub use agent_policy::Access;
-pub use files::FileAccess;
+pub use agent_protocol::{diff, files, proposal};
+// The approval and result types are the protocol's: the front ends name them there.
+pub use agent_protocol::{
+    AlwaysApprove, AlwaysDecline, Approval, Approver, Decision, ErrorClass, FileAccess, ToolOutput,
+};
 pub use workspace::Workspace;
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,133 +57,6 @@ pub struct ToolSpec {
     /// tool-call grammar, so keep it to what `llm::grammar` supports.
     pub parameters: Value,
     pub access: Access,
-}
-
-/// Why a tool call failed, for the model's feedback and the audit log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    /// Arguments missing, of the wrong type, or unknown tool.
-    InvalidArgs,
-    NotFound,
-    /// A path outside the workspace, or a denied command (policy).
-    PolicyDenied,
-    /// The user said no.
-    Declined,
-    /// `edit` without a prior read, or the file changed since it was read.
-    StaleRead,
-    /// `edit`/`apply_patch` text did not match (or matched more than once).
-    NoMatch,
-    Syntax,
-    MissingDependency,
-    TestFailure,
-    Permission,
-    Timeout,
-    /// A command exited non-zero for another reason.
-    CommandFailed,
-    Io,
-}
-
-/// The result of one tool call.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ToolOutput {
-    pub ok: bool,
-    /// The observation for the model: compact, with the fix in it when the call failed.
-    pub content: String,
-    /// Unified diff of what a write changed (shown to the user, logged).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorClass>,
-    /// Workspace-relative paths this call changed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub changed: Vec<String>,
-    /// The plan a `todo` call wrote (the loop keeps it, the front ends show it).
-    #[serde(skip)]
-    pub plan: Option<Vec<todo::Item>>,
-}
-
-impl ToolOutput {
-    pub fn ok(content: impl Into<String>) -> Self {
-        Self {
-            ok: true,
-            content: content.into(),
-            ..Self::default()
-        }
-    }
-    pub fn error(class: ErrorClass, content: impl Into<String>) -> Self {
-        Self {
-            ok: false,
-            content: content.into(),
-            error: Some(class),
-            ..Self::default()
-        }
-    }
-}
-
-/// What the user is asked to approve.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Approval {
-    /// A change set: the paths and the unified diff that would be applied;
-    /// `why` it is asked whatever the mode, when it changes a file the agent
-    /// reads as its own configuration or instructions.
-    /// `proposed` holds each file's text before and after, for an approver
-    /// that lets the user edit the change (`e`); kept out of the JSON (the
-    /// audit log, `--json`, ACP), where the diff says it.
-    Write {
-        paths: Vec<String>,
-        diff: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        why: Option<String>,
-        #[serde(skip)]
-        proposed: Vec<proposal::Proposed>,
-    },
-    /// A command and the workspace-relative directory it would run in;
-    /// `why` it is asked whatever the mode, when the policy cannot read it.
-    Command {
-        command: String,
-        cwd: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        why: Option<String>,
-    },
-    /// A read, asked only in `human` mode.
-    Read { tool: String, summary: String },
-    /// A call to an MCP server's tool that may change things, and its arguments (JSON).
-    Tool { tool: String, args: String },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Approve,
-    /// A change approved after the user edited it: what they saved for each
-    /// file they changed, written instead of the model's text (a write only).
-    ApproveEdited(Vec<proposal::Edited>),
-    Decline,
-}
-
-/// Asks the user (terminal prompt), or answers for them (tests, `yolo`).
-pub trait Approver {
-    fn approve(&mut self, request: &Approval) -> Decision;
-}
-
-/// Approves everything; `--mode yolo` and tests.
-pub struct AlwaysApprove;
-impl Approver for AlwaysApprove {
-    fn approve(&mut self, _: &Approval) -> Decision {
-        Decision::Approve
-    }
-}
-
-/// Declines everything; tests of the declined path, non-interactive `confirm`.
-pub struct AlwaysDecline;
-impl Approver for AlwaysDecline {
-    fn approve(&mut self, _: &Approval) -> Decision {
-        Decision::Decline
-    }
 }
 
 /// The `search_semantic` backend (the code index); absent when the repo has

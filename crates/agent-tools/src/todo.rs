@@ -5,14 +5,13 @@
 //! what to send. Only coding tasks get the tool (`Access::Plan`); the loop's
 //! side (reporting, resume, `/rewind`) is `agent_core`'s.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::args::Args;
 use super::{Access, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The tool's name, for the loop and the front ends.
-pub const NAME: &str = "todo";
+pub const NAME: &str = agent_protocol::plan::TOOL;
 
 /// Most items in a plan: more is no longer a plan a small model follows.
 pub const MAX_ITEMS: usize = 20;
@@ -22,71 +21,7 @@ pub const MAX_TEXT: usize = 200;
 
 const EXAMPLE: &str = r#"{"items": [{"text": "Read the parser", "status": "done"}, {"text": "Fix the off-by-one", "status": "in_progress"}, {"text": "Run the tests", "status": "pending"}]}"#;
 
-/// Where an item stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Pending,
-    InProgress,
-    Done,
-}
-
-impl Status {
-    /// The status a model meant: the three names, and the synonyms models
-    /// use for them (`completed`, `in-progress`, ...).
-    fn parse(text: &str) -> Option<Status> {
-        match text
-            .trim()
-            .to_ascii_lowercase()
-            .replace(['-', ' '], "_")
-            .as_str()
-        {
-            "pending" | "todo" | "to_do" | "not_started" | "open" => Some(Status::Pending),
-            "in_progress" | "active" | "doing" | "current" | "started" => Some(Status::InProgress),
-            "done" | "completed" | "complete" | "finished" => Some(Status::Done),
-            _ => None,
-        }
-    }
-
-    /// The one-character marker the front ends show: ✓ done, ▸ in progress, · pending.
-    pub fn marker(self) -> &'static str {
-        match self {
-            Status::Done => "✓",
-            Status::InProgress => "▸",
-            Status::Pending => "·",
-        }
-    }
-}
-
-/// One item of the plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Item {
-    pub text: String,
-    pub status: Status,
-}
-
-/// Whether every item of `plan` is done (an empty plan is not).
-pub fn all_done(plan: &[Item]) -> bool {
-    !plan.is_empty() && plan.iter().all(|i| i.status == Status::Done)
-}
-
-/// How many of the plan's items are done.
-pub fn done(plan: &[Item]) -> usize {
-    plan.iter().filter(|i| i.status == Status::Done).count()
-}
-
-/// The plan as the model and the line mode read it: a count, then one line
-/// per item with its marker.
-pub fn render(plan: &[Item]) -> String {
-    if plan.is_empty() {
-        return "Plan cleared.".into();
-    }
-    let mut out = format!("Plan ({}/{} done):", done(plan), plan.len());
-    for item in plan {
-        out.push_str(&format!("\n{} {}", item.status.marker(), item.text));
-    }
-    out
-}
+pub use agent_protocol::plan::{all_done, done, render, Item, Status};
 
 /// Reads a `todo` call's arguments into a plan; Err is the observation that
 /// says what to send instead.

@@ -196,7 +196,7 @@ fn stream_child(seconds: u64, rate: u64, lines: u64) {
         verbose: false,
     })
     .expect("the UI starts");
-    use agent_core::ui::Ui;
+    use agent_protocol::Ui;
     tui.busy(true);
     let mut ui = tui.ui();
     ui.step_start(1);

@@ -63,7 +63,7 @@ pub(crate) enum Event {
     /// A turn began (true) or ended.
     Busy(bool),
     /// The model's plan, whole (empty: none to pin).
-    Plan(Vec<agent_tools::todo::Item>),
+    Plan(Vec<agent_protocol::plan::Item>),
     /// The chat waits for the next request.
     Ready,
     /// The chat is over: restore the terminal and end the thread.
@@ -156,7 +156,7 @@ pub(crate) struct App {
     esc: Option<Instant>,
     note: Option<String>,
     /// The model's plan, pinned above the input.
-    plan: Vec<agent_tools::todo::Item>,
+    plan: Vec<agent_protocol::plan::Item>,
     pub show_diffs: bool,
     closed: bool,
     started: Instant,
@@ -312,7 +312,7 @@ impl App {
     /// live area cleared), then takes it back. Its stderr is the terminal,
     /// not the pipe that catches ours.
     fn run_editor(&mut self, files: &[PathBuf]) -> std::io::Result<ExitStatus> {
-        let mut command = agent_tools::proposal::editor_command(files);
+        let mut command = agent_protocol::proposal::editor_command(files);
         let stderr = self
             .link
             .capture
@@ -323,7 +323,7 @@ impl App {
             command.stderr(fd);
         }
         self.screen.suspend();
-        let status = agent_tools::proposal::run_editor(&mut command);
+        let status = agent_protocol::proposal::run_editor(&mut command);
         self.screen.resume()?;
         status
     }

@@ -1,22 +1,22 @@
 //! Approvals in place: what is asked goes into the scrollback (an edit's
 //! coloured diff; a command, its folder and why the policy asks), the
 //! question waits in the live area for `y`, `n` or `a`, and for an edit
-//! `e`: the user's editor opens on the proposed text (`agent_tools::proposal`)
+//! `e`: the user's editor opens on the proposed text (`agent_protocol::proposal`)
 //! while the UI steps aside (live area cleared, cooked mode, the cursor
 //! shown, the editor's stderr the real one, not the capture pipe), the diff
 //! is shown again against what they saved, and the question is asked again;
 //! a yes then writes their text.
 //!
-//! The rules are the line mode's (`agent_core::ui::TerminalApprover`):
+//! The rules are the line mode's (`agent_line::TerminalApprover`):
 //! yolo approves what the policy could read, "always" approves the rest of
 //! the session, and what is asked whatever the mode (`why`) is always asked.
 
 use std::sync::mpsc;
 
+use agent_base::term::cut;
 use agent_base::term::escape_line;
-use agent_tools::grep::cut;
-use agent_tools::proposal::Edits;
-use agent_tools::{Approval, Approver, Decision};
+use agent_protocol::proposal::Edits;
+use agent_protocol::{Approval, Approver, Decision};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 

@@ -9,14 +9,14 @@
 //! No alternate screen. A pipe, `TERM=dumb` or `--no-tui` keep the line mode
 //! ([`available`]).
 //!
-//! Two threads: the chat's (the caller's: it owns the [`agent_core::Agent`]
+//! Two threads: the chat's (the caller's: it owns the [`agent_session::Agent`]
 //! and runs the same loop and chat commands as the line mode) and the UI's
 //! (it owns the terminal, reads the keys through crossterm, with bracketed
 //! paste and the keyboard protocol where the terminal has it, and draws at
 //! most every 40 ms). The chat's side is [`Tui`]:
 //! [`Tui::read_request`] waits for the next request, [`Tui::ui`] is the
-//! loop's [`agent_core::ui::Ui`], [`Tui::approver`] its
-//! [`agent_tools::Approver`]; they send events over a channel to the UI's
+//! loop's [`agent_protocol::event::Ui`], [`Tui::approver`] its
+//! [`agent_protocol::Approver`]; they send events over a channel to the UI's
 //! thread, and an approval blocks the chat's thread on a reply channel until
 //! the user answers. While the UI is up, stderr is a pipe whose text
 //! becomes cells (`capture`), so a chat command's report or a warning
@@ -27,7 +27,7 @@
 //! once, exit 130). Shift+Tab sends [`Request::NextMode`] to the chat's
 //! thread, read between turns (a turn keeps the mode it began in): the chat
 //! moves to the next mode the administrator allows
-//! (`agent_core::Agent::cycle_mode`, which audits it) and gives the approver
+//! (`agent_session::Agent::cycle_mode`, which audits it) and gives the approver
 //! and the status line the new mode.
 
 mod app;
@@ -58,12 +58,12 @@ use std::sync::{Arc, Mutex};
 
 use agent_base::cancel::CancelToken;
 use agent_base::term::escape_controls;
-use agent_core::compact::Compaction;
-use agent_core::intent::Intent;
-use agent_core::protocol::{ToolCall, FINISH};
-use agent_core::ui::{compaction_line, read_only_note, summarize_args, Ui};
-use agent_core::ToolAccess;
-use agent_tools::ToolOutput;
+use agent_protocol::event::{compaction_line, read_only_note, summarize_args, Ui};
+use agent_protocol::Compaction;
+use agent_protocol::Intent;
+use agent_protocol::ToolAccess;
+use agent_protocol::ToolOutput;
+use agent_protocol::{ToolCall, FINISH};
 use ratatui::style::{Color, Style};
 
 use app::{App, Event, Input, Link, ToolDone};
@@ -217,7 +217,7 @@ impl Tui {
 
     /// The plan to pin above the input (between turns: the session's, which
     /// a finished plan, `/clear` or `/rewind` leave empty).
-    pub fn plan(&self, plan: &[agent_tools::todo::Item]) {
+    pub fn plan(&self, plan: &[agent_protocol::plan::Item]) {
         self.link.send(Event::Plan(plan.to_vec()));
     }
 
@@ -368,7 +368,7 @@ impl Ui for TuiUi {
         )]));
     }
 
-    fn plan(&mut self, items: &[agent_tools::todo::Item]) {
+    fn plan(&mut self, items: &[agent_protocol::plan::Item]) {
         self.link.send(Event::Plan(items.to_vec()));
     }
 

@@ -4,7 +4,7 @@
 //! line, so a finished plan, `/clear` and `/rewind` take it away.
 
 use agent_base::term::escape_line;
-use agent_tools::todo::{Item, Status};
+use agent_protocol::plan::{Item, Status};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;

@@ -295,10 +295,10 @@ fn a_conversation_past_the_threshold_is_compacted_once_and_goes_on_from_the_summ
     assert!(after.iter().any(|m| m.content.contains("def gamma_000")));
     // The session's context still opens the first user message, as it
     // opened the request; the summary reported is the summary alone.
-    let (context, summary) = agent_core::prompt::split_context(&after[1].content);
+    let (context, summary) = agent_core::split_context(&after[1].content);
     assert_eq!(
         context,
-        agent_core::prompt::split_context(&requests[0].messages[1].content).0
+        agent_core::split_context(&requests[0].messages[1].content).0
     );
     assert!(context.is_some_and(|c| c.starts_with("Environment:")));
     assert_eq!(Some(summary), c.summary.as_deref());
@@ -317,7 +317,7 @@ fn a_conversation_past_the_threshold_is_compacted_once_and_goes_on_from_the_summ
         c.resume = Some(session.clone())
     });
     let resumed_turns = resumed.turns();
-    assert_eq!(resumed_turns[1].kind, agent_core::context::Kind::Summary);
+    assert_eq!(resumed_turns[1].kind, agent_store::turn::Kind::Summary);
     assert!(resumed_turns[1].message.content.contains(QUESTION));
     assert!(!resumed_turns
         .iter()
@@ -391,7 +391,7 @@ fn compact_refuses_a_summary_that_repeats_itself_or_claims_work_not_done() {
         let c = agent
             .compact(
                 None,
-                &mut agent_core::ui::QuietUi,
+                &mut agent_protocol::event::QuietUi,
                 &agent_base::cancel::CancelToken::new(),
             )
             .unwrap();
@@ -430,7 +430,7 @@ fn compact_on_request_summarizes_with_the_focus() {
     let c = agent
         .compact(
             Some("the gamma functions"),
-            &mut agent_core::ui::QuietUi,
+            &mut agent_protocol::event::QuietUi,
             &agent_base::cancel::CancelToken::new(),
         )
         .unwrap();

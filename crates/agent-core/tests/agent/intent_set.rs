@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use agent_core::intent::{heuristic, Knowledge, Label};
+use agent_core::{heuristic, Knowledge};
+use agent_protocol::Label;
 use agent_tools::{Access, ToolSpec};
 
 fn set() -> PathBuf {

@@ -9,11 +9,11 @@ use serde_json::json;
 use agent_base::cancel::CancelToken;
 use agent_chat::family::AnswerForm;
 use agent_chat::{Family, SpecialTokens, ToolCall};
-use agent_core::ui::QuietUi;
 use agent_core::{Agent, AgentConfig, Finish};
 use agent_llm::chat::{reasoning_open_text, TemplateSource};
 use agent_llm::{ChatFormat, CompletionRequest, Message, Role};
 use agent_policy::Mode;
+use agent_protocol::event::QuietUi;
 use agent_tools::AlwaysApprove;
 
 use crate::scripted::{repo, Recorder};

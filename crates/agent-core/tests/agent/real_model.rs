@@ -1,7 +1,6 @@
 //! The tool-call protocol on the real tiny model (SmolLM2-135M) in
 //! llama.cpp: its grammars are accepted and constrain what the model says.
 
-use agent_core::protocol;
 use agent_engine::engine::{EngineConfig, LlamaEngine};
 use agent_llm::{CompletionRequest, FinishReason, Flow, Message, Provider};
 use agent_tools::Toolbox;
@@ -22,22 +21,22 @@ fn the_tool_call_grammar_is_accepted_and_constrains_the_model() {
     let mut req = CompletionRequest::new(vec![
         Message::system(format!(
             "You are a coding agent. Tools:\n{}",
-            protocol::describe_tools(&specs)
+            agent_core::describe_tools(&specs)
         )),
         Message::user("Where is the function add defined?"),
     ]);
     req.max_tokens = 120;
-    req.grammar = Some(protocol::call_grammar(&specs));
+    req.grammar = Some(agent_core::call_grammar(&specs));
     let out = engine
         .complete(&req, &mut |_| Flow::Continue)
         .expect("the grammar is accepted");
     // Constrained decoding: whatever the tiny model says is a call to a real
     // tool (unless the token budget cut it short).
     if out.finish != FinishReason::Length {
-        let call = protocol::parse_call(&out.text).expect(&out.text);
+        let call = agent_core::parse_call(&out.text).expect(&out.text);
         assert!(specs.iter().any(|s| s.name == call.tool), "{}", out.text);
     }
-    req.grammar = Some(protocol::finish_grammar(&specs));
+    req.grammar = Some(agent_core::finish_grammar(&specs));
     req.max_tokens = 200;
     let out = engine.complete(&req, &mut |_| Flow::Continue).unwrap();
     let _: Value = serde_json::from_str(&out.text).unwrap_or(Value::Null);

@@ -6,12 +6,12 @@ use std::path::Path;
 use serde_json::Value;
 
 use agent_base::cancel::CancelToken;
-use agent_core::intent::Label;
-use agent_core::ui::QuietUi;
 use agent_core::{Agent, AgentConfig, Finish, Outcome};
 use agent_llm::scripted::ScriptedProvider;
 use agent_llm::{Completion, CompletionRequest, Event, Flow, LlmError, Provider};
 use agent_policy::Mode;
+use agent_protocol::event::QuietUi;
+use agent_protocol::Label;
 use agent_tools::{AlwaysApprove, AlwaysDecline, Approver, SemanticSearch};
 
 /// A scripted provider whose requests the test can read after the agent
@@ -217,8 +217,8 @@ fn a_repo_question_reads_then_answers_and_everything_is_logged() {
         .iter()
         .chain(&trace)
         .all(|e| e["trace_id"] == r.outcome.trace_id.as_str()));
-    let store =
-        agent_core::session::SessionStore::open(&agent_base::paths::state_dir(dir.path())).unwrap();
+    let store = agent_store::session::SessionStore::open(&agent_base::paths::state_dir(dir.path()))
+        .unwrap();
     // system, request, read call, its observation, the finish call
     assert_eq!(store.turns(&r.outcome.session_id).unwrap().len(), 5);
 }
@@ -315,7 +315,7 @@ fn the_system_prompt_is_the_same_for_every_request_and_the_context_opens_the_fir
     }
 
     let opening = &first.messages[1].content;
-    let (context, request) = agent_core::prompt::split_context(opening);
+    let (context, request) = agent_core::split_context(opening);
     let context = context.unwrap_or_else(|| panic!("no context: {opening}"));
     let today = chrono::Local::now().format("%Y-%m-%d").to_string();
     assert!(context.starts_with("Environment:"), "{context}");
@@ -673,8 +673,8 @@ fn ctrl_c_ends_the_request_and_keeps_the_session() {
         )
         .unwrap();
     assert_eq!(outcome.finish, Finish::Cancelled);
-    let store =
-        agent_core::session::SessionStore::open(&agent_base::paths::state_dir(dir.path())).unwrap();
+    let store = agent_store::session::SessionStore::open(&agent_base::paths::state_dir(dir.path()))
+        .unwrap();
     let turns = store.turns(&outcome.session_id).unwrap();
     assert!(turns
         .iter()

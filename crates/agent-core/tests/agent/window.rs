@@ -8,12 +8,12 @@
 use std::sync::{Arc, Mutex};
 
 use agent_base::cancel::CancelToken;
-use agent_core::attach::{Attachment, Request};
-use agent_core::ui::QuietUi;
 use agent_core::{Agent, AgentConfig};
 use agent_engine::engine::{EngineConfig, LlamaEngine};
 use agent_llm::{Completion, CompletionRequest, Event, Flow, LlmError, Provider, ToolCall};
 use agent_policy::Mode;
+use agent_protocol::event::QuietUi;
+use agent_protocol::{Attachment, Request};
 use agent_tools::AlwaysApprove;
 use serde_json::json;
 
@@ -76,7 +76,7 @@ impl Provider for Windowed {
         let summary = request
             .messages
             .last()
-            .is_some_and(|m| m.content.contains(agent_core::compact::PROMPT));
+            .is_some_and(|m| m.content.contains(agent_core::COMPACT_PROMPT));
         let words_whole = summary
             || request
                 .messages

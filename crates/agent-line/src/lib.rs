@@ -1,109 +1,26 @@
-//! What the user sees: streamed answers, tool calls as they happen, coloured
-//! diffs, and the confirmation prompt.
+//! The line mode: the terminal front end of `agent ask` and of `agent chat`
+//! without the full-screen UI (a pipe, `--no-tui`), beside `agent-tui`.
+//! Streamed answers, tool calls as they happen, coloured diffs, and the
+//! confirmation prompt ([`TerminalUi`], [`TerminalApprover`]); one JSON
+//! object per event for scripts ([`JsonLinesUi`]).
 //!
 //! The answer streams to stdout; everything else (intent, tool calls, diffs,
 //! notices) goes to stderr, so `agent ask ... > answer.txt` keeps only the answer.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use agent_base::term::{escape_controls, escape_line, untrusted, untrusted_text};
+use agent_base::term::{
+    cut, escape_controls, escape_line, spinner, timed_spinner, untrusted, untrusted_text,
+};
+use agent_protocol::diff::colored;
+use agent_protocol::event::{compaction_line, plan_title, read_only_note, summarize_args};
+use agent_protocol::proposal::{editor_command, run_editor, Edits};
+use agent_protocol::{
+    plan, Approval, Approver, Compaction, Decision, Intent, ToolAccess, ToolCall, ToolOutput, Ui,
+    FINISH,
+};
 use console::style;
-
-use super::compact::Compaction;
-use super::intent::Intent;
-use super::protocol::{ToolCall, FINISH};
-use super::ToolAccess;
-use agent_tools::diff::colored;
-use agent_tools::grep::cut;
-use agent_tools::proposal::{editor_command, run_editor, Edits};
-use agent_tools::todo;
-use agent_tools::{Approval, Approver, Decision, ToolOutput};
-
-/// The loop reports progress through this.
-pub trait Ui {
-    /// The request's intent and the tools it was given.
-    fn intent(&mut self, intent: &Intent, tools: ToolAccess);
-    fn step_start(&mut self, step: usize);
-    /// A piece of the final answer, as it is generated.
-    fn answer_text(&mut self, text: &str);
-    /// A piece of the model's reasoning, as it is generated (never part of
-    /// the answer).
-    fn reasoning_text(&mut self, _text: &str) {}
-    /// The model is still generating: `tokens` so far in this step. Sent
-    /// every [`PROGRESS_EVERY`] while it does, shown or not (a call being
-    /// written shows nothing).
-    fn generating(&mut self, _step: usize, _tokens: usize) {}
-    /// The model read `done` of the `total` prompt tokens it had to
-    /// (those its cache did not hold), after each batch of them.
-    fn prefilling(&mut self, _step: usize, _done: usize, _total: usize) {}
-    fn step_end(&mut self);
-    fn tool_call(&mut self, call: &ToolCall);
-    fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput);
-    fn notice(&mut self, text: &str);
-    /// A step that streams nothing has begun (a summary being written): a
-    /// terminal keeps a spinner with the time spent under this line until
-    /// the next event, so a minute of prefill does not look like a hang.
-    fn working(&mut self, what: &str) {
-        self.notice(what);
-    }
-    /// The conversation was compacted, or could not be ([`Compaction::fallback`]).
-    fn compacted(&mut self, compaction: &Compaction) {
-        self.notice(&compaction_line(compaction));
-    }
-    /// The model wrote its plan (`todo`): the whole list, after the call's
-    /// [`Ui::tool_result`]; empty when it cleared it.
-    fn plan(&mut self, _items: &[todo::Item]) {}
-}
-
-/// How often [`Ui::generating`] is called while the model generates.
-pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// One line on a compaction.
-pub fn compaction_line(c: &Compaction) -> String {
-    match (&c.fallback, c.compacted) {
-        (Some(why), false) => format!("could not compact: {why}"),
-        (fallback, true) => format!(
-            "compacted: {} turns replaced by a summary, {} kept ({} → {} tokens){}",
-            c.replaced_turns,
-            c.kept_turns,
-            c.tokens_before,
-            c.tokens_after,
-            fallback
-                .as_ref()
-                .map(|why| format!("; {why}"))
-                .unwrap_or_default()
-        ),
-        (None, false) => "could not compact".into(),
-    }
-}
-
-/// A spinner on stderr; invisible when stderr is not a terminal.
-pub fn spinner(message: String) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
-    bar.enable_steady_tick(std::time::Duration::from_millis(100));
-    bar
-}
-
-/// A spinner that counts the seconds, for work that shows nothing else.
-pub fn timed_spinner(message: String) -> indicatif::ProgressBar {
-    let bar = spinner(message);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
-        bar.set_style(style);
-    }
-    bar
-}
-
-/// Shows nothing (`--json`, tests).
-pub struct QuietUi;
-impl Ui for QuietUi {
-    fn intent(&mut self, _: &Intent, _: ToolAccess) {}
-    fn step_start(&mut self, _: usize) {}
-    fn answer_text(&mut self, _: &str) {}
-    fn step_end(&mut self) {}
-    fn tool_call(&mut self, _: &ToolCall) {}
-    fn tool_result(&mut self, _: &ToolCall, _: &ToolOutput) {}
-    fn notice(&mut self, _: &str) {}
-}
 
 /// `--output-format stream-json`: one JSON object per line on stdout, as it
 /// happens (`intent`, `step`, `text`, `progress`, `tool_call`, `tool_result`,
@@ -177,7 +94,7 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
             serde_json::to_value(compaction).unwrap_or_default(),
         );
     }
-    fn plan(&mut self, items: &[todo::Item]) {
+    fn plan(&mut self, items: &[plan::Item]) {
         self.event("plan", serde_json::json!({ "items": items }));
     }
 }
@@ -270,7 +187,7 @@ impl Ui for TerminalUi {
 
     fn tool_call(&mut self, call: &ToolCall) {
         // The plan shows itself once written (`plan`).
-        if call.tool == FINISH || call.tool == todo::NAME {
+        if call.tool == FINISH || call.tool == plan::TOOL {
             return;
         }
         if self.verbose && !call.thought.is_empty() {
@@ -288,7 +205,7 @@ impl Ui for TerminalUi {
     }
 
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput) {
-        if call.tool == todo::NAME {
+        if call.tool == plan::TOOL {
             // A plan written shows itself (`plan`); a refused one in a line.
             if !output.ok {
                 let first = escape_line(output.content.lines().next().unwrap_or_default());
@@ -332,7 +249,7 @@ impl Ui for TerminalUi {
         self.spinner = Some(timed_spinner(escape_line(what).into_owned()));
     }
 
-    fn plan(&mut self, items: &[todo::Item]) {
+    fn plan(&mut self, items: &[plan::Item]) {
         self.clear_spinner();
         eprintln!("{} {}", style("●").cyan(), style(plan_title(items)).bold());
         for item in items {
@@ -342,9 +259,9 @@ impl Ui for TerminalUi {
                 escape_line(&cut(&item.text, 100))
             );
             match item.status {
-                todo::Status::Done => eprintln!("{}", style(line).dim()),
-                todo::Status::InProgress => eprintln!("{}", style(line).cyan()),
-                todo::Status::Pending => eprintln!("{line}"),
+                plan::Status::Done => eprintln!("{}", style(line).dim()),
+                plan::Status::InProgress => eprintln!("{}", style(line).cyan()),
+                plan::Status::Pending => eprintln!("{line}"),
             }
         }
     }
@@ -361,46 +278,6 @@ impl Ui for TerminalUi {
             None => eprintln!("{}", style(escape_controls(&line)).yellow()),
         }
     }
-}
-
-/// The line shown when a request gets read-only tools.
-pub fn read_only_note(intent: &Intent) -> String {
-    format!(
-        "read-only: this looks like a question ({}), so no files will change; \
-to change code, say what to change (\"Make X do Y in path\")",
-        intent.label.as_str()
-    )
-}
-
-/// The plan's heading: `plan 1/3 done`, or that it was cleared.
-fn plan_title(items: &[todo::Item]) -> String {
-    if items.is_empty() {
-        return "plan cleared".into();
-    }
-    format!("plan {}/{} done", todo::done(items), items.len())
-}
-
-/// `{"path": "src/a.rs", "start_line": 3}` → `src/a.rs start_line=3`.
-pub fn summarize_args(args: &serde_json::Value) -> String {
-    let Some(map) = args.as_object() else {
-        return args.to_string();
-    };
-    let parts: Vec<String> = map
-        .iter()
-        .map(|(k, v)| {
-            let v = match v {
-                serde_json::Value::String(s) => s.replace('\n', "⏎"),
-                serde_json::Value::Array(a) => format!("[{} item(s)]", a.len()),
-                other => other.to_string(),
-            };
-            if k == "path" || k == "command" || k == "pattern" || k == "query" {
-                cut(&v, 80)
-            } else {
-                format!("{k}={}", cut(&v, 40))
-            }
-        })
-        .collect();
-    parts.join(" ")
 }
 
 /// Asks on the terminal. Without a terminal it cannot ask, so it declines
@@ -579,15 +456,4 @@ fn read_answer(keys: &str) -> Option<char> {
         "e" | "edit" if keys.contains('e') => 'e',
         _ => 'n',
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summaries_are_short() {
-        let s = summarize_args(&serde_json::json!({"path": "src/a.rs", "start_line": 3}));
-        assert_eq!(s, "src/a.rs start_line=3");
-    }
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
-use super::context::{Kind, Turn};
+use crate::turn::{Kind, Turn};
 
 pub struct SessionStore {
     db: Connection,
@@ -232,8 +232,8 @@ impl SessionStore {
             let (kind, role) = match kind_from(&kind) {
                 Some(kind) => (kind_name(kind), Turn::new(kind, "").message.role),
                 // The user's, as the request it cut back to.
-                None if kind == REWIND => (REWIND, agent_llm::Role::User),
-                None => (kind_name(Kind::Observation), agent_llm::Role::User),
+                None if kind == REWIND => (REWIND, agent_chat::Role::User),
+                None => (kind_name(Kind::Observation), agent_chat::Role::User),
             };
             out.push(StoredMessage {
                 seq,

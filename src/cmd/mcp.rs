@@ -88,6 +88,8 @@ fn list(root: &Path, json: bool) -> Result<i32> {
 
 fn trust(root: &Path, names: &[String], revoke: bool) -> Result<i32> {
     // What was trusted goes to stdout, the record a script keeps.
-    mcp::trust(root, names, revoke, &mut |n| println!("{}", n.text()))?;
+    mcp::trust(root, names, revoke, &mut |n| {
+        println!("{}", crate::terminal::shown(&n))
+    })?;
     Ok(0)
 }

@@ -110,7 +110,12 @@ fn raw_field(arg: &str) -> Option<&'static str> {
 fn printers_of_untrusted_text_escape_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
-    for dir in ["src", "src/cmd", "crates/agent-core/src"] {
+    for dir in [
+        "src",
+        "src/cmd",
+        "crates/agent-core/src",
+        "crates/agent-line/src",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "rs") {

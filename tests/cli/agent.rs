@@ -927,12 +927,18 @@ fn chat_commands_never_reach_the_model_and_empty_lines_do_not_quit() {
         dir.path(),
         &script,
         &[],
-        "/help\n\n   \n/tokens\n/model\n/bogus\n/clear\n/exit\n",
+        "/help\n\n   \n/tokens\n/model\n/bogus\n/exit/exit\n/clear\n/exit\n",
     );
     assert!(err.contains("/undo"), "{err}");
     assert!(err.contains("context now:"), "{err}");
     assert!(err.contains("context window:"), "{err}");
     assert!(err.contains("unknown command /bogus"), "{err}");
+    // A typo is no command to create (issue 53).
+    assert!(
+        err.contains("unknown command /exit/exit; /help lists the commands\n"),
+        "{err}"
+    );
+    assert!(!err.contains("exit/exit.md"), "{err}");
     assert!(err.contains("new conversation"), "{err}");
     assert!(!err.contains("error:"), "{err}");
 }

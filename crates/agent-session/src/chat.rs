@@ -158,8 +158,15 @@ fn team_command(agent: &Agent, name: &str, rest: &str, say: Say<'_>) -> Reply {
             Reply::Send(request)
         }
         Err(why) if why.starts_with("no command") => {
+            // How to write one only for a name a prompt file could have:
+            // `/exit/exit` is a typo, not a command to create.
+            let how = if name.contains('/') {
+                String::new()
+            } else {
+                format!("\n{why}")
+            };
             say(Notice::Plain(format!(
-                "unknown command /{}; /help lists the commands\n{why}",
+                "unknown command /{}; /help lists the commands{how}",
                 untrusted(name)
             )));
             Reply::Done
@@ -632,8 +639,17 @@ mod tests {
         let (reply, said) = run(&mut chat, "nope");
         assert!(matches!(reply, Reply::Done));
         assert!(
-            said[0].text().starts_with("unknown command /nope"),
+            said[0].text().starts_with("unknown command /nope")
+                && said[0].text().contains("fix: write the request"),
             "{said:?}"
+        );
+        // A typo such as `/exit/exit` gets no advice to create it.
+        let (_, said) = run(&mut chat, "exit/exit");
+        assert_eq!(
+            said,
+            [Notice::Plain(
+                "unknown command /exit/exit; /help lists the commands".into()
+            )]
         );
         assert!(matches!(run(&mut chat, "exit").0, Reply::Quit));
     }

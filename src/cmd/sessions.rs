@@ -33,7 +33,7 @@ pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
                 }
             }
         }
-        SessionsCommand::Undo { id } => return undo(&root, id),
+        SessionsCommand::Undo { id } => return undo(&root, &store, id),
         SessionsCommand::Show { id, json, script } => {
             let info = saved::get(&store, id)?;
             let messages = store.messages(id)?;
@@ -104,8 +104,8 @@ pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {
 
 /// `agent sessions undo ID`: that session's last change set, restored as
 /// `/undo` in the session itself would (the user named it: no question).
-fn undo(root: &std::path::Path, id: &str) -> Result<i32> {
-    let out = saved::undo(root, id)?;
+fn undo(root: &std::path::Path, store: &saved::SessionStore, id: &str) -> Result<i32> {
+    let out = saved::undo(root, store, id)?;
     if let Some(diff) = &out.diff {
         eprint!("{}", agent_protocol::diff::colored(diff));
     }

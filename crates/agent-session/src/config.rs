@@ -43,6 +43,16 @@ fn entry(key: &'static str, value: Value, origin: &'static str, source: Option<S
     }
 }
 
+/// A setting a workspace file sets when `source` names it, else the default.
+fn from_file(key: &'static str, value: Value, source: Option<String>) -> Entry {
+    let origin = if source.is_some() {
+        "workspace"
+    } else {
+        "default"
+    };
+    entry(key, value, origin, source)
+}
+
 /// Every effective setting of the workspace at `root` with `flags`; a
 /// flag the administrator forbids is refused.
 pub fn effective(root: &Path, flags: Flags<'_>) -> Result<Vec<Entry>> {
@@ -160,33 +170,17 @@ fn workspace_entries(m: &Managed, root: &Path, state: &Path) -> Result<Vec<Entry
     out.push(if m.allow_network == Some(false) {
         entry("allow_network", false.into(), "managed", managed_source(m))
     } else {
-        let src = from_policy("allow_network");
-        entry(
+        from_file(
             "allow_network",
             network_asked.into(),
-            if src.is_some() {
-                "workspace"
-            } else {
-                "default"
-            },
-            src,
+            from_policy("allow_network"),
         )
     });
     for (key, value) in [
         ("timeout_s", policy.timeout_s),
         ("check_timeout_s", policy.check_timeout_s),
     ] {
-        let src = from_policy(key);
-        out.push(entry(
-            key,
-            value.into(),
-            if src.is_some() {
-                "workspace"
-            } else {
-                "default"
-            },
-            src,
-        ));
+        out.push(from_file(key, value.into(), from_policy(key)));
     }
     let settings = agent_config::settings::Settings::load(root)?;
     let settings_file = agent_config::settings::path(root);
@@ -194,16 +188,7 @@ fn workspace_entries(m: &Managed, root: &Path, state: &Path) -> Result<Vec<Entry
     let src = set
         .contains(&"compact_at".to_string())
         .then(|| settings_file.display().to_string());
-    out.push(entry(
-        "compact_at",
-        json!(settings.compact_at),
-        if src.is_some() {
-            "workspace"
-        } else {
-            "default"
-        },
-        src,
-    ));
+    out.push(from_file("compact_at", json!(settings.compact_at), src));
     let hooks = settings.pre_tool.len() + settings.post_tool.len();
     out.push(if !m.allow_hooks {
         entry("hooks", "off".into(), "managed", managed_source(m))
@@ -281,48 +266,42 @@ fn workspace_entries(m: &Managed, root: &Path, state: &Path) -> Result<Vec<Entry
 /// The managed file's lists, which only it sets.
 fn managed_entries(m: &Managed) -> Vec<Entry> {
     let src = managed_source(m);
-    let origin = |set: bool| if set { "managed" } else { "default" };
+    // Managed, and named with its file, when the file sets it.
+    let set_by = |key, value: Value, set: bool| {
+        let origin = if set { "managed" } else { "default" };
+        entry(key, value, origin, src.clone().filter(|_| set))
+    };
     let modes = m
         .allowed_modes
         .as_ref()
         .map(|l| json!(l.iter().map(mode_name).collect::<Vec<_>>()));
     vec![
-        entry(
+        set_by(
             "allowed_modes",
             modes.clone().unwrap_or(json!(["human", "confirm", "yolo"])),
-            origin(modes.is_some()),
-            src.clone().filter(|_| modes.is_some()),
+            modes.is_some(),
         ),
-        entry(
+        set_by(
             "require_sandbox",
             m.require_sandbox.into(),
-            origin(m.require_sandbox),
-            src.clone().filter(|_| m.require_sandbox),
+            m.require_sandbox,
         ),
-        entry(
+        set_by(
             "allowed_models",
             json!(m.allowed_models),
-            origin(m.allowed_models.is_some()),
-            src.clone().filter(|_| m.allowed_models.is_some()),
+            m.allowed_models.is_some(),
         ),
-        entry(
+        set_by(
             "allowed_servers",
             json!(m.allowed_servers),
-            origin(m.allowed_servers.is_some()),
-            src.clone().filter(|_| m.allowed_servers.is_some()),
+            m.allowed_servers.is_some(),
         ),
-        entry(
+        set_by(
             "mcp_allowlist",
             json!(m.mcp_allowlist),
-            origin(m.mcp_allowlist.is_some()),
-            src.clone().filter(|_| m.mcp_allowlist.is_some()),
+            m.mcp_allowlist.is_some(),
         ),
-        entry(
-            "message",
-            json!(m.message),
-            origin(m.message.is_some()),
-            src.filter(|_| m.message.is_some()),
-        ),
+        set_by("message", json!(m.message), m.message.is_some()),
     ]
 }
 

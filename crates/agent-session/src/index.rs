@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use agent_base::cancel::CancelToken;
 use agent_base::term::{untrusted, untrusted_text};
-use agent_index::watch;
+use agent_index::{watch, IndexOptions};
 use agent_lang::walk::{Skipped, WalkOptions};
 use agent_repomap::{default_cache_path, RepoMap};
 
@@ -19,7 +19,7 @@ use crate::{Notice, Say};
 
 pub use agent_index::shared::STORE_ENV;
 pub use agent_index::watch::Background;
-pub use agent_index::{Index, IndexOptions, Progress, UpdateStats};
+pub use agent_index::{Index, Progress, UpdateStats};
 pub use agent_lang::walk::{DEFAULT_MAX_FILES, DEFAULT_MAX_TOTAL_BYTES};
 
 /// What `agent index` was asked for.

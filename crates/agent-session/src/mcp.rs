@@ -34,10 +34,25 @@ pub fn start_for_session(
     if servers.is_empty() && extra.is_empty() {
         return Ok(None);
     }
+    let (trusted, pending) = admitted(servers, extra, root, workspace_trusted, say)?;
+    Ok(Some(start_hub(trusted, pending, root, policy, say)))
+}
+
+/// The servers that start and those that wait: the administrator's
+/// allowlist decides when there is one; else `extra` and, in a trusted
+/// workspace all, else the ones approved one by one.
+#[allow(clippy::type_complexity)]
+fn admitted(
+    servers: Vec<ServerConfig>,
+    extra: Vec<ServerConfig>,
+    root: &Path,
+    workspace_trusted: bool,
+    say: Say<'_>,
+) -> Result<(Vec<ServerConfig>, Vec<ServerConfig>)> {
     let mut all = extra.clone();
     all.extend(servers.iter().cloned());
-    if let Ok((trusted, refused)) = admin_allowlist(all, root, say) {
-        return Ok(Some(start_hub(trusted, refused, root, policy, say)));
+    if let Ok(split) = admin_allowlist(all, root, say) {
+        return Ok(split);
     }
     let store = TrustStore::open_default()?;
     let (mut trusted, mut pending) = (extra, Vec::new());
@@ -48,7 +63,7 @@ pub fn start_for_session(
             pending.push(server);
         }
     }
-    Ok(Some(start_hub(trusted, pending, root, policy, say)))
+    Ok((trusted, pending))
 }
 
 /// Starts the admitted servers and says which did not start.
@@ -79,7 +94,7 @@ fn start_hub(
 /// others, each of which is named with the entry that would allow it. Without
 /// one, the servers back (`Err`) for the user's trust to decide.
 #[allow(clippy::type_complexity)]
-pub fn admin_allowlist(
+fn admin_allowlist(
     servers: Vec<ServerConfig>,
     root: &Path,
     say: Say<'_>,
@@ -111,13 +126,7 @@ pub fn status(root: &Path, say: Say<'_>) -> Result<Vec<ServerStatus>> {
     }
     let workspace = crate::trust::workspace_trusted(root)?;
     let policy = Policy::load_for(&agent_base::paths::team_dir(root), Mode::Confirm, workspace)?;
-    let store = TrustStore::open_default()?;
-    let (trusted, pending) = match admin_allowlist(servers, root, say) {
-        Ok(split) => split,
-        Err(servers) => servers
-            .into_iter()
-            .partition(|s| workspace || store.is_trusted(root, s)),
-    };
+    let (trusted, pending) = admitted(servers, Vec::new(), root, workspace, say)?;
     Ok(Hub::start(trusted, pending, root, &policy).status())
 }
 

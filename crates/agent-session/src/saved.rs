@@ -28,10 +28,11 @@ pub fn get(store: &SessionStore, id: &str) -> Result<SessionInfo> {
     }
 }
 
-/// `agent sessions undo ID`: that session's last change set restored (the
-/// user named it: no question), as the `undo` tool reports it.
-pub fn undo(root: &Path, id: &str) -> Result<ToolOutput> {
-    get(&store(root)?, id)?;
+/// `agent sessions undo ID`: that session of `store` (the workspace's at
+/// `root`) has its last change set restored (the user named it: no
+/// question), as the `undo` tool reports it.
+pub fn undo(root: &Path, store: &SessionStore, id: &str) -> Result<ToolOutput> {
+    get(store, id)?;
     let workspace = Workspace::new(root)?;
     let state = workspace.state_dir();
     let policy = Policy::load(&workspace.team_dir(), Mode::default())?;

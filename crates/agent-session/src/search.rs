@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use agent_index::{Index, SearchQuery};
-pub use agent_index::{SearchMode, SearchResult};
+pub use agent_index::SearchResult;
+use agent_index::{Index, SearchMode, SearchQuery};
 use agent_tools::search::Hit;
 use agent_tools::SemanticSearch;
 

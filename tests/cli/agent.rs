@@ -866,6 +866,66 @@ fn an_answer_that_is_our_own_prompt_exits_3_and_says_so() {
     let answer = v["answer"].as_str().unwrap();
     assert!(answer.contains("own instructions"), "{answer}");
     assert!(answer.contains("calc.py"), "{answer}");
+    // With grep's results in hand, the first refused answer ends it (issue
+    // 53: twelve refused answers took four minutes).
+    assert_eq!(v["steps"], 2, "{v}");
+}
+
+#[test]
+fn a_question_about_the_folder_reads_the_repository_and_no_project_says_so() {
+    // Issue 53: "What is in this folder?" was chat, answered from nothing.
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py defines add; README.md describes a calculator."}}"#
+        ]),
+    );
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("What is in this folder?")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let v = json_of(&out);
+    assert_eq!(v["intent"]["label"], "REPO_QUESTION", "{v}");
+    assert_eq!(v["tools"], "read-only", "{v}");
+
+    // A folder that is no project: no version control, no manifest, no code.
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::write(bare.path().join("data.json"), r#"{"items": [1, 2]}"#).unwrap();
+    let out = common::agent_bin()
+        .current_dir(bare.path())
+        .stdin(Stdio::null())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("What is in this folder?")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["finish"], "no_answer", "{v}");
+    assert_eq!(v["steps"], 0, "the model was not asked to make it up: {v}");
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("no project here"), "{answer}");
+    assert!(answer.contains("git init"), "{answer}");
+    // What still works there still works: a task that creates a file.
+    let out = common::agent_bin()
+        .current_dir(bare.path())
+        .stdin(Stdio::null())
+        .args(["ask", "--json", "--mode", "yolo", "--script"])
+        .arg(writes_new_py(bare.path()))
+        .arg("Create new.py with x = 1")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    assert!(bare.path().join("new.py").exists());
 }
 
 #[test]

@@ -399,6 +399,48 @@ pub fn workspace_root(start: &std::path::Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// Files whose presence makes a folder a project whatever else it holds:
+/// version control and the build manifests of the common ecosystems.
+const PROJECT_MARKERS: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    ".jj",
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "requirements.txt",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "CMakeLists.txt",
+    "Makefile",
+    "meson.build",
+    "Gemfile",
+    "composer.json",
+    "mix.exs",
+    "deno.json",
+    "Package.swift",
+    "AGENTS.md",
+];
+
+/// Whether `dir` says it is a project: version control, a build manifest,
+/// `AGENTS.md` or the team's `.agent` files. A folder without any may still
+/// hold source files; the caller decides what their absence means.
+pub fn has_project_markers(dir: &std::path::Path) -> bool {
+    PROJECT_MARKERS.iter().any(|name| dir.join(name).exists())
+        || has_team_files(&team_dir(dir))
+        || std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".sln") || name.ends_with(".csproj") || name.ends_with(".cabal")
+            })
+        })
+}
+
 /// Whether `.agent` folder `dir` holds something a team keeps there.
 pub fn has_team_files(dir: &std::path::Path) -> bool {
     dir.is_dir() && TEAM_FILES.iter().any(|name| dir.join(name).exists())

@@ -41,12 +41,17 @@ struct Row {
     repo: String,
     tool_row: bool,
     names_path: bool,
+    /// Issue 53's rows about the folder or project: "tune" or "held-out".
+    split: Option<String>,
 }
 
 /// The class a row is scored in: tool requests apart, repository questions
-/// by whether they name a path.
+/// by whether they name a path, the rows about the folder or project by
+/// their split (the held-out one was never tuned on).
 fn class(row: &Row) -> String {
-    if row.tool_row {
+    if let Some(split) = &row.split {
+        format!("{} workspace {split}", row.label)
+    } else if row.tool_row {
         format!("TOOL({})", row.label)
     } else if row.label == "REPO_QUESTION" {
         format!(
@@ -97,6 +102,7 @@ fn rows(set: &Path) -> Vec<Row> {
                 repo: v["repo"].as_str().expect("repo").to_string(),
                 tool_row: v.get("tools").is_some(),
                 names_path: v["names_path"].as_bool().unwrap_or(false),
+                split: v["split"].as_str().map(str::to_string),
             }
         })
         .collect()

@@ -321,6 +321,41 @@ const GENERAL_PHRASES: &[&str] = &[
     "in one word",
 ];
 
+/// Nouns that, after "this", "the" or "these", name the workspace as a
+/// whole ("what is in this folder?", "explain this codebase").
+const WORKSPACE_NOUNS: &[&str] = &[
+    "folder",
+    "directory",
+    "dir",
+    "repo",
+    "repository",
+    "codebase",
+    "project",
+    "program",
+    "app",
+    "application",
+    "library",
+    "crate",
+    "package",
+    "code",
+    "source",
+];
+
+/// Words that ask for the shape of the workspace as a whole.
+const SHAPE_PHRASES: &[&str] = &[
+    "overview",
+    "tour",
+    "layout",
+    "architecture",
+    "organized",
+    "organised",
+    "structure",
+    "entry point",
+    "main parts",
+    "where do i start",
+    "fit together",
+];
+
 /// Requests that say what the user wants without an imperative.
 const WISH_STARTS: &[&str] = &[
     "i need ",
@@ -341,6 +376,29 @@ const GENERIC_TOOL_VERBS: &[&str] = &[
 /// Looks like code: `snake_case`, `CamelCase`, `a.b`, `f()`, `path/to.rs`.
 fn has_code_token(text: &str) -> bool {
     !vocabulary::code_tokens(text).is_empty() || text.contains("()") || text.contains('`')
+}
+
+/// "this folder", "the codebase", "this thing": a workspace noun after a
+/// pointing word, or "here" ("what's in here").
+fn names_workspace(words: &[String]) -> bool {
+    words.iter().any(|w| w == "here")
+        || words
+            .windows(2)
+            .any(|pair| match (pair[0].as_str(), pair[1].as_str()) {
+                ("this", "thing") => true,
+                ("this" | "the" | "our", noun) => WORKSPACE_NOUNS.contains(&noun),
+                _ => false,
+            })
+}
+
+/// "what does this do", "what is this": "this" and nothing else of
+/// meaning, so the thing pointed at is where the user is.
+fn only_this(words: &[String]) -> bool {
+    words.iter().any(|w| w == "this")
+        && words
+            .iter()
+            .filter(|w| vocabulary::is_content_word(w))
+            .all(|w| matches!(w.as_str(), "this" | "do" | "does" | "contain" | "contains"))
 }
 
 /// The first word of every clause but the first: clauses end at `,`, `;`,
@@ -467,6 +525,9 @@ struct Cues {
     anchors: Vec<vocabulary::Anchor>,
     /// Something definite of the workspace to act on ("the confirm prompt").
     target: bool,
+    /// Asks about the workspace as a whole: "this folder", "what does this
+    /// do", "give me an overview".
+    workspace: bool,
     /// A general-knowledge question or request for text.
     general: bool,
     /// Starts with a coding verb ("fix", "please add").
@@ -502,8 +563,10 @@ impl Cues {
             || anchors
                 .iter()
                 .any(|a| a.kind.is_specific() || a.kind == AnchorKind::Definite);
+        let names_workspace = names_workspace(&words);
         let general = !specific
             && !code
+            && !names_workspace
             && (GENERAL_STARTS.iter().any(|p| text.starts_with(p))
                 || GENERAL_PHRASES.iter().any(|p| text.contains(p))
                 || text.trim_end_matches(['?', '.', '!']).ends_with(" mean"));
@@ -553,6 +616,14 @@ impl Cues {
             }))
             || text.contains("how are you")
             || text.contains("how r u");
+        let acting = imperative || later_imperative.is_some() || polite_task || wish;
+        let workspace = !acting
+            && !general
+            && !greeting
+            && !about_assistant
+            && (names_workspace
+                || SHAPE_PHRASES.iter().any(|p| text.contains(p))
+                || (question && only_this(&words)));
         Cues {
             text,
             words,
@@ -560,6 +631,7 @@ impl Cues {
             repo_words,
             anchors,
             target,
+            workspace,
             general,
             imperative,
             later_imperative,
@@ -637,6 +709,10 @@ impl Tally {
             self.add(Label::CodingTask, 1.0);
             self.because("mentions code identifiers or paths");
         }
+        if cues.workspace {
+            self.add(Label::RepoQuestion, 4.0);
+            self.because("asks about this folder or project as a whole");
+        }
         if cues.repo_words > 0 {
             self.add(Label::RepoQuestion, 1.0 + cues.repo_words as f32 * 0.5);
             self.add(Label::CodingTask, 0.5);
@@ -685,7 +761,12 @@ impl Tally {
             self.add(Label::GeneralChat, 4.0);
             self.because("a greeting or acknowledgement");
         }
-        if cues.question && !cues.code && cues.repo_words == 0 && cues.anchors.is_empty() {
+        if cues.question
+            && !cues.code
+            && !cues.workspace
+            && cues.repo_words == 0
+            && cues.anchors.is_empty()
+        {
             self.add(Label::GeneralChat, 1.0);
             self.because(if knowledge.vocabulary.is_some() {
                 "names nothing the workspace holds"
@@ -829,6 +910,27 @@ class SecureCookieSessionInterface(SessionInterface):\n    def get_signing_seria
     fn general_knowledge_is_chat() {
         let i = heuristic("What is the capital of France?", &Knowledge::default());
         assert_eq!(i.label, Label::GeneralChat, "{i:?}");
+    }
+
+    #[test]
+    fn a_question_about_the_folder_or_project_is_about_the_repository() {
+        // Issue 53: "What is in this folder?" was chat, answered from nothing.
+        for text in [
+            "What is in this folder?",
+            "what does this do",
+            "give me an overview",
+            "explain this codebase to me",
+            "whats in here",
+        ] {
+            assert_eq!(label(text), Label::RepoQuestion, "{text}");
+        }
+        // The same words about something else stay what they were.
+        assert_eq!(label("thanks, this is great"), Label::GeneralChat);
+        assert_eq!(label("what is a monad, briefly"), Label::GeneralChat);
+        assert_eq!(
+            label("add an overview section to README.md"),
+            Label::CodingTask
+        );
     }
 
     #[test]

@@ -319,7 +319,8 @@ struct Step<'a> {
     /// Where the request's turns begin: its observations are the evidence.
     request_turn: usize,
     access: &'a [Access],
-    /// The last step of the budget: a rejected answer ends the request.
+    /// The last step of the budget, or the last reply that may give
+    /// nothing ([`STALL_LIMIT`]): a rejected answer ends the request.
     last: bool,
     answer_next: bool,
     /// The latest search results, shown when the request ends without an answer.
@@ -342,6 +343,14 @@ struct Reply {
 /// 53: a small model re-running a call it already has, or one that failed,
 /// cost a minute a copy before it was stopped).
 const REPEAT_LIMIT: usize = 2;
+
+/// Replies that give nothing (no valid call, an answer the judge refuses,
+/// a repeated call, a call with invalid arguments) a request survives: the
+/// first is answered with why, the second ends the request with the
+/// evidence. A repository question with search results in hand ends at the
+/// first (issue 53: the 135M model spent 12 steps and 4 minutes on refused
+/// answers before the search results it already had were printed).
+const STALL_LIMIT: usize = 2;
 
 impl Agent {
     /// Opens the workspace's state (policy, checkpoints, sessions, logs) and
@@ -590,6 +599,14 @@ impl Agent {
             let vocabulary = vocabulary::Vocabulary::from_tags(map.files());
             self.vocabulary = Some(vocabulary);
         }
+    }
+
+    /// The workspace is no project: nothing marks it as one
+    /// ([`agent_base::paths::has_project_markers`]) and its map found no
+    /// source code (without a map, it is not known, so it is a project).
+    fn is_no_project(&self) -> bool {
+        self.vocabulary.as_ref().is_some_and(|v| v.is_empty())
+            && !agent_base::paths::has_project_markers(self.workspace.root())
     }
 
     /// Sizes the session's first prompt to the model's prefill rate (see

@@ -36,7 +36,7 @@ use crate::prompt;
 use crate::protocol::{self, ToolCall, FINISH};
 use crate::{
     observation_text, request_message, truncate, Agent, Finish, Kind, Outcome, Step, ToolAccess,
-    Turn, FINISH_ARGS_NOTE, REPEAT_LIMIT,
+    Turn, FINISH_ARGS_NOTE, REPEAT_LIMIT, STALL_LIMIT,
 };
 use agent_protocol::Ui;
 
@@ -55,11 +55,38 @@ pub(crate) struct Run {
     /// as the model's first call, so copying it again and again (small
     /// models do) meets the intervention sooner.
     calls_seen: HashMap<(String, String), usize>,
+    /// Replies so far that gave nothing ([`STALL_LIMIT`]).
+    stalls: usize,
     /// The latest search results: the fallback answer if the model gives
     /// none that counts.
     found: Option<String>,
     pub(crate) max_steps: usize,
     pub(crate) outcome: Outcome,
+}
+
+impl Run {
+    /// The next reply that gives nothing ends the request: the second
+    /// ([`STALL_LIMIT`]), or the first of a repository question that has
+    /// search results to show.
+    fn last_chance(&self) -> bool {
+        let limit = if self.tools == ToolAccess::ReadOnly && self.found.is_some() {
+            1
+        } else {
+            STALL_LIMIT
+        };
+        self.stalls + 1 >= limit
+    }
+
+    /// [`Next::Done`] when a step ended the request; else one more reply
+    /// that gave nothing.
+    fn stalled_unless(&mut self, done: bool) -> Next {
+        if done {
+            Next::Done
+        } else {
+            self.stalls += 1;
+            Next::Step
+        }
+    }
 }
 
 /// Whether the loop goes on after a step.
@@ -159,20 +186,33 @@ impl Agent {
         let request_turn = self.turns.len();
         let mut calls_seen = HashMap::new();
         let mut found = None;
-        if self.prefetch_results > 0 && access.contains(&Access::Read) {
+        // A question about a folder that is no project has nothing to be
+        // answered from: say so rather than let the model make it up.
+        let nothing_to_read = tools == ToolAccess::ReadOnly
+            && intent.tool.is_none()
+            && asked.attachments.is_empty()
+            && self.is_no_project();
+        if self.prefetch_results > 0 && access.contains(&Access::Read) && !nothing_to_read {
             if let Some((call, content)) = self.prefetch(request, ui, cancel)? {
                 calls_seen.insert((call.tool, call.args.to_string()), 1);
                 found = Some(content);
             }
         }
-        let max_steps = if allowed.len() == 1 {
+        let max_steps = if nothing_to_read {
+            0
+        } else if allowed.len() == 1 {
             1
         } else {
             self.config.max_steps.max(1)
         };
+        let (answer, finish) = if nothing_to_read {
+            (no_project_answer(self.workspace.root()), Finish::NoAnswer)
+        } else {
+            (String::new(), Finish::StepBudget)
+        };
         let outcome = Outcome {
-            answer: String::new(),
-            finish: Finish::StepBudget,
+            answer,
+            finish,
             intent,
             tools,
             steps: 0,
@@ -207,6 +247,7 @@ impl Agent {
             tools,
             request_turn,
             calls_seen,
+            stalls: 0,
             found,
             max_steps,
             outcome,
@@ -225,6 +266,7 @@ impl Agent {
         self.maybe_compact(run, ui, cancel)?;
         let step = run.outcome.steps;
         let last_step = step + 1 == run.max_steps;
+        let last_chance = run.last_chance();
         let answer_next = step + 2 == run.max_steps;
         run.outcome.steps = step + 1;
         let Some(reply) =
@@ -237,7 +279,7 @@ impl Agent {
             request: &run.request,
             request_turn: run.request_turn,
             access: run.access,
-            last: last_step,
+            last: last_step || last_chance,
             answer_next,
             found: run.found.as_deref(),
         };
@@ -260,7 +302,8 @@ impl Agent {
                 );
                 let partial = &reply.partial_answer;
                 let kept = || protocol::salvage_answer(partial);
-                return Ok(done_if(self.conclude(partial, kept, &at, outcome, ui)?));
+                let done = self.conclude(partial, kept, &at, outcome, ui)?;
+                return Ok(run.stalled_unless(done));
             }
             Err(e) => {
                 if reply.cut_off {
@@ -268,6 +311,14 @@ impl Agent {
                 } else {
                     outcome.invalid_tool_calls += 1;
                 }
+                if last_chance {
+                    let why = format!("the model's reply was no valid call ({})", e.0);
+                    let could_search = at.access.contains(&Access::Read);
+                    self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
+                    self.end_without_answer(&why, at.found, could_search, outcome);
+                    return Ok(Next::Done);
+                }
+                run.stalls += 1;
                 self.log.audit(
                     "tool_call",
                     json!({"valid": false, "cut_off": reply.cut_off, "error": e.0, "text": text}),
@@ -292,15 +343,21 @@ impl Agent {
             let call = calls.remove(0);
             self.audit_call(&call, ui);
             if let Some(answer) = call.args.get("answer").and_then(|a| a.as_str()) {
-                return Ok(done_if(self.conclude(
-                    answer,
-                    || answer.to_string(),
-                    &at,
-                    outcome,
-                    ui,
-                )?));
+                let done = self.conclude(answer, || answer.to_string(), &at, outcome, ui)?;
+                return Ok(run.stalled_unless(done));
             }
             outcome.invalid_tool_calls += 1;
+            if last_chance {
+                let could_search = at.access.contains(&Access::Read);
+                self.end_without_answer(
+                    "the model's finish had no answer",
+                    at.found,
+                    could_search,
+                    outcome,
+                );
+                return Ok(Next::Done);
+            }
+            run.stalls += 1;
             self.observe(FINISH_ARGS_NOTE, answer_next)?;
             return Ok(Next::Step);
         }
@@ -345,18 +402,23 @@ impl Agent {
             *count += 1;
             *count
         };
-        if repeats > REPEAT_LIMIT {
+        if repeats > REPEAT_LIMIT || (repeats == REPEAT_LIMIT && run.last_chance()) {
             // It was told once; a further copy would loop to the budget.
             self.log.audit(
                 "intervention",
                 json!({"tool": call.tool, "repeats": repeats, "ended": true}),
             );
-            let why = format!("the model kept repeating the same `{}` call", call.tool);
+            let why = if repeats > REPEAT_LIMIT {
+                format!("the model kept repeating the same `{}` call", call.tool)
+            } else {
+                format!("the model repeated the same `{}` call", call.tool)
+            };
             let could_search = run.access.contains(&Access::Read);
             self.end_without_answer(&why, run.found.as_deref(), could_search, &mut run.outcome);
             return Ok(Next::Done);
         }
         if repeats == REPEAT_LIMIT {
+            run.stalls += 1;
             self.log.audit(
                 "intervention",
                 json!({"tool": call.tool, "repeats": repeats}),
@@ -387,6 +449,15 @@ Another copy of this call ends the request.",
             }
         };
         ui.tool_result(&call, &output);
+        if output.error == Some(agent_protocol::ErrorClass::InvalidArgs) {
+            if run.last_chance() {
+                let why = format!("the model's `{}` call had invalid arguments", call.tool);
+                let could_search = run.access.contains(&Access::Read);
+                self.end_without_answer(&why, run.found.as_deref(), could_search, &mut run.outcome);
+                return Ok(Next::Done);
+            }
+            run.stalls += 1;
+        }
         if let Some(plan) = &output.plan {
             self.plan = plan.clone();
             ui.plan(&self.plan);
@@ -510,6 +581,19 @@ impl Agent {
     }
 }
 
+/// What a question about a folder that is no project gets instead of an
+/// answer: why, and what still works there.
+fn no_project_answer(root: &std::path::Path) -> String {
+    format!(
+        "(no project here: {} has no version control, no build manifest and no source code, \
+so there is nothing to answer this from. Run `agent` inside a project (cd to it), or `git init` \
+here to make this folder one. Still possible here: questions that need no repository \
+(\"explain Rust lifetimes\"), a file named with @ (\"summarize @notes.txt\"), and tasks that \
+create files (\"write a Python script that ...\").)",
+        agent_base::term::untrusted(root)
+    )
+}
+
 /// The tools a request of this label gets, and their access classes.
 fn tools_for(label: Label) -> (ToolAccess, &'static [Access]) {
     match label {
@@ -527,13 +611,5 @@ fn tools_for(label: Label) -> (ToolAccess, &'static [Access]) {
             (ToolAccess::ReadOnly, &[Access::Read, Access::Control])
         }
         Label::CapabilityQuery | Label::GeneralChat => (ToolAccess::None, &[Access::Control]),
-    }
-}
-
-fn done_if(over: bool) -> Next {
-    if over {
-        Next::Done
-    } else {
-        Next::Step
     }
 }

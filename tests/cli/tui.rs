@@ -725,6 +725,31 @@ fn esc_stops_a_slow_turn_and_the_prompt_comes_back() {
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
 
+/// Found by a new user (issue 53): Ctrl-J then Ctrl-U left a line break,
+/// so the `/model` typed next went to the model. Ctrl-U clears the whole input.
+#[test]
+fn ctrl_u_clears_every_line_of_the_input_and_a_command_after_it_runs() {
+    let dir = repo();
+    // No turn for the model: a request would fail.
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send("first line");
+    term.send("\n");
+    term.send("second");
+    wait_for_input(&term, "  second");
+    term.send("\x1b[D");
+    term.send("\x1b[A");
+    term.send("\x15");
+    wait_for_input(&term, "›");
+    term.submit("/model");
+    let screen = term.wait_for("context window:");
+    assert!(!screen.contains("no turn left"), "{screen}");
+    assert!(!screen.contains("› first line"), "{screen}");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
 #[test]
 fn a_pipe_dumb_terminal_or_no_tui_keep_the_line_mode() {
     let dir = repo();

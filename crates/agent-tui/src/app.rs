@@ -490,7 +490,7 @@ impl App {
             KeyCode::Down => e.vertical(1),
             KeyCode::Char('a') if ctrl => e.home(),
             KeyCode::Char('e') if ctrl => e.end(),
-            KeyCode::Char('u') if ctrl => e.kill_to_start(),
+            KeyCode::Char('u') if ctrl => e.clear(),
             KeyCode::Char('k') if ctrl => e.kill_to_end(),
             KeyCode::Char('w') if ctrl => e.delete_word(),
             KeyCode::Char(_) if ctrl => {}

@@ -102,11 +102,11 @@ impl Editor {
         self.cursor = self.line_end();
     }
 
-    /// Ctrl-U: deletes from the start of the line to the cursor.
-    pub(crate) fn kill_to_start(&mut self) {
-        let start = self.line_start();
-        self.text.replace_range(start..self.cursor, "");
-        self.cursor = start;
+    /// Ctrl-U: deletes the whole input, every line of it. A chat box is
+    /// one message: a line break left behind (Ctrl-J, then Ctrl-U) would
+    /// make the next `/command` text for the model.
+    pub(crate) fn clear(&mut self) {
+        self.take();
     }
 
     /// Ctrl-K: deletes from the cursor to the end of the line.
@@ -231,8 +231,22 @@ mod tests {
         assert_eq!(e.text(), "fix the  ");
         e.delete_word();
         assert_eq!(e.text(), "fix ");
-        e.kill_to_start();
+        e.clear();
         assert!(e.is_empty());
+    }
+
+    #[test]
+    fn ctrl_u_clears_every_line_wherever_the_cursor_is() {
+        let mut e = Editor::default();
+        e.insert_str("first");
+        e.insert('\n');
+        e.insert_str("second");
+        e.vertical(-1);
+        e.clear();
+        assert!(e.is_empty());
+        e.insert_str("/model");
+        assert_eq!(e.text(), "/model");
+        assert!(e.on_first_line());
     }
 
     #[test]

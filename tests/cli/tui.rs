@@ -750,6 +750,54 @@ fn ctrl_u_clears_every_line_of_the_input_and_a_command_after_it_runs() {
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
 
+/// Found by a new user (issue 53): `/compact` ran for minutes showing
+/// "0 tokens" and nothing else, and Esc took seconds and said "stopped by
+/// Ctrl-C". Its summary shows a spinner with what it does, the prefill and
+/// the tokens on the status line; Esc stops it within a second, in its words.
+#[test]
+fn compact_shows_its_progress_and_esc_stops_it_within_a_second() {
+    let dir = repo();
+    let summary = serde_json::json!({"goal": "find add ".repeat(40), "decisions": [],
+        "files": [], "open_questions": [], "next_step": "never reached"})
+    .to_string();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "look", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            r#"{"thought": "found", "tool": "finish", "args": {"answer": "add is in calc.py, line 1"}}"#,
+            {"content": summary, "prefill_ms": 3000, "pace_ms": 200}
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("Where is add defined?");
+    term.wait_for("add is in calc.py, line 1");
+    let before = tokens_of(&wait_for_status(&term, "Shift+Tab mode"));
+    term.submit("/compact");
+    // What runs, with a spinner and its time; the prefill, then the tokens.
+    let screen = term.wait_for(" into a summary… ");
+    assert!(screen.contains("compacting: "), "{screen}");
+    let status = wait_for_status(&term, " (ETA ");
+    assert!(status.contains(" · prefill "), "{status}");
+    let status = wait_for_status(&term, " tokens/s · ");
+    assert!(tokens_of(&status) > before, "{before} then {status}");
+    let stopped = Instant::now();
+    term.send("\x1b");
+    let screen = term.wait_for("could not compact: stopped by Esc");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(1),
+        "{:?}:\n{screen}",
+        stopped.elapsed()
+    );
+    assert!(!screen.contains("Ctrl-C;"), "{screen}");
+    assert!(screen.contains("the conversation is unchanged"), "{screen}");
+    // The prompt is back.
+    term.submit("/model");
+    term.wait_for("context window:");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
 #[test]
 fn a_pipe_dumb_terminal_or_no_tui_keep_the_line_mode() {
     let dir = repo();

@@ -3,24 +3,50 @@
 //! at once with the conventional status 130.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// A cheap, clonable flag checked by long-running work between steps.
+/// A cheap, clonable flag checked by long-running work between steps,
+/// and the key that tripped it: what stopped work says stopped it (the
+/// terminal UI's Esc is not Ctrl-C).
 #[derive(Clone, Default, Debug)]
-pub struct CancelToken(Arc<AtomicBool>);
+pub struct CancelToken(Arc<State>);
+
+#[derive(Default, Debug)]
+struct State {
+    cancelled: AtomicBool,
+    /// None: Ctrl-C, the default way to stop.
+    by: Mutex<Option<&'static str>>,
+}
+
+/// What [`CancelToken::cancel`] is said to be.
+const CTRL_C: &str = "Ctrl-C";
 
 impl CancelToken {
     pub fn new() -> Self {
         Self::default()
     }
+    /// Ctrl-C (or a client's cancel) asks to stop.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.cancel_by(CTRL_C);
+    }
+    /// `key` (`Esc`, say) asks to stop.
+    pub fn cancel_by(&self, key: &'static str) {
+        *self.by() = Some(key);
+        self.0.cancelled.store(true, Ordering::SeqCst);
     }
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.cancelled.load(Ordering::SeqCst)
+    }
+    /// The key that asked to stop, for the words that say so.
+    pub fn stopped_by(&self) -> &'static str {
+        self.by().unwrap_or(CTRL_C)
     }
     pub fn reset(&self) {
-        self.0.store(false, Ordering::SeqCst);
+        self.0.cancelled.store(false, Ordering::SeqCst);
+        *self.by() = None;
+    }
+    fn by(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
+        self.0.by.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -66,4 +92,22 @@ pub fn install_ctrl_c() -> CancelToken {
         handler_token.cancel();
     });
     token
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_says_which_key_asked_for_it_until_reset() {
+        let token = CancelToken::new();
+        let seen = token.clone();
+        token.cancel_by("Esc");
+        assert!(seen.is_cancelled());
+        assert_eq!(seen.stopped_by(), "Esc");
+        token.reset();
+        assert!(!seen.is_cancelled());
+        token.cancel();
+        assert_eq!(seen.stopped_by(), "Ctrl-C");
+    }
 }

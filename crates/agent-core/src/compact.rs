@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use agent_base::cancel::CancelToken;
-use agent_llm::{CompletionRequest, Flow, Grammar, Message, Role};
+use agent_llm::{CompletionRequest, Event, Flow, Grammar, Message, Role};
 
 use crate::context::{fit, Counter, Kind, Turn};
 use crate::run::Run;
@@ -479,11 +479,11 @@ impl Agent {
             "compacting: {} of {n} turns ({summarized} tokens) into a summary…",
             k - 1
         ));
-        let mut summary = self.summarize(k, summarized, focus, cancel)?;
+        let mut summary = self.summarize(k, summarized, focus, ui, cancel)?;
         if let Err(why) = &summary {
             // The model's is no summary: one from the turns' own record (the
             // requests, the answers, the files the calls touched) replaces
-            // them instead, when it is shorter; Ctrl-C stops here too.
+            // them instead, when it is shorter; a stop (Esc, Ctrl-C) stops here too.
             let record = Summary::extract(&self.turns, 1..k);
             let rendered = self.summary_tokens(&record);
             let stopped = cancel.is_cancelled();
@@ -568,6 +568,7 @@ impl Agent {
         k: usize,
         replaced_tokens: usize,
         focus: Option<&str>,
+        ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> anyhow::Result<Result<Summary, String>> {
         let window = self.provider.context_size();
@@ -588,7 +589,7 @@ impl Agent {
         };
         let mut summaries = Vec::new();
         for (i, messages) in requests.into_iter().enumerate() {
-            match self.ask_summary(messages, max_tokens, i, cancel) {
+            match self.ask_summary(messages, max_tokens, i, ui, cancel) {
                 Ok(summary) => summaries.push(summary),
                 Err(why) => return Ok(Err(why)),
             }
@@ -687,12 +688,15 @@ impl Agent {
         pieces.iter().map(|p| frame(p)).collect()
     }
 
-    /// One summary request's answer, or why there is none.
+    /// One summary request's answer, or why there is none. Its prefill and
+    /// its tokens are reported as a step's are (step 0: a summary is no step
+    /// of the loop), so minutes of it do not look like a hang.
     fn ask_summary(
         &mut self,
         messages: Vec<Message>,
         max_tokens: usize,
         piece: usize,
+        ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> Result<Summary, String> {
         let request = CompletionRequest {
@@ -717,9 +721,28 @@ impl Agent {
             json!({"messages": request.messages.len(), "piece": piece,
                    "grammar": request.grammar.is_some(), "max_tokens": max_tokens}),
         );
+        let mut last_progress = std::time::Instant::now();
         let completion = self
             .provider
-            .complete(&request, &mut |_| Flow::Continue)
+            .complete(&request, &mut |event| {
+                match event {
+                    Event::Prefill { done, total } => ui.prefilling(0, done, total),
+                    Event::Generated(tokens)
+                        if last_progress.elapsed() >= agent_protocol::event::PROGRESS_EVERY =>
+                    {
+                        last_progress = std::time::Instant::now();
+                        ui.generating(0, tokens);
+                    }
+                    _ => {}
+                }
+                // Checked at every token and batch, whatever the provider
+                // does with `interrupt`: Esc stops the summary at once.
+                if cancel.is_cancelled() {
+                    Flow::Stop
+                } else {
+                    Flow::Continue
+                }
+            })
             .map_err(|e| format!("the model could not write a summary ({e})"))?;
         self.log.trace(
             "compact_response",
@@ -729,7 +752,7 @@ impl Agent {
                    "prefill_ms": completion.prefill_ms, "decode_ms": completion.decode_ms}),
         );
         if cancel.is_cancelled() {
-            return Err("stopped by Ctrl-C".into());
+            return Err(format!("stopped by {}", cancel.stopped_by()));
         }
         parse(&completion.text).ok_or_else(|| {
             format!(

@@ -510,7 +510,7 @@ fn rewound_text(r: &agent_core::Rewound) -> String {
 mod tests {
     use super::*;
     use agent_core::AgentConfig;
-    use agent_llm::scripted::ScriptedProvider;
+    use agent_llm::scripted::{ScriptTurn, ScriptedProvider};
     use agent_protocol::event::QuietUi;
     use agent_tools::AlwaysApprove;
 
@@ -652,6 +652,97 @@ mod tests {
             )]
         );
         assert!(matches!(run(&mut chat, "exit").0, Reply::Quit));
+    }
+
+    /// Stops what runs at its first prefill report, as Esc does there;
+    /// keeps what it was told.
+    struct EscAtPrefill {
+        cancel: CancelToken,
+        working: Vec<String>,
+        prefilled: usize,
+        compacted: Vec<String>,
+    }
+
+    impl Ui for EscAtPrefill {
+        fn intent(&mut self, _: &agent_protocol::Intent, _: agent_protocol::ToolAccess) {}
+        fn step_start(&mut self, _: usize) {}
+        fn answer_text(&mut self, _: &str) {}
+        fn step_end(&mut self) {}
+        fn tool_call(&mut self, _: &agent_protocol::ToolCall) {}
+        fn tool_result(&mut self, _: &agent_protocol::ToolCall, _: &agent_protocol::ToolOutput) {}
+        fn notice(&mut self, _: &str) {}
+        fn working(&mut self, what: &str) {
+            self.working.push(what.to_string());
+        }
+        fn prefilling(&mut self, _: usize, done: usize, _: usize) {
+            self.prefilled = done;
+            self.cancel.cancel_by("Esc");
+        }
+        fn compacted(&mut self, c: &agent_protocol::Compaction) {
+            self.compacted
+                .push(agent_protocol::event::compaction_line(c));
+        }
+    }
+
+    #[test]
+    fn compact_reports_its_prefill_and_esc_stops_it_at_once_saying_so() {
+        let dir = workspace();
+        agent_base::paths::isolate_for_tests();
+        let summary = serde_json::json!({"goal": "greet", "decisions": [], "files": [],
+            "open_questions": [], "next_step": ""})
+        .to_string();
+        let provider = ScriptedProvider::with_turns(vec![
+            ScriptTurn::Text(finish("hello there")),
+            ScriptTurn::Text(finish("hello again")),
+            // A prefill of 8 s in 8 batches: stopped after the first.
+            ScriptTurn::Raw {
+                content: summary,
+                pace_ms: 0,
+                prefill_ms: 8000,
+            },
+        ]);
+        let config = AgentConfig {
+            repo_map: false,
+            ..AgentConfig::new(dir.path())
+        };
+        let agent = Agent::new(Box::new(provider), config, None).unwrap();
+        let mut chat = ChatSession::new(agent, Box::new(AlwaysApprove));
+        for request in ["hi", "hi again"] {
+            chat.request(request, &mut QuietUi, &CancelToken::new(), &mut |_| {})
+                .unwrap();
+        }
+        let turns = chat.agent.turns().len();
+        let cancel = CancelToken::new();
+        let mut ui = EscAtPrefill {
+            cancel: cancel.clone(),
+            working: Vec::new(),
+            prefilled: 0,
+            compacted: Vec::new(),
+        };
+        let started = std::time::Instant::now();
+        let reply = chat.command(
+            "compact",
+            &mut ui,
+            &mut crate::NoAnswers,
+            &cancel,
+            &mut |n| panic!("{n:?}"),
+        );
+        assert!(matches!(reply, Reply::Done));
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
+        assert!(
+            ui.working
+                .first()
+                .is_some_and(|w| w.starts_with("compacting: ")),
+            "{:?} {:?}",
+            ui.working,
+            ui.compacted
+        );
+        assert!(ui.prefilled > 0);
+        assert_eq!(
+            ui.compacted,
+            ["could not compact: stopped by Esc; the conversation is unchanged"]
+        );
+        assert_eq!(chat.agent.turns().len(), turns);
     }
 
     #[test]

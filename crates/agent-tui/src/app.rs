@@ -46,6 +46,9 @@ pub(crate) enum Event {
         total: usize,
     },
     StepEnd,
+    /// A step that streams nothing began (a summary being written): shown
+    /// with a spinner and its time until the next event that is not progress.
+    Working(String),
     ToolStart {
         tool: String,
         summary: String,
@@ -147,6 +150,8 @@ pub(crate) struct App {
     markdown: Markdown,
     fold: Fold,
     tool: Option<(String, String, Instant)>,
+    /// What streams nothing but takes time (`/compact`'s summary), since when.
+    working: Option<(String, Instant)>,
     approval: Option<(Ask, Sender<char>)>,
     choice: Option<Choice>,
     confirm: Option<(String, Sender<bool>)>,
@@ -200,6 +205,7 @@ impl App {
             markdown: Markdown::default(),
             fold: Fold::new(expanded),
             tool: None,
+            working: None,
             approval: None,
             choice: None,
             confirm: None,
@@ -252,6 +258,9 @@ impl App {
     }
 
     fn on_event(&mut self, event: Event) -> std::io::Result<()> {
+        if !is_progress(&event) {
+            self.working = None;
+        }
         match event {
             Event::Output(text) => self.screen.insert(&from_ansi(&text))?,
             Event::Cell(lines) => self.screen.insert(&lines)?,
@@ -268,6 +277,11 @@ impl App {
             }
             Event::Prefill { done, total } => self.progress.prefilled(done, total, Instant::now()),
             Event::StepEnd => self.end_step()?,
+            Event::Working(what) => {
+                self.live_tokens = 0;
+                self.progress.step_start(Instant::now());
+                self.working = Some((what, Instant::now()));
+            }
             Event::ToolStart { tool, summary } => {
                 self.end_step()?;
                 self.tool = Some((tool, summary, Instant::now()));
@@ -445,7 +459,7 @@ impl App {
         }
         match key.code {
             KeyCode::Esc if self.busy.is_some() => {
-                self.cancel.cancel();
+                self.cancel.cancel_by("Esc");
                 self.note = Some("stopping…".into());
             }
             KeyCode::Esc if self.editor.is_empty() && self.ready => self.esc_on_empty(),
@@ -699,17 +713,26 @@ impl App {
             out.push(self.markdown.partial(&self.answer));
         }
         let spin = SPINNER[(self.started.elapsed().as_millis() / 100) as usize % SPINNER.len()];
+        let spinner = Span::styled(format!("{spin} "), Style::default().fg(Color::Cyan));
         if let Some((tool, summary, started)) = &self.tool {
             let mut line = cells::tool_header(tool, summary, None);
-            line.spans[0] = Span::styled(format!("{spin} "), Style::default().fg(Color::Cyan));
+            line.spans[0] = spinner;
             line.spans.push(Span::styled(
                 format!("  {:.1}s", started.elapsed().as_secs_f64()),
                 dim(),
             ));
             out.push(line);
+        } else if let Some((what, since)) = &self.working {
+            out.push(Line::from(vec![
+                spinner,
+                Span::styled(
+                    format!("{} {:.1}s", what.trim_end(), since.elapsed().as_secs_f64()),
+                    dim(),
+                ),
+            ]));
         } else if let Some(since) = self.busy.filter(|_| out.is_empty()) {
             out.push(Line::from(vec![
-                Span::styled(format!("{spin} "), Style::default().fg(Color::Cyan)),
+                spinner,
                 Span::styled(
                     format!(
                         "working (step {}) {:.1}s",
@@ -807,6 +830,19 @@ impl App {
             })
             .collect()
     }
+}
+
+/// Whether `event` only reports the progress of what runs (or what was
+/// printed meanwhile): a [`Event::Working`] line stays up through it.
+fn is_progress(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::Generating(_)
+            | Event::Prefill { .. }
+            | Event::Output(_)
+            | Event::Status(_)
+            | Event::Working(_)
+    )
 }
 
 /// Shift+Enter, Alt+Enter or Ctrl+J: a line break, not a send.

@@ -23,12 +23,12 @@
 //! printed by any code lands in the scrollback, in order.
 //!
 //! Keys the chat acts on: Esc trips the chat's `CancelToken` (Ctrl-C's
-//! meaning), and a second Ctrl-C within two seconds quits (during a turn at
-//! once, exit 130). Shift+Tab sends [`Request::NextMode`] to the chat's
-//! thread, read between turns (a turn keeps the mode it began in): the chat
-//! moves to the next mode the administrator allows
-//! (`agent_session::Agent::cycle_mode`, which audits it) and gives the approver
-//! and the status line the new mode.
+//! meaning, said as Esc), and a second Ctrl-C within two seconds quits
+//! (during a turn at once, exit 130). Shift+Tab sends [`Request::NextMode`]
+//! to the chat's thread, read between turns (a turn keeps the mode it began
+//! in): the chat moves to the next mode the administrator allows
+//! (`agent_session::Agent::cycle_mode`, which audits it) and gives the
+//! approver and the status line the new mode.
 
 mod app;
 mod approval;
@@ -335,6 +335,11 @@ impl Ui for TuiUi {
 
     fn step_end(&mut self) {
         self.link.send(Event::StepEnd);
+    }
+
+    fn working(&mut self, what: &str) {
+        self.link
+            .send(Event::Working(escape_controls(what).into_owned()));
     }
 
     fn tool_call(&mut self, call: &ToolCall) {

@@ -725,6 +725,50 @@ fn esc_stops_a_slow_turn_and_the_prompt_comes_back() {
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
 
+/// Found by a new user (issue 53): `/exit` while a step ran was refused
+/// and kept in the input. `/exit`, `/quit` and Ctrl-D on an empty input
+/// stop the step, as Esc does, and quit; the session is saved.
+#[test]
+fn exit_quit_or_ctrl_d_during_a_step_stops_it_and_quits() {
+    let dir = repo();
+    let thought = "the grep found it but I will read the whole file first ".repeat(6);
+    let call =
+        serde_json::json!({"thought": thought, "tool": "read_file", "args": {"path": "calc.py"}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "grep", "args": {"pattern": "def add"}}"#,
+            {"content": call.to_string(), "pace_ms": 250},
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "never reached"}}"#
+        ]),
+    );
+    for keys in ["/exit\r", "/quit\r", "\x04"] {
+        let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+        term.wait_for("mode confirm");
+        term.submit("Where is add defined in calc.py?");
+        term.wait_for("● grep def add");
+        term.wait_for("Esc stops");
+        let asked = Instant::now();
+        term.send(keys);
+        assert_eq!(term.exit_code(), 0, "{keys:?}:\n{}", term.screen());
+        let screen = term.screen();
+        assert!(
+            asked.elapsed() < Duration::from_secs(15),
+            "{keys:?} took {:?}:\n{screen}",
+            asked.elapsed()
+        );
+        assert!(!screen.contains("never reached"), "{keys:?}:\n{screen}");
+        assert!(
+            !screen.contains("the agent is working"),
+            "{keys:?}:\n{screen}"
+        );
+        assert!(
+            screen.contains("continue with `agent chat --resume"),
+            "{keys:?}:\n{screen}"
+        );
+    }
+}
+
 /// Found by a new user (issue 53): Ctrl-J then Ctrl-U left a line break,
 /// so the `/model` typed next went to the model. Ctrl-U clears the whole input.
 #[test]

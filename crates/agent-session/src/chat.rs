@@ -89,7 +89,7 @@ impl ChatSession {
                 Ok(outcome) => return Reply::Init(Box::new(outcome)),
                 Err(e) => say(Notice::Error(format!("{e:#}"))),
             },
-            "exit" | "quit" | "q" => return Reply::Quit,
+            _ if quit_command(&format!("/{name}")).is_some() => return Reply::Quit,
             "clear" | "new" => say(Notice::Plain(clear(agent))),
             "undo" => {
                 let out = agent.undo(cancel);
@@ -120,6 +120,17 @@ impl ChatSession {
         }
         Reply::Done
     }
+}
+
+/// The commands that end the chat.
+const QUIT: &[&str] = &["/exit", "/quit", "/q"];
+
+/// The command ending the chat that `line` is, as typed (`/exit`, `/quit`,
+/// `/q`, maybe with words after it): the terminal UI takes one while a step
+/// runs too, where it stops the step first, instead of refusing it.
+pub fn quit_command(line: &str) -> Option<&'static str> {
+    let name = line.split_whitespace().next()?;
+    QUIT.iter().copied().find(|q| *q == name)
 }
 
 /// `/clear`: a new conversation; the last one stays saved.
@@ -743,6 +754,24 @@ mod tests {
             ["could not compact: stopped by Esc; the conversation is unchanged"]
         );
         assert_eq!(chat.agent.turns().len(), turns);
+    }
+
+    #[test]
+    fn exit_quit_and_q_end_the_chat_and_nothing_else_does() {
+        assert_eq!(quit_command("/exit"), Some("/exit"));
+        assert_eq!(quit_command("  /quit now\n"), Some("/quit"));
+        assert_eq!(quit_command("/q"), Some("/q"));
+        for line in ["/exit/exit", "exit", "/exits", "please /exit", "", "/model"] {
+            assert_eq!(quit_command(line), None, "{line:?}");
+        }
+        let dir = workspace();
+        let mut chat = chat(dir.path(), &[]);
+        for command in ["exit", "quit", "q"] {
+            assert!(
+                matches!(run(&mut chat, command).0, Reply::Quit),
+                "{command}"
+            );
+        }
     }
 
     #[test]

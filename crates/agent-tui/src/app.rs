@@ -464,7 +464,7 @@ impl App {
             }
             KeyCode::Esc if self.editor.is_empty() && self.ready => self.esc_on_empty(),
             KeyCode::Esc => self.completion.hide(),
-            KeyCode::Char('d') if ctrl && self.editor.is_empty() => self.quit(),
+            KeyCode::Char('d') if ctrl && self.editor.is_empty() => self.quit("Ctrl-D"),
             KeyCode::Char('r') if ctrl => self.start_search(),
             KeyCode::Enter | KeyCode::Char('j') if is_newline(&key) => self.editor.insert('\n'),
             KeyCode::Enter => self.enter(),
@@ -524,6 +524,12 @@ impl App {
             return;
         }
         if self.busy.is_some() || !self.ready {
+            if let Some(command) = agent_session::chat::quit_command(self.editor.text()) {
+                // Quitting is never refused: the step stops, then the chat ends.
+                let text = self.editor.take();
+                let _ = self.screen.insert(&cells::request(&text));
+                return self.quit(command);
+            }
             self.note = Some("the agent is working: Esc stops it".into());
             return;
         }
@@ -618,7 +624,7 @@ impl App {
                 self.screen.close();
                 crate::exit_now();
             }
-            return self.quit();
+            return self.quit("Ctrl-C");
         }
         self.ctrl_c = Some(Instant::now());
         if let Some((ask, reply)) = self.approval.take() {
@@ -646,7 +652,12 @@ impl App {
         let _ = self.input.send(Input::NextMode);
     }
 
-    fn quit(&mut self) {
+    /// `/exit`, `/quit` or Ctrl-D (`key`): the chat ends, a running step
+    /// stopped first (as Esc stops it), so the session is saved as it stands.
+    fn quit(&mut self, key: &'static str) {
+        if self.busy.is_some() {
+            self.cancel.cancel_by(key);
+        }
         let _ = self.input.send(Input::Quit);
         self.ready = false;
         self.note = Some("quitting…".into());

@@ -24,11 +24,12 @@
 //!
 //! Keys the chat acts on: Esc trips the chat's `CancelToken` (Ctrl-C's
 //! meaning, said as Esc), and a second Ctrl-C within two seconds quits
-//! (during a turn at once, exit 130). Shift+Tab sends [`Request::NextMode`]
-//! to the chat's thread, read between turns (a turn keeps the mode it began
-//! in): the chat moves to the next mode the administrator allows
-//! (`agent_session::Agent::cycle_mode`, which audits it) and gives the
-//! approver and the status line the new mode.
+//! (during a turn at once, exit 130); `/exit`, `/quit` or Ctrl-D during a
+//! turn trip it too, and the chat quits when the turn has stopped.
+//! Shift+Tab sends [`Request::NextMode`] to the chat's thread, read between
+//! turns (a turn keeps the mode it began in): the chat moves to the next
+//! mode the administrator allows (`agent_session::Agent::cycle_mode`, which
+//! audits it) and gives the approver and the status line the new mode.
 
 mod app;
 mod approval;

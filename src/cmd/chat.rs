@@ -178,10 +178,11 @@ impl Chat {
         Ok(())
     }
 
-    /// Shift+Tab: the next mode the administrator allows, for the approver
-    /// and the status line too; why a mode was skipped is said once.
+    /// Shift+Tab: the next mode the administrator allows (yolo asked once
+    /// first), for the approver and the status line too; why a mode was
+    /// skipped is said once.
     fn next_mode(&mut self, tui: &agent_tui::Tui) {
-        let (mode, refusals) = self.session.agent.cycle_mode();
+        let (mode, refusals) = self.session.cycle_mode(self.ask.as_mut());
         for why in refusals {
             if !self.refusals_told.contains(&why) {
                 eprintln!("{}", style(&why).yellow());

@@ -934,6 +934,8 @@ fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
     let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
     term.wait_for("mode confirm");
     term.send(SHIFT_TAB);
+    term.wait_for(YOLO_QUESTION);
+    term.send("y");
     term.wait_for(" · mode yolo");
     // The new mode is the turn's: the write is not asked, its diff is shown.
     term.submit("Create new.py with x = 1");
@@ -948,6 +950,56 @@ fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
     term.wait_for(" · mode human");
     term.send(SHIFT_TAB);
     term.wait_for(" · mode confirm");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// What Shift+Tab asks before the chat's first move into yolo.
+const YOLO_QUESTION: &str = "Switch to yolo for this chat?  [y/N]";
+
+/// Found by a new user (issue 53): Shift+Tab, pressed to see what it does,
+/// went into yolo unasked. The first move into yolo asks, with what yolo
+/// means; no keeps the mode; after a yes the chat does not ask again.
+#[test]
+fn shift_tab_into_yolo_asks_once_a_chat_and_no_keeps_the_mode() {
+    let dir = repo();
+    let script = write_script(dir.path(), serde_json::json!([]));
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.send(SHIFT_TAB);
+    let screen = term.wait_for(YOLO_QUESTION);
+    assert!(
+        screen.contains("? yolo: writes and commands run without asking you first."),
+        "{screen}"
+    );
+    assert!(status_line(&term).contains("y yes · anything else no"));
+    term.send("n");
+    term.wait_for("Switch to yolo for this chat? no");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        status_line(&term).contains(" · mode confirm"),
+        "{}",
+        term.screen()
+    );
+    // Asked again, since it was not accepted; yes moves.
+    term.send(SHIFT_TAB);
+    term.wait_for(YOLO_QUESTION);
+    term.send("y");
+    wait_for_status(&term, " · mode yolo");
+    term.wait_for("Switch to yolo for this chat? yes");
+    // Round the cycle: yolo again, unasked.
+    term.send(SHIFT_TAB);
+    wait_for_status(&term, " · mode human");
+    term.send(SHIFT_TAB);
+    wait_for_status(&term, " · mode confirm");
+    term.send(SHIFT_TAB);
+    wait_for_status(&term, " · mode yolo");
+    let screen = term.screen();
+    assert_eq!(
+        screen.matches("Switch to yolo for this chat?").count(),
+        2,
+        "{screen}"
+    );
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }

@@ -18,6 +18,7 @@ use agent_tools::grep::cut;
 use agent_tools::Approver;
 use anyhow::{bail, Result};
 
+use crate::settings::Mode;
 use crate::{Ask, CommandInfo, Notice, Say};
 
 /// An agent in a chat, the approver its mode calls for, and the chat's totals.
@@ -25,6 +26,8 @@ pub struct ChatSession {
     pub agent: Agent,
     pub approver: Box<dyn Approver>,
     pub totals: Totals,
+    /// The user said yes to yolo in this chat (or started in it).
+    yolo_accepted: bool,
 }
 
 /// What a chat command leaves the front end to do.
@@ -42,10 +45,40 @@ pub enum Reply {
 impl ChatSession {
     pub fn new(agent: Agent, approver: Box<dyn Approver>) -> Self {
         Self {
+            yolo_accepted: agent.mode() == Mode::Yolo,
             agent,
             approver,
             totals: Totals::default(),
         }
+    }
+
+    /// Shift+Tab: the next mode the administrator allows
+    /// ([`Agent::cycle_mode`]), and the refusals of the modes skipped. Into
+    /// yolo, where writes and commands run unasked, only once the user said
+    /// yes to [`YOLO_WARNING`]: once a chat, so a habit of pressing Shift+Tab
+    /// does not land there unseen, and is not a question each time after.
+    /// Declined: the mode stays as it was.
+    pub fn cycle_mode(&mut self, ask: &mut dyn Ask) -> (Mode, Vec<String>) {
+        if self.next_mode() == Mode::Yolo && !self.yolo_accepted {
+            if !ask.confirm(YOLO_WARNING) {
+                return (self.agent.mode(), Vec::new());
+            }
+            self.yolo_accepted = true;
+        }
+        self.agent.cycle_mode()
+    }
+
+    /// The mode [`Agent::cycle_mode`] would move to, nothing moved.
+    fn next_mode(&self) -> Mode {
+        let managed = crate::admin::managed();
+        let mut mode = self.agent.mode();
+        for _ in 0..2 {
+            mode = mode.next();
+            if managed.allows_mode(mode) {
+                return mode;
+            }
+        }
+        self.agent.mode()
     }
 
     /// One request: its `@` mentions attached, the agent's outcome counted.
@@ -121,6 +154,10 @@ impl ChatSession {
         Reply::Done
     }
 }
+
+/// What Shift+Tab asks before the chat's first move into yolo.
+pub const YOLO_WARNING: &str =
+    "yolo: writes and commands run without asking you first. Switch to yolo for this chat?";
 
 /// The commands that end the chat.
 const QUIT: &[&str] = &["/exit", "/quit", "/q"];
@@ -663,6 +700,49 @@ mod tests {
             )]
         );
         assert!(matches!(run(&mut chat, "exit").0, Reply::Quit));
+    }
+
+    /// Answers each question with the next answer, and keeps the questions.
+    struct Answers(Vec<bool>, Vec<String>);
+
+    impl Ask for Answers {
+        fn choose(&mut self, _: &str, _: &[String]) -> Option<usize> {
+            None
+        }
+        fn confirm(&mut self, question: &str) -> bool {
+            self.1.push(question.to_string());
+            !self.0.is_empty() && self.0.remove(0)
+        }
+    }
+
+    #[test]
+    fn yolo_is_asked_once_a_chat_and_a_no_leaves_the_mode() {
+        let dir = workspace();
+        let mut chat = chat(dir.path(), &[]);
+        assert_eq!(chat.agent.mode(), Mode::Confirm);
+        let mut ask = Answers(vec![false, true], Vec::new());
+        assert_eq!(chat.cycle_mode(&mut ask), (Mode::Confirm, Vec::new()));
+        assert_eq!(chat.agent.mode(), Mode::Confirm);
+        assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Yolo);
+        assert_eq!(ask.1, [YOLO_WARNING, YOLO_WARNING]);
+        // Round the cycle again: yolo is not asked a second time.
+        assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Human);
+        assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Confirm);
+        assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Yolo);
+        assert_eq!(ask.1.len(), 2);
+    }
+
+    #[test]
+    fn a_chat_begun_in_yolo_is_not_asked_to_return_to_it() {
+        let dir = workspace();
+        let mut chat = chat(dir.path(), &[]);
+        chat.agent.set_mode(Mode::Yolo).unwrap();
+        let mut chat = ChatSession::new(chat.agent, Box::new(AlwaysApprove));
+        let mut ask = Answers(Vec::new(), Vec::new());
+        for wanted in [Mode::Human, Mode::Confirm, Mode::Yolo] {
+            assert_eq!(chat.cycle_mode(&mut ask).0, wanted);
+        }
+        assert!(ask.1.is_empty(), "{:?}", ask.1);
     }
 
     /// Stops what runs at its first prefill report, as Esc does there;

@@ -28,8 +28,9 @@
 //! turn trip it too, and the chat quits when the turn has stopped.
 //! Shift+Tab sends [`Request::NextMode`] to the chat's thread, read between
 //! turns (a turn keeps the mode it began in): the chat moves to the next
-//! mode the administrator allows (`agent_session::Agent::cycle_mode`, which
-//! audits it) and gives the approver and the status line the new mode.
+//! mode the administrator allows (`agent_session::ChatSession::cycle_mode`,
+//! which asks before the chat's first move into yolo; the agent audits the
+//! move) and gives the approver and the status line the new mode.
 
 mod app;
 mod approval;

@@ -1285,3 +1285,28 @@ fn a_replay_in_a_templates_own_syntax_reaches_the_tools_and_counts_reasoning() {
     assert!(audit.contains("\"tool\":\"grep\""), "{audit}");
     assert!(!audit.contains("\"tool\":\"read_file\""), "{audit}");
 }
+
+/// `agent sessions list` titles a session with the user's words, the
+/// mention as typed, never with a file attached to them (issue 53: a
+/// chat's first `@file` request was titled with the file's text).
+#[test]
+fn a_session_is_titled_with_the_request_not_its_attached_files() {
+    let dir = repo();
+    let script = grep_then_finish(dir.path());
+    let request = "Where is add in @calc.py defined?";
+    let out = ask_yolo(
+        dir.path(),
+        &script,
+        &["--json", "--file", "README.md"],
+        request,
+    );
+    common::assert_success(&out);
+    let id = json_of(&out)["session_id"].clone();
+    let list = agent_in(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let sessions = json_of(&list);
+    assert_eq!(sessions[0]["id"], id);
+    assert_eq!(sessions[0]["title"], request);
+}

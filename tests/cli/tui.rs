@@ -1199,6 +1199,20 @@ fn at_completes_a_workspace_file_and_the_request_carries_it_attached() {
     assert!(stored.contains("File `calc.py`:"), "{stored}");
     assert!(stored.contains("return a + b"), "{stored}");
     assert!(!stored.contains("colour = blue"), "{stored}");
+    // The session is titled with the user's words, the mention as typed
+    // (issue 53: the attached file's text was the title).
+    let out = common::agent_bin()
+        .current_dir(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let sessions: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sessions[0]["id"], id);
+    assert_eq!(
+        sessions[0]["title"],
+        "What does @calc.py do? not @.env nor @notes.txt"
+    );
 }
 
 /// An approval rings (OSC 9) only while the terminal reports that it is not

@@ -285,9 +285,14 @@ const EVIDENCE_LINES: usize = 30;
 
 /// The fallback answer: what the latest search found, marked as such.
 fn evidence_answer(why: &str, found: &str) -> String {
-    let mut lines: Vec<&str> = found.lines().take(EVIDENCE_LINES).collect();
+    // The results as the model got them, less the notes meant for it.
+    let mut lines: Vec<String> = found
+        .lines()
+        .take(EVIDENCE_LINES)
+        .map(|l| l.replace(agent_tools::search::MORE_LINES_HINT, ""))
+        .collect();
     if found.lines().count() > EVIDENCE_LINES {
-        lines.push("…");
+        lines.push("…".into());
     }
     format!(
         "(No answer: {why}. What the search found:)\n{}",
@@ -425,6 +430,7 @@ impl Agent {
                 FINISH_ARGS_NOTE,
                 STOPPED_NOTE,
                 PLAN_NOTE,
+                agent_tools::EDITED_BACK_NOTE,
                 compact::PROMPT,
                 init::OVERVIEW_PROMPT,
             ]
@@ -1399,6 +1405,16 @@ impl Approver for LoggingApprover<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evidence_shown_to_the_user_drops_the_notes_meant_for_the_model() {
+        // Issue 53: "read_file to see them" reached the user as the answer.
+        let found = "src/a.rs:1-40  Cache::reset\n    fn reset(&mut self) {\n    … (30 more lines; read_file to see them)";
+        let answer = evidence_answer("no answer came", found);
+        assert!(!answer.contains("read_file"), "{answer}");
+        assert!(answer.contains("(30 more lines)"), "{answer}");
+        assert!(answer.contains("Cache::reset"), "{answer}");
+    }
 
     fn todo_call(statuses: &[&str]) -> Turn {
         let items: Vec<Value> = statuses

@@ -10,6 +10,11 @@ use super::diagnose;
 use super::proposal::{Edited, Proposed};
 use super::{diff, sha256_hex, Access, Approval, Decision, ErrorClass, ToolContext, ToolOutput};
 
+/// The observation when the user's own edit of a change undid all of it
+/// (a note to the model, which the judge refuses as an answer).
+pub const EDITED_BACK_NOTE: &str = "the user edited your change back to the files as they were; \
+nothing was written. Ask the user what they want";
+
 /// One file of a change set.
 #[derive(Debug, Clone)]
 pub struct FileChange {
@@ -330,11 +335,7 @@ fn take_edits(
     }
     changes.retain(|c| c.old != c.new);
     if changes.is_empty() {
-        return Err(ToolOutput::error(
-            ErrorClass::Declined,
-            "the user edited your change back to the files as they were; nothing was written. \
-             Ask the user what they want",
-        ));
+        return Err(ToolOutput::error(ErrorClass::Declined, EDITED_BACK_NOTE));
     }
     let mut applied = described(&changes);
     applied.edited = edited;

@@ -46,6 +46,7 @@ pub use agent_protocol::{diff, files, proposal};
 pub use agent_protocol::{
     AlwaysApprove, AlwaysDecline, Approval, Approver, Decision, ErrorClass, FileAccess, ToolOutput,
 };
+pub use change::EDITED_BACK_NOTE;
 pub use workspace::Workspace;
 
 #[derive(Debug, Clone, Serialize)]

@@ -96,6 +96,10 @@ impl Tool for SearchSemantic {
     }
 }
 
+/// What a hit's cut snippet tells the model; the user, shown the same
+/// results as evidence, is told only how much was cut.
+pub const MORE_LINES_HINT: &str = "; read_file to see them";
+
 /// `path:start-end  symbol` and a trimmed snippet per hit.
 pub fn format_hits(hits: &[Hit]) -> String {
     let mut out = String::new();
@@ -112,7 +116,7 @@ pub fn format_hits(hits: &[Hit]) -> String {
         if lines.len() > SNIPPET_LINES {
             let more = lines.len() - SNIPPET_LINES;
             out.push_str(&format!(
-                "    … ({more} more {}; read_file to see them)\n",
+                "    … ({more} more {}{MORE_LINES_HINT})\n",
                 if more == 1 { "line" } else { "lines" }
             ));
         }

@@ -226,6 +226,43 @@ fn init_on_a_real_sdist_writes_agents_md_with_its_test_command_and_never_overwri
     );
 }
 
+#[test]
+fn init_says_which_commands_it_could_not_verify() {
+    // Issue 53: on regex-automata `agent init` wrote `cargo test`, which
+    // fails there; nothing in the crate names it.
+    let dir = repo();
+    let root = dir.path();
+    write(
+        root,
+        "Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        root,
+        "README.md",
+        "# demo\n\nTest it with `cargo test --lib`.\n",
+    );
+    let out = agent_in(root)
+        .args(["init", "--no-model", "--mode", "yolo"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let written = std::fs::read_to_string(root.join("AGENTS.md")).unwrap();
+    assert!(
+        written.contains("- Test: `cargo test --lib` (README.md)\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("- Test: `cargo test` (Cargo.toml; not verified"),
+        "{written}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not verified: `cargo build`, `cargo test`"),
+        "{err}"
+    );
+}
+
 /// A repository whose three files pass 75% of an 8k window when read (two
 /// do not), and
 /// the replay that reads them, summarizes, and answers.

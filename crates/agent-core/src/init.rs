@@ -59,6 +59,12 @@ pub struct Found {
     pub command: String,
     /// The file that says so.
     pub source: String,
+    /// A file of the project names this very command (CI, Makefile, tox,
+    /// package scripts, README); false when it is only what the manifest's
+    /// ecosystem usually runs (`cargo test` for a Cargo.toml), which is
+    /// written as not verified (issue 53: `cargo test` failed on a crate
+    /// whose tests need files from its parent repository).
+    pub named: bool,
 }
 
 /// What the repository says about itself.
@@ -257,6 +263,7 @@ pub(crate) fn commands(root: &Path) -> Vec<Found> {
                 task,
                 command: command.to_string(),
                 source: source.to_string(),
+                named: false,
             });
         }
     };
@@ -356,15 +363,83 @@ pub(crate) fn commands(root: &Path) -> Vec<Found> {
         add(Task::Build, &format!("{gradle} build"), "build.gradle");
         add(Task::Test, &format!("{gradle} test"), "build.gradle");
     }
-    for (source, line) in ci_lines(root) {
-        if installs_ci_tooling(&line) {
+    let ci = ci_lines(root);
+    let readme = readme_lines(root);
+    for (source, line) in ci.iter().chain(&readme) {
+        if installs_ci_tooling(line) {
             continue;
         }
-        if let Some(task) = task_of(&line) {
-            add(task, &line, &source);
+        if let Some(task) = task_of(line) {
+            add(task, line, source);
         }
     }
-    out.sort_by_key(|f| f.task);
+    for found in &mut out {
+        // "tox.ini (every environment)": the file is the source's first word.
+        let file = found.source.split(' ').next().unwrap_or_default();
+        found.named = NAMING_FILES.contains(&file)
+            || found.source.starts_with(".github/")
+            || ci.iter().chain(&readme).any(|(_, line)| {
+                // The very command, not a longer one (`cargo test --lib`
+                // names no `cargo test`).
+                line.split(['&', ';', '|'])
+                    .any(|part| part.trim() == found.command)
+            });
+    }
+    // Within a task, what the project names comes before what is assumed.
+    out.sort_by_key(|f| (f.task, !f.named));
+    out
+}
+
+/// Files that name the commands they hold (unlike a manifest, whose
+/// ecosystem's usual commands are only assumed).
+const NAMING_FILES: &[&str] = &[
+    ".gitlab-ci.yml",
+    "Makefile",
+    "makefile",
+    "tox.ini",
+    "noxfile.py",
+    "package.json",
+    "pyproject.toml",
+    "setup.cfg",
+    "README.md",
+    "CONTRIBUTING.md",
+];
+
+/// The commands a README or CONTRIBUTING file shows: lines of its shell
+/// code blocks (a `$ ` prompt dropped) and inline `code` spans.
+fn readme_lines(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for source in ["README.md", "CONTRIBUTING.md"] {
+        let Some(text) = read(root, source) else {
+            continue;
+        };
+        let mut fence: Option<bool> = None; // Some(shell?) inside a block
+        for line in text.lines() {
+            let trimmed = line.trim();
+            if let Some(info) = trimmed.strip_prefix("```") {
+                fence = match fence {
+                    Some(_) => None,
+                    None => Some(matches!(
+                        info.trim(),
+                        "" | "sh" | "bash" | "shell" | "console" | "text"
+                    )),
+                };
+                continue;
+            }
+            let mut candidates: Vec<&str> = Vec::new();
+            match fence {
+                Some(true) => candidates.push(trimmed.trim_start_matches("$ ")),
+                Some(false) => {}
+                None => candidates.extend(trimmed.split('`').skip(1).step_by(2)),
+            }
+            for c in candidates {
+                let c = c.trim();
+                if !c.is_empty() && !c.starts_with('#') {
+                    out.push((source.to_string(), c.to_string()));
+                }
+            }
+        }
+    }
     out
 }
 
@@ -698,6 +773,24 @@ pub fn written_commands(facts: &Facts) -> usize {
         .sum()
 }
 
+/// The commands [`render`] writes that no file of the project names.
+pub fn unverified_commands(facts: &Facts) -> Vec<&str> {
+    let mut tasks: Vec<Task> = facts.commands.iter().map(|f| f.task).collect();
+    tasks.dedup();
+    tasks
+        .iter()
+        .flat_map(|t| {
+            facts
+                .commands
+                .iter()
+                .filter(move |f| f.task == *t)
+                .take(PER_TASK)
+        })
+        .filter(|f| !f.named)
+        .map(|f| f.command.as_str())
+        .collect()
+}
+
 /// The AGENTS.md text.
 pub(crate) fn render(facts: &Facts, overview: Option<&str>) -> String {
     let mut out = String::from(
@@ -727,8 +820,13 @@ from the repository's manifests, CI files and code map; correct and extend it.\n
                 .filter(|f| f.task == task)
                 .take(PER_TASK)
             {
+                let unverified = if f.named {
+                    ""
+                } else {
+                    "; not verified: no CI file, Makefile or README names it"
+                };
                 out.push_str(&format!(
-                    "- {}: `{}` ({})\n",
+                    "- {}: `{}` ({}{unverified})\n",
                     task.title(),
                     f.command,
                     f.source
@@ -1053,6 +1151,51 @@ mod tests {
     }
 
     #[test]
+    fn commands_only_assumed_from_a_manifest_are_written_as_not_verified() {
+        // Issue 53: `cargo test` fails on regex-automata (its tests need the
+        // parent repository's files); nothing in the crate names it.
+        agent_base::paths::isolate_for_tests();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+        let facts = Facts {
+            commands: commands(root),
+            ..Facts::default()
+        };
+        let text = render(&facts, None);
+        assert!(
+            text.contains("- Test: `cargo test` (Cargo.toml; not verified"),
+            "{text}"
+        );
+        assert!(unverified_commands(&facts).contains(&"cargo test"));
+
+        // A README that shows the command names it, and what it names leads.
+        std::fs::write(
+            root.join("README.md"),
+            "# x\n\nRun the tests:\n\n```sh\n$ cargo test --lib\n```\n\nand `cargo build` builds it.\n",
+        )
+        .unwrap();
+        let facts = Facts {
+            commands: commands(root),
+            ..Facts::default()
+        };
+        let tests: Vec<&Found> = facts
+            .commands
+            .iter()
+            .filter(|f| f.task == Task::Test)
+            .collect();
+        assert_eq!(tests[0].command, "cargo test --lib", "{tests:?}");
+        assert!(tests[0].named);
+        let build = facts
+            .commands
+            .iter()
+            .find(|f| f.command == "cargo build")
+            .unwrap();
+        assert!(build.named, "the README names it: {build:?}");
+        assert!(!unverified_commands(&facts).contains(&"cargo build"));
+    }
+
+    #[test]
     fn the_file_lists_what_was_found() {
         let facts = Facts {
             name: Some("demo".into()),
@@ -1064,6 +1207,7 @@ mod tests {
                 task: Task::Test,
                 command: "pytest".into(),
                 source: "pyproject.toml".into(),
+                named: true,
             }],
         };
         let text = render(&facts, Some("Demo serves pages."));

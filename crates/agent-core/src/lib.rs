@@ -65,7 +65,7 @@ pub use attach::{attachment_as, attachments};
 pub use budget::{excerpt, hints, Budget};
 pub use compact::PROMPT as COMPACT_PROMPT;
 pub use first_prompt::{describe as describe_first_prompt, FirstPrompt};
-pub use init::{written_commands, Facts, InitOutcome, FILE as AGENTS_MD};
+pub use init::{unverified_commands, written_commands, Facts, InitOutcome, FILE as AGENTS_MD};
 pub use intent::{classify, heuristic, Knowledge, CONFIDENT};
 pub use plain::{
     fit as fit_plain, PlainQuestion, PlainRequest, REPEAT_PENALTY as PLAIN_REPEAT_PENALTY,

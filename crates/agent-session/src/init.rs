@@ -82,6 +82,14 @@ pub fn report(outcome: &InitOutcome, asked: bool) -> (Vec<Notice>, i32) {
         said.push(Notice::Plain(format!(
             "{path} ({commands}; read it, correct it, and commit it with the code)"
         )));
+        let unverified = agent_core::unverified_commands(&outcome.facts);
+        if !unverified.is_empty() {
+            let list: Vec<String> = unverified.iter().map(|c| format!("`{c}`")).collect();
+            said.push(Notice::Plain(format!(
+                "not verified: {} (what the manifest's ecosystem usually runs; no CI file, Makefile or README names them): run them once and correct {path} if they fail",
+                list.join(", ")
+            )));
+        }
         return (said, exit::OK);
     }
     if asked && outcome.output.error == Some(ErrorClass::Declined) {

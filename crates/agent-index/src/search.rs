@@ -83,7 +83,10 @@ impl crate::Index {
         }
         let ranked = fuse_legs(query, &plan, vector_hits, text_hits);
         let ranked = code_first(ranked, &query.text, |h| h.row.path.as_str());
-        let ranked = definitions_first(ranked, defining, &query.text);
+        let ranked = match &plan.relation {
+            Some((relation, name)) => references_first(ranked, defining, *relation, name),
+            None => definitions_first(ranked, defining, &query.text),
+        };
         let mut signals = FileSignals::default();
         if let Some(l) = plan.long {
             // The file list is read only when the query names paths.
@@ -159,8 +162,13 @@ impl crate::Index {
                 let started = Instant::now();
                 let (mut text, mut definitions) = (Vec::new(), HashMap::new());
                 let mut defining = Vec::new();
-                let names = match (&plan.long, query.mode) {
-                    (None, SearchMode::Hybrid | SearchMode::Bm25) => {
+                let names = match (&plan.long, query.mode, &plan.relation) {
+                    // "what calls minimize": its definition is looked up to
+                    // be told apart from the code that refers to it.
+                    (None, SearchMode::Hybrid | SearchMode::Bm25, Some((_, name))) => {
+                        vec![last_part(name).to_string()]
+                    }
+                    (None, SearchMode::Hybrid | SearchMode::Bm25, None) => {
                         query::named_identifiers(&query.text)
                     }
                     _ => Vec::new(),
@@ -252,6 +260,8 @@ struct SearchPlan {
     long: Option<query::LongQuery>,
     /// Names, prose or an issue: how hybrid search fuses the legs.
     shape: query::Shape,
+    /// "what calls X", "tests for X": the code referring to X leads.
+    relation: Option<(query::Relation, String)>,
 }
 
 impl SearchPlan {
@@ -286,6 +296,7 @@ impl SearchPlan {
             depth,
             long,
             shape,
+            relation: query::relation(&query.text),
         })
     }
 }
@@ -1009,6 +1020,20 @@ pub fn definitions_first(
         .iter()
         .map(|(_, s)| s.abs())
         .fold(f32::EPSILON, f32::max);
+    // "what does Cache::reset do": the `reset` inside `Cache` before every
+    // other `reset` (issue 53: `Core::reset_cache`'s neighbour came first).
+    let qualified: Vec<&str> = query
+        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '?' | ',' | '(' | ')'))
+        .filter(|w| w.contains("::") || (w.contains('.') && !w.ends_with('.')))
+        .collect();
+    let exact = |symbol: &str| {
+        qualified.iter().any(|q| {
+            symbol == *q
+                || symbol
+                    .strip_suffix(*q)
+                    .is_some_and(|head| head.ends_with([':', '.']))
+        })
+    };
     let mut seen: HashSet<String> = HashSet::new();
     let mut boosted: Vec<(Hit, f32)> = Vec::new();
     for hit in defining {
@@ -1020,12 +1045,80 @@ pub fn definitions_first(
             .position(|(h, _)| h.row.id == hit.row.id)
             .map(|i| ranked.remove(i).1);
         let share = fused.map_or(0.0, |s| (s / top).clamp(0.0, 1.0));
-        boosted.push((hit, top * (2.0 + share)));
+        let named = if exact(&hit.row.symbol) { 1.0 } else { 0.0 };
+        boosted.push((hit, top * (2.0 + named + share)));
     }
     let mut boosted = code_first(boosted, query, |h| h.row.path.as_str());
     boosted.append(&mut ranked);
     boosted.sort_by(|a, b| b.1.total_cmp(&a.1));
     boosted
+}
+
+/// `reset` of `Cache::reset`, `b` of `a.b`: the part a definition is named by.
+fn last_part(name: &str) -> &str {
+    name.rsplit(['.', ':']).next().unwrap_or(name)
+}
+
+/// Whether `text` uses `name` as a word (not as part of a longer one).
+fn uses_word(text: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(is_ident)
+            && !text[at + name.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// Whether a chunk is test code: in a test file, or a test function.
+fn is_test_chunk(hit: &Hit) -> bool {
+    let symbol = last_part(&hit.row.symbol);
+    is_test(&hit.row.path)
+        || symbol.starts_with("test")
+        || hit.row.text.contains("#[test]")
+        || hit.row.text.contains("@Test")
+}
+
+/// For a question by relation ("what calls minimize", "tests for
+/// find_iter"): the chunks that use the name without defining it (for
+/// tests, only test code) above everything, then its definitions, then the
+/// rest, each group in fused order. The name's definition is what a plain
+/// search ranks first, and the one thing the question does not ask for.
+pub fn references_first(
+    ranked: Vec<(Hit, f32)>,
+    defining: Vec<Hit>,
+    relation: query::Relation,
+    name: &str,
+) -> Vec<(Hit, f32)> {
+    let bare = last_part(name);
+    let top = ranked
+        .iter()
+        .map(|(_, s)| s.abs())
+        .fold(f32::EPSILON, f32::max);
+    let defines = |hit: &Hit| last_part(&hit.row.symbol) == bare;
+    let mut out: Vec<(Hit, f32)> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for (hit, score) in ranked {
+        let share = (score / top).clamp(0.0, 1.0);
+        let refers = !defines(&hit)
+            && uses_word(&hit.row.text, bare)
+            && (relation == query::Relation::Callers || is_test_chunk(&hit));
+        let score = if refers {
+            top * (3.0 + share)
+        } else if defines(&hit) {
+            top * (2.0 + share)
+        } else {
+            score
+        };
+        seen.insert(hit.row.id.clone());
+        out.push((hit, score));
+    }
+    // Definitions the legs did not fetch still come before the rest.
+    for hit in defining {
+        if seen.insert(hit.row.id.clone()) {
+            out.push((hit, top * 2.0));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
 }
 
 /// Re-ranks so code comes before documentation and tests of similar score:
@@ -1294,6 +1387,84 @@ mod tests {
 
     /// Found on pytest: `agent search getfixturevalue` ranked example
     /// fixtures and callers first, the definition out of the top 10.
+    fn with_text(mut hit: Hit, text: &str) -> Hit {
+        hit.row.text = text.into();
+        hit
+    }
+
+    #[test]
+    fn a_question_by_relation_ranks_the_code_using_the_name_first() {
+        // Issue 53: "what calls minimize" gave `Minimizer::run`; the caller
+        // at dense.rs:1262 never appeared.
+        let definition = with_text(
+            hit("src/dfa/minimize.rs", 60, "Minimizer::run"),
+            "pub fn run(mut self) { ... }",
+        );
+        let defining = with_text(
+            hit("src/dfa/dense.rs", 1250, "OwnedDFA::minimize"),
+            "pub fn minimize(&mut self) { Minimizer::new(self).run(); }",
+        );
+        let caller = with_text(
+            hit("src/dfa/dense.rs", 1262, "Builder::build_from_nfa"),
+            "if self.config.get_minimize() { dfa.minimize(); }",
+        );
+        let a_test = with_text(
+            hit("tests/dfa/suite.rs", 10, "minimized_matches"),
+            "#[test]\nfn minimized_matches() { let mut d = dfa(); d.minimize(); }",
+        );
+        let unrelated = with_text(hit("src/util/lazy.rs", 5, "Lazy::get"), "minimizes");
+        let ranked = vec![
+            (definition.clone(), 0.9),
+            (defining.clone(), 0.8),
+            (unrelated, 0.7),
+            (a_test.clone(), 0.3),
+            (caller.clone(), 0.2),
+        ];
+        let out = order(&references_first(
+            ranked.clone(),
+            vec![defining.clone()],
+            query::Relation::Callers,
+            "minimize",
+        ));
+        assert_eq!(
+            &out[..3],
+            [
+                "tests/dfa/suite.rs:10",
+                "src/dfa/dense.rs:1262",
+                "src/dfa/dense.rs:1250"
+            ],
+            "callers (in fused order), then the definition: {out:?}"
+        );
+        let out = order(&references_first(
+            ranked,
+            vec![defining],
+            query::Relation::Tests,
+            "minimize",
+        ));
+        assert_eq!(out[0], "tests/dfa/suite.rs:10", "{out:?}");
+        assert_eq!(out[1], "src/dfa/dense.rs:1250", "{out:?}");
+    }
+
+    #[test]
+    fn a_qualified_name_prefers_the_definition_inside_its_type() {
+        // Issue 53: "what does Cache::reset do" had `Core::reset_cache`
+        // first and the real `Cache::reset` fifth.
+        let ranked = vec![
+            (hit("src/meta/strategy.rs", 1, "Core::reset"), 0.9),
+            (hit("src/hybrid/dfa.rs", 2, "Cache::reset"), 0.1),
+        ];
+        let defining = vec![
+            hit("src/meta/strategy.rs", 1, "Core::reset"),
+            hit("src/hybrid/dfa.rs", 2, "Cache::reset"),
+        ];
+        let out = order(&definitions_first(
+            ranked,
+            defining,
+            "what does Cache::reset do",
+        ));
+        assert_eq!(out[0], "src/hybrid/dfa.rs:2", "{out:?}");
+    }
+
     #[test]
     fn a_definition_of_the_named_identifier_ranks_first() {
         let ranked = vec![

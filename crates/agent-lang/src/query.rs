@@ -369,6 +369,71 @@ pub fn named_identifiers(text: &str) -> Vec<String> {
     names
 }
 
+/// What a question asks of a name besides its definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    /// "what calls X", "who uses X", "where is X called": the code that
+    /// refers to X.
+    Callers,
+    /// "which tests cover X", "tests for X": the tests that call X.
+    Tests,
+}
+
+/// The relation a one-line question asks about and the name it asks it of
+/// (as written: `minimize`, `Cache::reset`). Issue 53: "what calls
+/// minimize" was answered with `minimize`'s own definition.
+pub fn relation(text: &str) -> Option<(Relation, String)> {
+    let words: Vec<&str> = query_words(text)
+        .into_iter()
+        .map(|w| w.trim_end_matches(['.', ':']))
+        .collect();
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let at = |i: usize| lower.get(i).map(String::as_str).unwrap_or("");
+    let name_at = |i: usize| -> Option<String> {
+        let w = words.get(i)?.trim_end_matches("()");
+        let last = w.rsplit(['.', ':']).next()?;
+        let ident = last.len() > 1
+            && last
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && last.chars().all(|c| c.is_alphanumeric() || c == '_');
+        (ident && !RELATION_FILLER.contains(&last.to_lowercase().as_str())).then(|| w.to_string())
+    };
+    let callers = |i: usize| name_at(i).map(|n| (Relation::Callers, n));
+    let tests = |i: usize| name_at(i).map(|n| (Relation::Tests, n));
+    (0..lower.len()).find_map(|i| match (at(i), at(i + 1)) {
+        // "what calls X", "who uses X", "which functions call X"
+        ("calls" | "uses" | "invokes" | "call" | "use" | "invoke", _)
+            if i > 0
+                && matches!(
+                    at(i - 1),
+                    "what" | "who" | "which" | "functions" | "code" | "methods"
+                ) =>
+        {
+            callers(i + 1)
+        }
+        ("callers" | "usages" | "users" | "uses" | "references", "of" | "to") => callers(i + 2),
+        ("call", "sites") if at(i + 2) == "of" => callers(i + 3),
+        // "where is X called", "where is X tested"
+        ("where", "is" | "are" | "does") => match at(i + 3) {
+            "called" | "used" | "invoked" | "referenced" => callers(i + 2),
+            "tested" => tests(i + 2),
+            _ => None,
+        },
+        // "tests for X", "which tests cover X"
+        ("tests" | "test", "for" | "of" | "cover" | "covers" | "exercise" | "exercises") => {
+            tests(i + 2)
+        }
+        _ => None,
+    })
+}
+
+/// Words after a relation that are no name ("what calls the parser").
+const RELATION_FILLER: &[&str] = &[
+    "the", "a", "an", "this", "that", "it", "my", "our", "of", "to",
+];
+
 /// Names only code writes: `snake_case`, `camelCase`, `CamelCase` with a
 /// second capital, `__dunder__`.
 pub fn is_code_form(word: &str) -> bool {
@@ -514,6 +579,30 @@ fn is_filler(w: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{relation, Relation};
+
+    #[test]
+    fn relation_questions_name_what_they_ask_of() {
+        let callers = |n: &str| Some((Relation::Callers, n.to_string()));
+        let tests = |n: &str| Some((Relation::Tests, n.to_string()));
+        assert_eq!(relation("what calls minimize"), callers("minimize"));
+        assert_eq!(relation("who uses Cache::reset?"), callers("Cache::reset"));
+        assert_eq!(
+            relation("where is search_slots called"),
+            callers("search_slots")
+        );
+        assert_eq!(relation("callers of `find_iter`"), callers("find_iter"));
+        assert_eq!(relation("which tests cover find_iter"), tests("find_iter"));
+        assert_eq!(
+            relation("tests for PikeVM::search_slots"),
+            tests("PikeVM::search_slots")
+        );
+        assert_eq!(relation("where is minimize tested?"), tests("minimize"));
+        assert_eq!(relation("what does Cache::reset do"), None);
+        assert_eq!(relation("where is PikeVM defined"), None);
+        assert_eq!(relation("what calls the"), None);
+    }
+
     #[test]
     fn names_prose_and_issues_have_their_shapes() {
         use super::{shape, Shape};

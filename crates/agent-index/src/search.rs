@@ -1045,7 +1045,7 @@ pub fn definitions_first(
             .position(|(h, _)| h.row.id == hit.row.id)
             .map(|i| ranked.remove(i).1);
         let share = fused.map_or(0.0, |s| (s / top).clamp(0.0, 1.0));
-        let named = if exact(&hit.row.symbol) { 1.0 } else { 0.0 };
+        let named = if symbols(&hit).any(exact) { 1.0 } else { 0.0 };
         boosted.push((hit, top * (2.0 + named + share)));
     }
     let mut boosted = code_first(boosted, query, |h| h.row.path.as_str());
@@ -1059,6 +1059,11 @@ fn last_part(name: &str) -> &str {
     name.rsplit(['.', ':']).next().unwrap_or(name)
 }
 
+/// The definitions a chunk holds ("Minimizer::run, Minimizer::find_waiting").
+fn symbols(hit: &Hit) -> impl Iterator<Item = &str> {
+    hit.row.symbol.split(", ")
+}
+
 /// Whether `text` uses `name` as a word (not as part of a longer one).
 fn uses_word(text: &str, name: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
@@ -1070,9 +1075,8 @@ fn uses_word(text: &str, name: &str) -> bool {
 
 /// Whether a chunk is test code: in a test file, or a test function.
 fn is_test_chunk(hit: &Hit) -> bool {
-    let symbol = last_part(&hit.row.symbol);
     is_test(&hit.row.path)
-        || symbol.starts_with("test")
+        || symbols(hit).any(|s| last_part(s).starts_with("test"))
         || hit.row.text.contains("#[test]")
         || hit.row.text.contains("@Test")
 }
@@ -1093,7 +1097,7 @@ pub fn references_first(
         .iter()
         .map(|(_, s)| s.abs())
         .fold(f32::EPSILON, f32::max);
-    let defines = |hit: &Hit| last_part(&hit.row.symbol) == bare;
+    let defines = |hit: &Hit| symbols(hit).any(|s| last_part(s) == bare);
     let mut out: Vec<(Hit, f32)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     for (hit, score) in ranked {

@@ -2,10 +2,11 @@
 //! write the cache, rank, render) and warm (a new `RepoMap` on the cache built
 //! by the cold run: walk, stat, load, rank, render; nothing changed).
 //!
-//!     cargo run --release --example bench_map -- ROOT [--cache PATH] [--reps N] [--tokens N]
+//!     cargo run --release --example bench_map -- ROOT [--cache PATH] [--reps N] [--tokens N] [--print]
 //!
 //! Prints one JSON object: {"files", "cold_ms", "warm_ms", ...} (medians of
-//! the reps). Tokens are counted as characters / 4.
+//! the reps), and with `--print` the rendered map text after it. Tokens are
+//! counted as characters / 4.
 
 #![allow(
     clippy::unwrap_used,
@@ -31,6 +32,8 @@ fn main() -> anyhow::Result<()> {
     let mut root: Option<PathBuf> = None;
     let mut cache: Option<PathBuf> = None;
     let (mut reps, mut tokens) = (3usize, 1024usize);
+    let mut print = false;
+    let mut names: Vec<String> = Vec::new();
     while let Some(a) = args.next() {
         let mut value = || {
             args.next()
@@ -40,12 +43,16 @@ fn main() -> anyhow::Result<()> {
             "--cache" => cache = Some(value()?.into()),
             "--reps" => reps = value()?.parse()?,
             "--tokens" => tokens = value()?.parse()?,
+            "--print" => print = true,
+            "--rank" => names.extend(value()?.split(',').map(str::to_string)),
             _ if root.is_none() => root = Some(a.into()),
-            _ => anyhow::bail!("usage: bench_map ROOT [--cache PATH] [--reps N] [--tokens N]"),
+            _ => anyhow::bail!(
+                "usage: bench_map ROOT [--cache PATH] [--reps N] [--tokens N] [--print]"
+            ),
         }
     }
     let root = root.ok_or_else(|| {
-        anyhow::anyhow!("usage: bench_map ROOT [--cache PATH] [--reps N] [--tokens N]")
+        anyhow::anyhow!("usage: bench_map ROOT [--cache PATH] [--reps N] [--tokens N] [--print]")
     })?;
     let scratch = tempfile_dir()?;
     let cache = cache.unwrap_or_else(|| scratch.join("repomap.sqlite"));
@@ -86,6 +93,11 @@ fn main() -> anyhow::Result<()> {
         anyhow::ensure!(warm_out.text == out.text, "warm map differs from cold map");
         last = Some((stats, out));
     }
+    let ranks = if names.is_empty() {
+        String::new()
+    } else {
+        ranks(&root, &cache, &names)?
+    };
     remove_cache();
     let _ = std::fs::remove_dir(&scratch);
     let (stats, out) = last.expect("at least one rep");
@@ -100,7 +112,33 @@ fn main() -> anyhow::Result<()> {
         "reps": reps,
     });
     println!("{json}");
+    if print {
+        println!("{}", out.text);
+    }
+    print!("{ranks}");
     Ok(())
+}
+
+/// Where each definition named in `names` stands in the ranking (1-based),
+/// one line per definition: `rank path: signature`.
+fn ranks(
+    root: &std::path::Path,
+    cache: &std::path::Path,
+    names: &[String],
+) -> anyhow::Result<String> {
+    let mut map = RepoMap::open(root, cache);
+    map.refresh()?;
+    let files: Vec<(&str, &agent_repomap::FileTags)> = map.files().collect();
+    let ranking = agent_repomap::rank::rank(&files, &agent_repomap::rank::Seeds::default());
+    let mut out = String::new();
+    for (pos, d) in ranking.defs.iter().enumerate() {
+        let (rel, tags) = files[d.file as usize];
+        let def = &tags.defs[d.def as usize];
+        if names.iter().any(|n| *n == def.name) {
+            out.push_str(&format!("{:5} {rel}: {}\n", pos + 1, def.signature));
+        }
+    }
+    Ok(out)
 }
 
 /// A private scratch folder for the cache (no tempfile dependency outside tests).

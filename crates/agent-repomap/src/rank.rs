@@ -41,6 +41,14 @@ const SECONDARY_START: f64 = 0.5;
 /// nearly always clashes with another name (`.collect()` vs a private
 /// `fn collect`).
 const PRIVATE_WEIGHT: f64 = 0.01;
+/// A Rust definition visible within its crate only (`pub(crate)`,
+/// `pub(super)`, a method of such a trait): the crate's plumbing, not what
+/// it is for. References to it are real, so it keeps more than a private one.
+const CRATE_PRIVATE_WEIGHT: f64 = 0.3;
+/// A public type named like its module or its package (`meta/regex.rs:
+/// Regex`, `pikevm.rs: PikeVM`, `agent-index/src/lib.rs: Index`): the
+/// front door of the code around it.
+const FRONT_DOOR_WEIGHT: f64 = 3.0;
 /// Methods of `impl Trait for Type` (`fmt`, `default`, `drop`) are mostly
 /// reached through the trait, not by name.
 const TRAIT_IMPL_WEIGHT: f64 = 0.2;
@@ -83,7 +91,8 @@ pub struct RankedDef {
 pub struct Ranking {
     /// PageRank of each file, indexed like the input (sums to 1).
     pub file_rank: Vec<f64>,
-    /// Every definition outside unit-test modules, best first.
+    /// Every definition outside unit-test modules, best first; an item
+    /// defined twice in a file (see [`repeats`]) once.
     pub defs: Vec<RankedDef>,
 }
 
@@ -154,6 +163,48 @@ fn module_name(rel: &str) -> Option<&str> {
         s => s,
     };
     (name.len() >= crate::defs::MIN_REF_LEN).then_some(name)
+}
+
+/// Whether `def` is a public type named like its module or its package
+/// (see [`FRONT_DOOR_WEIGHT`]), case and `_`/`-` aside: `meta/regex.rs:
+/// Regex`, `hybrid/dfa.rs: DFA`, `crates/agent-index/src/lib.rs: Index`
+/// (the last part of the package's name), `src/flask/__init__.py: Flask`.
+fn is_front_door(rel: &str, tags: &FileTags, def: &Def) -> bool {
+    if !matches!(
+        def.kind,
+        DefKind::Struct | DefKind::Enum | DefKind::Union | DefKind::Trait | DefKind::Class
+    ) || def.scope.is_some()
+        || visibility_weight(tags, def) < 1.0
+    {
+        return false;
+    }
+    let norm = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !matches!(c, '_' | '-'))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let name = norm(&def.name);
+    let mut parts = rel.rsplit('/');
+    let file = parts.next().unwrap_or(rel);
+    let stem = file.split('.').next().unwrap_or(file);
+    let dirs: Vec<&str> = parts.collect(); // innermost first
+    let package = match stem {
+        "mod" | "__init__" => dirs.first().copied(),
+        // `crates/agent-index/src/lib.rs`: the folder holding `src`.
+        "lib" | "main" => match dirs.as_slice() {
+            ["src", pkg, ..] => Some(*pkg),
+            [pkg, ..] => Some(*pkg),
+            [] => None,
+        },
+        _ => return name == norm(stem),
+    };
+    package.is_some_and(|p| {
+        name == norm(p)
+            || p.rsplit(['-', '_'])
+                .next()
+                .is_some_and(|last| name == norm(last))
+    })
 }
 
 /// Folders whose code is not the package's own.
@@ -372,7 +423,30 @@ fn target_weight(tags: &FileTags, def: &Def) -> f64 {
         (_, Some(ScopeKind::TraitImpl)) => TRAIT_IMPL_WEIGHT,
         _ => 1.0,
     };
-    kind * name_weight(&def.name) * if def.public { 1.0 } else { PRIVATE_WEIGHT }
+    kind * name_weight(&def.name) * visibility_weight(tags, def)
+}
+
+/// [`PRIVATE_WEIGHT`] for a private definition, [`CRATE_PRIVATE_WEIGHT`]
+/// for one visible in its crate only (`pub(crate) fn`, or any member of a
+/// `pub(crate) trait`), else 1.
+fn visibility_weight(tags: &FileTags, def: &Def) -> f64 {
+    if !def.public {
+        return PRIVATE_WEIGHT;
+    }
+    let restricted = |text: &str| text.starts_with("pub(") && !text.starts_with("pub(self)");
+    let in_restricted_trait = def.scope.is_some_and(|s| {
+        let scope = &tags.scopes[s as usize];
+        scope.kind == ScopeKind::Trait
+            && (restricted(&scope.text)
+                // A private Rust trait (other languages' interfaces read otherwise).
+                || scope.text.starts_with("trait ")
+                || scope.text.starts_with("unsafe trait "))
+    });
+    if restricted(&def.signature) || in_restricted_trait {
+        CRATE_PRIVATE_WEIGHT
+    } else {
+        1.0
+    }
 }
 
 /// How much an unreferenced definition of this kind is worth showing.
@@ -460,27 +534,64 @@ impl Focus {
 }
 
 /// Name → its definers: a range of `slots`, one per (defining file, name),
-/// files ascending, with the best `target_weight` of its definitions there.
+/// files ascending, with the best `target_weight` of its definitions there
+/// (the edge's weight) and their sum (what they share).
 struct Definers<'a> {
-    slots: Vec<(u32, f64)>,
+    slots: Vec<Slot>,
     by_name: HashMap<&'a str, std::ops::Range<u32>>,
+}
+
+/// One file's definitions of one name.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    file: u32,
+    /// The best [`target_weight`] among them: the weight of edges to them.
+    weight: f64,
+    /// The sum of their weights: what they share the edges' flow by.
+    shared: f64,
+}
+
+/// Whether each definition repeats an earlier one of the file: the same
+/// name and kind in a scope with the same header (`#[cfg(..)]` variants of
+/// one constant, a Python property's getter and setter). The map shows an
+/// item once, and its references are not counted twice.
+fn repeats(tags: &FileTags) -> Vec<bool> {
+    let mut seen: rustc_hash::FxHashSet<(&str, DefKind, Option<&str>)> = Default::default();
+    tags.defs
+        .iter()
+        .map(|d| {
+            let scope = d.scope.map(|s| tags.scopes[s as usize].text.as_str());
+            !seen.insert((d.name.as_str(), d.kind, scope))
+        })
+        .collect()
 }
 
 impl<'a> Definers<'a> {
     fn new(files: &[(&'a str, &'a FileTags)]) -> Self {
-        let mut by_name: HashMap<&str, Vec<(u32, f64)>> = HashMap::default();
+        let mut by_name: HashMap<&str, Vec<Slot>> = HashMap::default();
         for (fi, (rel, tags)) in files.iter().enumerate() {
-            for d in tags.defs.iter().filter(|d| !in_test_module(tags, d)) {
+            let repeats = repeats(tags);
+            for (di, d) in tags.defs.iter().enumerate() {
+                if repeats[di] || in_test_module(tags, d) {
+                    continue;
+                }
                 let weight = target_weight(tags, d) * file_weight(rel);
                 let v = by_name.entry(d.name.as_str()).or_default();
                 match v.last_mut() {
-                    Some((f, w)) if *f == fi as u32 => *w = w.max(weight),
-                    _ => v.push((fi as u32, weight)),
+                    Some(slot) if slot.file == fi as u32 => {
+                        slot.weight = slot.weight.max(weight);
+                        slot.shared += weight;
+                    }
+                    _ => v.push(Slot {
+                        file: fi as u32,
+                        weight,
+                        shared: weight,
+                    }),
                 }
             }
         }
         // Slots in name order, so their layout does not depend on hashing.
-        let mut names: Vec<(&str, Vec<(u32, f64)>)> = by_name.into_iter().collect();
+        let mut names: Vec<(&str, Vec<Slot>)> = by_name.into_iter().collect();
         names.sort_unstable_by_key(|(name, _)| *name);
         let mut definers = Definers {
             slots: Vec::new(),
@@ -502,21 +613,24 @@ impl<'a> Definers<'a> {
 
     /// The defining file of a slot.
     fn file(&self, slot: u32) -> u32 {
-        self.slots[slot as usize].0
+        self.slots[slot as usize].file
     }
 
     /// The share of `flow` (per slot) that a definition of `name` in `file`
-    /// with `weight` gets: its slot's flow in proportion to its own weight (a
-    /// private `new` next to a public one gets little of what `new` receives).
+    /// with `weight` gets: its slot's flow in proportion to its own weight
+    /// among that file's definitions of the name (a private `new` next to a
+    /// public one gets little of what `new` receives; seven traits' `as_usize`
+    /// get a seventh each).
     fn flow_to(&self, flow: &[f64], file: u32, name: &str, weight: f64) -> f64 {
         let Some(range) = self.by_name.get(name) else {
             return 0.0;
         };
         let defs = &self.slots[range.start as usize..range.end as usize];
-        defs.binary_search_by_key(&file, |s| s.0).map_or(0.0, |i| {
-            let slot = range.start as usize + i;
-            flow[slot] * weight / self.slots[slot].1
-        })
+        defs.binary_search_by_key(&file, |s| s.file)
+            .map_or(0.0, |i| {
+                let slot = range.start as usize + i;
+                flow[slot] * weight / self.slots[slot].shared
+            })
     }
 }
 
@@ -574,7 +688,9 @@ fn reference_edges(
                     mul *= UBIQUITOUS_WEIGHT;
                 }
                 for slot in range {
-                    let (to, weight) = definers.slots[slot as usize];
+                    let Slot {
+                        file: to, weight, ..
+                    } = definers.slots[slot as usize];
                     if to != from {
                         let w = strength * mul * weight;
                         edges.push((from, to, w));
@@ -688,21 +804,25 @@ fn score_file_defs(
             )
         })
         .collect();
+    let repeats = repeats(tags);
     let mut member_flow = vec![0.0f64; tags.defs.len()];
     for (di, owner) in owners(tags).into_iter().enumerate() {
-        if let Some(owner) = owner {
+        if let (Some(owner), false) = (owner, repeats[di]) {
             let d = &tags.defs[di];
             member_flow[owner] += flows[di] + BASE_SHARE * file_rank[fi] * def_weight(tags, d);
         }
     }
     for (di, d) in tags.defs.iter().enumerate() {
-        if in_test_module(tags, d) {
+        if repeats[di] || in_test_module(tags, d) {
             continue;
         }
         let weight = def_weight(tags, d);
         let mut score =
             (flows[di] + MEMBER_SHARE * member_flow[di] + BASE_SHARE * file_rank[fi] * weight)
                 * file_weight;
+        if is_front_door(rel, tags, d) {
+            score *= FRONT_DOOR_WEIGHT;
+        }
         if focus.has_ident(&d.name) {
             score += FOCUS_IDENT_BOOST;
         }

@@ -134,7 +134,7 @@ fn ranks(
     for (pos, d) in ranking.defs.iter().enumerate() {
         let (rel, tags) = files[d.file as usize];
         let def = &tags.defs[d.def as usize];
-        if names.iter().any(|n| *n == def.name) {
+        if names.contains(&def.name) {
             out.push_str(&format!("{:5} {rel}: {}\n", pos + 1, def.signature));
         }
     }

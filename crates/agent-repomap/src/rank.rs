@@ -1284,4 +1284,114 @@ mod tests {
         let r = rank(&files, &Seeds::default());
         assert!(position(&files, &r, "Engine") < position(&files, &r, "Config"));
     }
+
+    #[test]
+    fn crate_private_helpers_rank_below_the_public_type_that_uses_them() {
+        // The helper is called from more files than the type's method, but
+        // it is `pub(crate)`: plumbing, not what the crate is for.
+        let int = "pub(crate) fn as_index_helper(x: u8) -> usize { x as usize }\n";
+        let engine = "pub struct Engine;\nimpl Engine {\n    pub fn step_engine(&self) -> usize { as_index_helper(1) }\n}\n";
+        let both = "pub fn go_a(e: &Engine) { e.step_engine(); as_index_helper(2); }\n";
+        let helper_only = "pub fn go_c() { as_index_helper(3); }\n";
+        let v = corpus(&[
+            ("src/int.rs", int),
+            ("src/engine.rs", engine),
+            ("src/a.rs", both),
+            ("src/b.rs", both),
+            ("src/c.rs", helper_only),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert!(
+            position(&files, &r, "Engine") < position(&files, &r, "as_index_helper"),
+            "{:?}",
+            r.defs
+        );
+    }
+
+    #[test]
+    fn a_name_defined_several_times_in_a_file_shares_its_references() {
+        // Three traits of one file each declare `as_usize`: a call names one
+        // of them, not all three.
+        let int = "pub trait U8 { fn as_usize(self) -> usize; }\npub trait U16 { fn as_usize(self) -> usize; }\npub trait U32 { fn as_usize(self) -> usize; }\n";
+        let span =
+            "pub struct Span;\nimpl Span {\n    pub fn span_width(&self) -> usize { 0 }\n}\n";
+        let user = "pub fn go(s: &Span, b: u8) -> usize { s.span_width() + b.as_usize() }\n";
+        let v = corpus(&[
+            ("src/int.rs", int),
+            ("src/span.rs", span),
+            ("src/a.rs", user),
+            ("src/b.rs", user),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        for name in ["U8", "U16", "U32"] {
+            assert!(
+                position(&files, &r, "Span") < position(&files, &r, name),
+                "Span below {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_item_defined_twice_in_a_file_is_ranked_and_shown_once() {
+        // `#[cfg]` variants of one constant are one item of the API.
+        let primitives = r#"pub struct SmallIndex(u32);
+impl SmallIndex {
+    #[cfg(target_pointer_width = "32")]
+    pub const MAX: SmallIndex =
+        SmallIndex::new_unchecked(core::i32::MAX as usize - 1);
+    #[cfg(not(target_pointer_width = "32"))]
+    pub const MAX: SmallIndex = SmallIndex::new_unchecked(1);
+    pub const fn new_unchecked(index: usize) -> SmallIndex { SmallIndex(index as u32) }
+}
+"#;
+        let user = "pub fn go() -> SmallIndex { SmallIndex::MAX }\n";
+        let v = corpus(&[("src/primitives.rs", primitives), ("src/a.rs", user)]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        let max = |t: &str| t.lines().filter(|l| l.contains("const MAX")).count();
+        assert_eq!(
+            r.defs
+                .iter()
+                .filter(|d| files[d.file as usize].1.defs[d.def as usize].name == "MAX")
+                .count(),
+            1
+        );
+        let text = crate::render::fit(&files, &r, 10_000, &|s: &str| s.len()).text;
+        assert_eq!(max(&text), 1, "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let mut unique = lines.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), lines.len(), "{text}");
+    }
+
+    #[test]
+    fn a_public_type_named_like_its_module_or_package_ranks_first() {
+        // Equally referenced; the helper type comes first in its file, so
+        // it would win the tie.
+        let regex = "pub struct Helper;\npub struct Regex;\n";
+        let index = "pub struct Store;\npub struct Index;\n";
+        let user = "pub fn go(r: Regex, h: Helper, s: Store, i: Index) {}\n";
+        let v = corpus(&[
+            ("src/meta/regex.rs", regex),
+            ("crates/agent-index/src/lib.rs", index),
+            ("src/a.rs", user),
+            ("src/b.rs", user),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert!(position(&files, &r, "Regex") < position(&files, &r, "Helper"));
+        assert!(position(&files, &r, "Index") < position(&files, &r, "Store"));
+        let front = |rel: &str, name: &str| {
+            let (_, tags) = v.iter().find(|(r, _)| *r == rel).unwrap();
+            let d = tags.defs.iter().find(|d| d.name == name).unwrap();
+            is_front_door(rel, tags, d)
+        };
+        assert!(front("src/meta/regex.rs", "Regex"));
+        assert!(!front("src/meta/regex.rs", "Helper"));
+        assert!(front("crates/agent-index/src/lib.rs", "Index"));
+        assert!(!front("crates/agent-index/src/lib.rs", "Store"));
+    }
 }

@@ -185,7 +185,13 @@ fn map_ranks_used_definitions_first_and_fits() {
         "everything fits in 1024 tokens:\n{}",
         out.text
     );
-    assert!(out.text.starts_with("src/engine.rs:\n") || out.text.starts_with("src/config.rs:\n"));
+    // The engine, its config, or the client class named like its module
+    // (a front door, used by tools.py) leads.
+    assert!(
+        out.text.starts_with("src/engine.rs:\n")
+            || out.text.starts_with("src/config.rs:\n")
+            || out.text.starts_with("py/client.py:\n  class Client:\n")
+    );
     assert!(out.text.contains(
         "  impl LlamaEngine\n    pub fn load(config: &EngineConfig) -> Result<Self, LlmError>\n"
     ));
@@ -293,7 +299,8 @@ fn render_never_exceeds_the_budget() {
         assert_eq!(out.tokens, approx_tokens(&out.text));
         assert!(out.defs_shown >= last, "a bigger budget never shows less");
         last = out.defs_shown;
-        if budget < 10 {
+        // The smallest first entry, "py/client.py:\n  class Client:\n", is 8 tokens.
+        if budget < 8 {
             assert_eq!(out.text, "", "tiny budget gives an empty map");
         }
     }

@@ -1064,13 +1064,28 @@ fn symbols(hit: &Hit) -> impl Iterator<Item = &str> {
     hit.row.symbol.split(", ")
 }
 
-/// Whether `text` uses `name` as a word (not as part of a longer one).
-fn uses_word(text: &str, name: &str) -> bool {
+/// Whether `text` uses `name` in code: as a whole word, on a line that is
+/// no comment, called or reached through a path (`x.name`, `name(`,
+/// `Name::new`, `Name<T>`, `Name {`), not mentioned in prose.
+fn uses_in_code(text: &str, name: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| {
-        !text[..at].chars().next_back().is_some_and(is_ident)
-            && !text[at + name.len()..].chars().next().is_some_and(is_ident)
-    })
+    text.lines()
+        .filter(|line| {
+            let t = line.trim_start();
+            !["//", "#", "*", "/*", "--"]
+                .iter()
+                .any(|c| t.starts_with(c))
+        })
+        .any(|line| {
+            line.match_indices(name).any(|(at, _)| {
+                let before = line[..at].chars().next_back();
+                let after = line[at + name.len()..].trim_start().chars().next();
+                !before.is_some_and(is_ident)
+                    && !line[at + name.len()..].chars().next().is_some_and(is_ident)
+                    && (matches!(before, Some('.' | ':'))
+                        || matches!(after, Some('(' | ':' | '<' | '{' | '!')))
+            })
+        })
 }
 
 /// Whether a chunk is test code: in a test file, or a test function.
@@ -1103,7 +1118,7 @@ pub fn references_first(
     for (hit, score) in ranked {
         let share = (score / top).clamp(0.0, 1.0);
         let refers = !defines(&hit)
-            && uses_word(&hit.row.text, bare)
+            && uses_in_code(&hit.row.text, bare)
             && (relation == query::Relation::Callers || is_test_chunk(&hit));
         let score = if refers {
             top * (3.0 + share)

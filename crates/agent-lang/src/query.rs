@@ -360,7 +360,10 @@ pub fn named_identifiers(text: &str) -> Vec<String> {
             .iter()
             .filter(|w| {
                 let bare = w.trim_end_matches("()");
-                is_code_form(bare.rsplit(['.', ':']).next().unwrap_or(bare)) || w.ends_with("()")
+                is_code_form(bare.rsplit(['.', ':']).next().unwrap_or(bare))
+                    || w.ends_with("()")
+                    // `Cache::reset`: a path only code writes.
+                    || bare.contains("::")
             })
             .filter_map(|w| last_part(w))
             .collect(),

@@ -72,6 +72,7 @@ impl crate::Index {
             text: text_hits,
             definitions,
             defining,
+            coverage,
         } = legs?;
         if vector_hits.is_empty()
             && text_hits.is_empty()
@@ -81,7 +82,7 @@ impl crate::Index {
             // Not "no results": the table is gone (deleted, or lost).
             bail!("the chunk table is empty, but the index records indexed files: {UNREADABLE}");
         }
-        let ranked = fuse_legs(query, &plan, vector_hits, text_hits);
+        let ranked = fuse_legs(query, &plan, vector_hits, text_hits, coverage);
         let ranked = code_first(ranked, &query.text, |h| h.row.path.as_str());
         let ranked = match &plan.relation {
             Some((relation, name)) => references_first(ranked, defining, *relation, name),
@@ -230,11 +231,28 @@ impl crate::Index {
             leg.sort_by(|a, b| b.score.total_cmp(&a.score));
             leg.truncate(plan.depth);
         }
+        // The share of the searched chunks that have vectors (1 once the
+        // fill is done): hybrid fusion weighs the vector leg by it.
+        let coverage = if query.mode == SearchMode::Hybrid {
+            let (mut embedded, mut rows) = (0, 0);
+            for (store, _) in &tables {
+                embedded += store.embedded_rows().context(UNREADABLE)?;
+                rows += store.count_rows().context(UNREADABLE)?;
+            }
+            if rows == 0 {
+                1.0
+            } else {
+                embedded as f32 / rows as f32
+            }
+        } else {
+            1.0
+        };
         Ok(Legs {
             vector,
             text,
             definitions,
             defining,
+            coverage,
         })
     }
 }
@@ -247,6 +265,8 @@ struct Legs {
     definitions: HashMap<String, HashSet<String>>,
     /// For a one-line query that names identifiers, the chunks defining them.
     defining: Vec<store::Hit>,
+    /// The share of the tables' chunks that have vectors (0 to 1).
+    coverage: f32,
 }
 
 /// What a query asks of each table it is run on.
@@ -307,6 +327,7 @@ fn fuse_legs(
     plan: &SearchPlan,
     vector_hits: Vec<store::Hit>,
     text_hits: Vec<store::Hit>,
+    coverage: f32,
 ) -> Vec<(store::Hit, f32)> {
     let depth = plan.depth;
     match query.mode {
@@ -324,7 +345,11 @@ fn fuse_legs(
                 (h, score)
             })
             .collect(),
-        SearchMode::Hybrid => match query.fusion.unwrap_or_else(|| fusion_for(plan.shape)) {
+        SearchMode::Hybrid => match query
+            .fusion
+            .unwrap_or_else(|| fusion_for(plan.shape))
+            .at_coverage(coverage)
+        {
             Fusion::Rrf { vector_weight } => {
                 fuse(&[(&vector_hits, vector_weight), (&text_hits, 1.0)], depth)
             }
@@ -483,6 +508,43 @@ pub enum Fusion {
     /// more has the say (BM25 when a doc comment uses the code's own words,
     /// the vectors for a web-style question).
     ZScore { text_weight: f32 },
+}
+
+impl Fusion {
+    /// This fusion with the vector leg weighed by `coverage`, the share of
+    /// the chunks that have vectors (issue 53: after Ctrl-C at 7% vectors,
+    /// the vector leg ranks only the embedded chunks; standardised over
+    /// those few, its best stand out as far as in a full index and crowded
+    /// out what BM25 found in the other 93%). At 0 the ranking is BM25's,
+    /// at 1 the fusion is unchanged, in between the vector leg counts as
+    /// much as the share of the code it has seen. A single weight rather
+    /// than a rule per candidate (BM25 alone for a chunk without a vector):
+    /// the candidates' scores stay on one scale, and a few embedded chunks
+    /// cannot outrank BM25's best on the vector leg's say alone.
+    pub fn at_coverage(self, coverage: f32) -> Fusion {
+        if coverage >= 1.0 {
+            return self;
+        }
+        let c = coverage.max(0.0);
+        match self {
+            Fusion::Rrf { vector_weight } => Fusion::Rrf {
+                vector_weight: vector_weight * c,
+            },
+            // cosine × c + text_weight × BM25, ranked alike when divided by
+            // c; with no vectors at all, BM25 alone.
+            Fusion::Linear { text_weight } => Fusion::Linear {
+                text_weight: if c > 0.0 { text_weight / c } else { f32::MAX },
+            },
+            // (1 - w) × c × vector + w × BM25, the weights brought back to
+            // a sum of 1.
+            Fusion::ZScore { text_weight } => {
+                let vector = (1.0 - text_weight) * c;
+                Fusion::ZScore {
+                    text_weight: text_weight / (text_weight + vector).max(f32::EPSILON),
+                }
+            }
+        }
+    }
 }
 
 impl std::str::FromStr for Fusion {
@@ -1250,6 +1312,47 @@ mod tests {
             "z:0.3".parse::<Fusion>(),
             Ok(Fusion::ZScore { text_weight: 0.3 })
         );
+    }
+
+    #[test]
+    fn partial_vectors_weigh_the_vector_leg_by_their_share() {
+        // Every fusion is unchanged once all chunks have vectors.
+        for f in [
+            SHORT_QUERY_FUSION,
+            NAME_QUERY_FUSION,
+            LONG_QUERY_FUSION,
+            Fusion::Rrf { vector_weight: 1.0 },
+        ] {
+            assert_eq!(f.at_coverage(1.0), f);
+        }
+        // The vector leg saw only three embedded chunks, none the answer;
+        // BM25 ranks the answer (not embedded) first.
+        let vector = vec![
+            scored("id.rs", 0.62),
+            scored("start.rs", 0.55),
+            scored("wire.rs", 0.41),
+        ];
+        let mut text = vec![scored("dfa.rs", 12.0), scored("regex.rs", 7.0)];
+        text.extend((0..20).map(|i| scored(&format!("t{i}.rs"), 5.0 - i as f32 * 0.2)));
+        let fused = |f: Fusion| match f {
+            Fusion::ZScore { text_weight } => fuse_zscore(&vector, &text, text_weight, 40),
+            Fusion::Linear { text_weight } => fuse_linear(&vector, &text, text_weight, 40),
+            Fusion::Rrf { vector_weight } => fuse(&[(&vector, vector_weight), (&text, 1.0)], 40),
+        };
+        // At full weight the few vectors lead (what the issue saw).
+        assert_eq!(order(&fused(SHORT_QUERY_FUSION))[0], "id.rs:1");
+        for f in [
+            SHORT_QUERY_FUSION,
+            NAME_QUERY_FUSION,
+            LONG_QUERY_FUSION,
+            Fusion::Rrf { vector_weight: 1.0 },
+        ] {
+            // At 8% of the chunks embedded, BM25's answer stays first.
+            assert_eq!(order(&fused(f.at_coverage(0.08)))[0], "dfa.rs:1", "{f:?}");
+            // With no vectors, the order is BM25's.
+            let bm25 = order(&fused(f.at_coverage(0.0)));
+            assert_eq!(&bm25[..2], ["dfa.rs:1", "regex.rs:1"], "{f:?}");
+        }
     }
 
     #[test]

@@ -89,6 +89,26 @@ fn repository(root: &Path) {
     );
 }
 
+/// Unrelated files, so the three embedded files are a small share of the
+/// chunks, as after Ctrl-C early in a fill.
+fn fillers(root: &Path) {
+    let topics = [
+        ("parse_number", "Parses a decimal number from the text."),
+        ("render_table", "Renders rows as an aligned table."),
+        ("open_socket", "Opens a socket to the given address."),
+        ("hash_password", "Hashes a password with a salt."),
+        ("send_email", "Sends an email through the mail server."),
+    ];
+    for i in 0..40 {
+        let (name, doc) = topics[i % topics.len()];
+        write(
+            root,
+            &format!("src/misc/m{i}.rs"),
+            &format!("/// {doc}\npub fn {name}_{i}(input: &str) -> usize {{\n    input.len() + {i}\n}}\n"),
+        );
+    }
+}
+
 fn top_file(index: &mut Index, mode: SearchMode) -> Vec<String> {
     let mut query = SearchQuery::new(QUERY, 5);
     query.mode = mode;
@@ -111,6 +131,7 @@ fn a_fill_stopped_part_way_keeps_the_answer_bm25_finds_first() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     repository(root);
+    fillers(root);
     let options = IndexOptions {
         threads: 1,
         // One file a commit: the fill stops after exactly the files wanted.

@@ -124,9 +124,12 @@ fn top_file(index: &mut Index, mode: SearchMode) -> Vec<String> {
 #[test]
 fn a_fill_stopped_part_way_keeps_the_answer_bm25_finds_first() {
     agent_base::paths::isolate_for_tests();
-    if !agent_base::paths::models_dir().join("minilm").is_dir() {
-        eprintln!("skipped: no MiniLM (set AGENT_MODELS_DIR)");
-        return;
+    let models = agent_base::paths::models_dir();
+    if !models.join("minilm").is_dir() {
+        agent_test_support::skip!(
+            "no MiniLM in {} (run scripts/fetch-models, or set AGENT_MODELS_DIR)",
+            models.display()
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -210,7 +210,31 @@ impl Agent {
         } else {
             (String::new(), Finish::StepBudget)
         };
-        let outcome = Outcome {
+        let outcome = self.new_outcome(intent, tools, answer, finish);
+        Ok(Run {
+            request: request.to_string(),
+            started,
+            allowed,
+            access,
+            tools,
+            request_turn,
+            calls_seen,
+            stalls: 0,
+            found,
+            max_steps,
+            outcome,
+        })
+    }
+
+    /// A request's outcome before its first step.
+    fn new_outcome(
+        &mut self,
+        intent: intent::Intent,
+        tools: ToolAccess,
+        answer: String,
+        finish: Finish,
+    ) -> Outcome {
+        Outcome {
             answer,
             finish,
             intent,
@@ -238,20 +262,7 @@ impl Agent {
             first_prompt: self.first_prompt.take(),
             plan: Vec::new(),
             budget: Default::default(),
-        };
-        Ok(Run {
-            request: request.to_string(),
-            started,
-            allowed,
-            access,
-            tools,
-            request_turn,
-            calls_seen,
-            stalls: 0,
-            found,
-            max_steps,
-            outcome,
-        })
+        }
     }
 
     /// One model reply and what comes of it: an answer settled, a format

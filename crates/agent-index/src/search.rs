@@ -1126,11 +1126,13 @@ fn symbols(hit: &Hit) -> impl Iterator<Item = &str> {
     hit.row.symbol.split(", ")
 }
 
-/// Whether `text` uses `name` in code: as a whole word, on a line that is
-/// no comment, called or reached through a path (`x.name`, `name(`,
-/// `Name::new`, `Name<T>`, `Name {`), not mentioned in prose.
+/// Whether `text` uses `name` in code: as a whole word on a line that is no
+/// comment, called (`name(`, `x.name(`, `name!`) or, for a type, reached
+/// through (`Name::new`, `Name<T>`, `Name {`); not a field read
+/// (`self.minimize`) or a mention in prose.
 fn uses_in_code(text: &str, name: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let a_type = name.starts_with(|c: char| c.is_uppercase());
     text.lines()
         .filter(|line| {
             let t = line.trim_start();
@@ -1140,12 +1142,12 @@ fn uses_in_code(text: &str, name: &str) -> bool {
         })
         .any(|line| {
             line.match_indices(name).any(|(at, _)| {
-                let before = line[..at].chars().next_back();
-                let after = line[at + name.len()..].trim_start().chars().next();
-                !before.is_some_and(is_ident)
-                    && !line[at + name.len()..].chars().next().is_some_and(is_ident)
-                    && (matches!(before, Some('.' | ':'))
-                        || matches!(after, Some('(' | ':' | '<' | '{' | '!')))
+                let rest = &line[at + name.len()..];
+                let after = rest.trim_start().chars().next();
+                !line[..at].chars().next_back().is_some_and(is_ident)
+                    && !rest.chars().next().is_some_and(is_ident)
+                    && (matches!(after, Some('(' | '!'))
+                        || (a_type && matches!(after, Some(':' | '<' | '{'))))
             })
         })
 }
@@ -1535,7 +1537,13 @@ mod tests {
             "#[test]\nfn minimized_matches() { let mut d = dfa(); d.minimize(); }",
         );
         let unrelated = with_text(hit("src/util/lazy.rs", 5, "Lazy::get"), "minimizes");
+        // A field read and a comment are no calls.
+        let field = with_text(
+            hit("src/dfa/dense.rs", 962, "Config::get_minimize"),
+            "// minimize() is slow\npub fn get_minimize(&self) -> bool { self.minimize.unwrap_or(false) }",
+        );
         let ranked = vec![
+            (field, 0.95),
             (definition.clone(), 0.9),
             (defining.clone(), 0.8),
             (unrelated, 0.7),

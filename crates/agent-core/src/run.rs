@@ -188,7 +188,7 @@ impl Agent {
         let mut found = None;
         // A question about a folder that is no project has nothing to be
         // answered from: say so rather than let the model make it up.
-        let nothing_to_read = tools == ToolAccess::ReadOnly
+        let nothing_to_read = intent.label == Label::RepoQuestion
             && intent.tool.is_none()
             && asked.attachments.is_empty()
             && self.is_no_project();
@@ -322,14 +322,6 @@ impl Agent {
                 } else {
                     outcome.invalid_tool_calls += 1;
                 }
-                if last_chance {
-                    let why = format!("the model's reply was no valid call ({})", e.0);
-                    let could_search = at.access.contains(&Access::Read);
-                    self.push(Turn::new(Kind::Call, truncate(&text, 300)))?;
-                    self.end_without_answer(&why, at.found, could_search, outcome);
-                    return Ok(Next::Done);
-                }
-                run.stalls += 1;
                 self.log.audit(
                     "tool_call",
                     json!({"valid": false, "cut_off": reply.cut_off, "error": e.0, "text": text}),
@@ -346,6 +338,13 @@ impl Agent {
                     e.0
                 };
                 self.observe(&format!("Format error: {why}"), answer_next)?;
+                if last_chance {
+                    let why = "the model's replies were no valid calls";
+                    let could_search = at.access.contains(&Access::Read);
+                    self.end_without_answer(why, at.found, could_search, outcome);
+                    return Ok(Next::Done);
+                }
+                run.stalls += 1;
                 return Ok(Next::Step);
             }
         };
@@ -358,18 +357,14 @@ impl Agent {
                 return Ok(run.stalled_unless(done));
             }
             outcome.invalid_tool_calls += 1;
+            self.observe(FINISH_ARGS_NOTE, answer_next)?;
             if last_chance {
+                let why = "the model's finish had no answer";
                 let could_search = at.access.contains(&Access::Read);
-                self.end_without_answer(
-                    "the model's finish had no answer",
-                    at.found,
-                    could_search,
-                    outcome,
-                );
+                self.end_without_answer(why, at.found, could_search, outcome);
                 return Ok(Next::Done);
             }
             run.stalls += 1;
-            self.observe(FINISH_ARGS_NOTE, answer_next)?;
             return Ok(Next::Step);
         }
         // A model may make several calls in one turn (Qwen's and Hermes'

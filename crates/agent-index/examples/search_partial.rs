@@ -6,6 +6,12 @@
 //! file and the top 3 files (MODE: hybrid, bm25 or vector; hybrid unless
 //! said). Opens the index as a reader, so it changes nothing.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an example: printing is its output"
+)]
+
 use agent_index::{Index, SearchMode, SearchQuery};
 
 fn main() -> anyhow::Result<()> {

@@ -2,6 +2,14 @@
 //! part way, the few embedded chunks must not crowd out what BM25 finds in
 //! the files still without vectors.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an integration test: its helpers are not #[test] fns, a panic is a test failure"
+)]
+
 use std::path::Path;
 
 use agent_base::cancel::CancelToken;

@@ -20,6 +20,12 @@
 //!   ends without an answer (exit 3) and shows the latest search results,
 //!   marked as such ([`crate::Finish::Evidence`], or
 //!   [`crate::Finish::NoAnswer`] with nothing searched).
+//! - **Seconds, not minutes, to say so**: a reply that gives nothing (a
+//!   format error, a refused answer, a repeated call, invalid arguments) is
+//!   answered once and the second ends the request (`STALL_LIMIT`); a
+//!   repository question with search results in hand ends at the first.
+//!   A repository question in a folder that is no project ends before the
+//!   model is asked, saying so.
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -755,37 +755,32 @@ fn folder_role(dir: &str) -> &'static str {
     }
 }
 
-/// How many of the commands found [`render`] writes (at most [`PER_TASK`]
-/// of each task).
-pub fn written_commands(facts: &Facts) -> usize {
+/// The commands [`render`] writes: at most [`PER_TASK`] of each task, in
+/// the order found (tasks in order, what the project names first).
+fn written(facts: &Facts) -> Vec<&Found> {
     let mut tasks: Vec<Task> = facts.commands.iter().map(|f| f.task).collect();
     tasks.dedup();
     tasks
-        .iter()
-        .map(|t| {
-            facts
-                .commands
-                .iter()
-                .filter(|f| f.task == *t)
-                .count()
-                .min(PER_TASK)
-        })
-        .sum()
-}
-
-/// The commands [`render`] writes that no file of the project names.
-pub fn unverified_commands(facts: &Facts) -> Vec<&str> {
-    let mut tasks: Vec<Task> = facts.commands.iter().map(|f| f.task).collect();
-    tasks.dedup();
-    tasks
-        .iter()
+        .into_iter()
         .flat_map(|t| {
             facts
                 .commands
                 .iter()
-                .filter(move |f| f.task == *t)
+                .filter(move |f| f.task == t)
                 .take(PER_TASK)
         })
+        .collect()
+}
+
+/// How many of the commands found [`render`] writes.
+pub fn written_commands(facts: &Facts) -> usize {
+    written(facts).len()
+}
+
+/// The commands [`render`] writes that no file of the project names.
+pub fn unverified_commands(facts: &Facts) -> Vec<&str> {
+    written(facts)
+        .into_iter()
         .filter(|f| !f.named)
         .map(|f| f.command.as_str())
         .collect()
@@ -811,27 +806,18 @@ from the repository's manifests, CI files and code map; correct and extend it.\n
     }
     if !facts.commands.is_empty() {
         out.push_str("\n## Build and test\n\n");
-        let mut tasks: Vec<Task> = facts.commands.iter().map(|f| f.task).collect();
-        tasks.dedup();
-        for task in tasks {
-            for f in facts
-                .commands
-                .iter()
-                .filter(|f| f.task == task)
-                .take(PER_TASK)
-            {
-                let unverified = if f.named {
-                    ""
-                } else {
-                    "; not verified: no CI file, Makefile or README names it"
-                };
-                out.push_str(&format!(
-                    "- {}: `{}` ({}{unverified})\n",
-                    task.title(),
-                    f.command,
-                    f.source
-                ));
-            }
+        for f in written(facts) {
+            let unverified = if f.named {
+                ""
+            } else {
+                "; not verified: no CI file, Makefile or README names it"
+            };
+            out.push_str(&format!(
+                "- {}: `{}` ({}{unverified})\n",
+                f.task.title(),
+                f.command,
+                f.source
+            ));
         }
     }
     if !facts.layout.is_empty() {

@@ -344,14 +344,7 @@ impl Agent {
                     e.0
                 };
                 self.observe(&format!("Format error: {why}"), answer_next)?;
-                if last_chance {
-                    let why = "the model's replies were no valid calls";
-                    let could_search = at.access.contains(&Access::Read);
-                    self.end_without_answer(why, at.found, could_search, outcome);
-                    return Ok(Next::Done);
-                }
-                run.stalls += 1;
-                return Ok(Next::Step);
+                return Ok(self.stalled(run, "the model's replies were no valid calls"));
             }
         };
         self.push(Turn::new(Kind::Call, text))?;
@@ -364,14 +357,7 @@ impl Agent {
             }
             outcome.invalid_tool_calls += 1;
             self.observe(FINISH_ARGS_NOTE, answer_next)?;
-            if last_chance {
-                let why = "the model's finish had no answer";
-                let could_search = at.access.contains(&Access::Read);
-                self.end_without_answer(why, at.found, could_search, outcome);
-                return Ok(Next::Done);
-            }
-            run.stalls += 1;
-            return Ok(Next::Step);
+            return Ok(self.stalled(run, "the model's finish had no answer"));
         }
         // A model may make several calls in one turn (Qwen's and Hermes'
         // `<tool_call>` blocks, Llama's and Mistral's lists): each runs in
@@ -385,6 +371,18 @@ impl Agent {
             }
         }
         Ok(Next::Step)
+    }
+
+    /// One more reply that gave nothing: at the request's last chance
+    /// ([`Run::last_chance`]) it ends, with the evidence, for `why`.
+    fn stalled(&mut self, run: &mut Run, why: &str) -> Next {
+        if !run.last_chance() {
+            run.stalls += 1;
+            return Next::Step;
+        }
+        let could_search = run.access.contains(&Access::Read);
+        self.end_without_answer(why, run.found.as_deref(), could_search, &mut run.outcome);
+        Next::Done
     }
 
     fn audit_call(&mut self, call: &ToolCall, ui: &mut dyn Ui) {
@@ -462,13 +460,10 @@ Another copy of this call ends the request.",
         };
         ui.tool_result(&call, &output);
         if output.error == Some(agent_protocol::ErrorClass::InvalidArgs) {
-            if run.last_chance() {
-                let why = format!("the model's `{}` call had invalid arguments", call.tool);
-                let could_search = run.access.contains(&Access::Read);
-                self.end_without_answer(&why, run.found.as_deref(), could_search, &mut run.outcome);
+            let why = format!("the model's `{}` call had invalid arguments", call.tool);
+            if self.stalled(run, &why) == Next::Done {
                 return Ok(Next::Done);
             }
-            run.stalls += 1;
         }
         if let Some(plan) = &output.plan {
             self.plan = plan.clone();

@@ -713,17 +713,29 @@ impl Agent {
         Ok(())
     }
 
-    /// The next mode of the cycle ([`Mode::next`]) the administrator allows,
-    /// now set; and the refusals of the modes skipped on the way.
-    pub fn cycle_mode(&mut self) -> (Mode, Vec<String>) {
+    /// The next mode of the cycle ([`Mode::next`]) the administrator allows
+    /// (this one when neither other is), and the refusals of the modes
+    /// skipped on the way; nothing is set.
+    pub fn next_mode(&self) -> (Mode, Vec<String>) {
         let mut refusals = Vec::new();
         let mut mode = self.mode();
-        // At most the two other modes; when neither is allowed it stays.
+        // At most the two other modes.
         for _ in 0..2 {
             mode = mode.next();
-            match self.set_mode(mode) {
-                Ok(()) => break,
+            match self.config.managed.check_mode(mode) {
+                Ok(()) => return (mode, refusals),
                 Err(why) => refusals.push(why),
+            }
+        }
+        (self.mode(), refusals)
+    }
+
+    /// [`Agent::next_mode`], now set.
+    pub fn cycle_mode(&mut self) -> (Mode, Vec<String>) {
+        let (mode, mut refusals) = self.next_mode();
+        if mode != self.mode() {
+            if let Err(why) = self.set_mode(mode) {
+                refusals.push(why);
             }
         }
         (self.mode(), refusals)

@@ -59,26 +59,13 @@ impl ChatSession {
     /// does not land there unseen, and is not a question each time after.
     /// Declined: the mode stays as it was.
     pub fn cycle_mode(&mut self, ask: &mut dyn Ask) -> (Mode, Vec<String>) {
-        if self.next_mode() == Mode::Yolo && !self.yolo_accepted {
+        if self.agent.next_mode().0 == Mode::Yolo && !self.yolo_accepted {
             if !ask.confirm(YOLO_WARNING) {
                 return (self.agent.mode(), Vec::new());
             }
             self.yolo_accepted = true;
         }
         self.agent.cycle_mode()
-    }
-
-    /// The mode [`Agent::cycle_mode`] would move to, nothing moved.
-    fn next_mode(&self) -> Mode {
-        let managed = crate::admin::managed();
-        let mut mode = self.agent.mode();
-        for _ in 0..2 {
-            mode = mode.next();
-            if managed.allows_mode(mode) {
-                return mode;
-            }
-        }
-        self.agent.mode()
     }
 
     /// One request: its `@` mentions attached, the agent's outcome counted.

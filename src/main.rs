@@ -1,4 +1,4 @@
-//! The `agent` binary, a front end: the command line (`cli`), one module per
+//! The `agent` binary, a front end: the command line (`agent_cli`), one module per
 //! subcommand (`cmd`), what every front end does alike on the terminal
 //! (`session`), and the session's notices and questions on the terminal
 //! (`terminal`). It parses flags into `agent_session`'s settings, calls the
@@ -12,12 +12,11 @@ use agent_base::term::untrusted_text;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-mod cli;
 mod cmd;
 mod session;
 mod terminal;
 
-use cli::{Cli, Command};
+use agent_cli::{Cli, Command};
 use cmd::exit;
 
 fn main() {
@@ -30,7 +29,10 @@ fn main() {
         return;
     }
     let mut cli = Cli::parse();
-    let command = cli.command.take().unwrap_or_else(cli::default_command);
+    let command = cli
+        .command
+        .take()
+        .unwrap_or_else(|| agent_cli::default_command(agent_tui::available()));
     init_logging(cli.verbose);
     agent_base::paths::allow_root_workspace(cli.allow_root_workspace);
     if let Some(store) = command.index_store() {

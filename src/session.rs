@@ -13,7 +13,7 @@ use agent_session::{Ask, ChatSession, Opening, Outcome};
 use anyhow::Result;
 use console::style;
 
-use crate::cli::{AgentArgs, ModelArgs};
+use agent_cli::{AgentArgs, ModelArgs};
 
 /// Opens the session for the workspace around the current directory.
 pub(crate) fn open_agent(

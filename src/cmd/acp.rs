@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::cli::AcpArgs;
 use agent_acp::StdioServer;
+use agent_cli::AcpArgs;
 use agent_session::mcp::ServerConfig;
 use agent_session::settings::{Mode, Sampling};
 use agent_session::shared::SharedProvider;

@@ -6,9 +6,9 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::{AskArgs, OutputFormat};
 use crate::session;
 use agent_base::cancel::CancelToken;
+use agent_cli::{AskArgs, OutputFormat};
 use agent_line::{JsonLinesUi, TerminalUi};
 use agent_protocol::event::QuietUi;
 use agent_protocol::{Request, Ui};

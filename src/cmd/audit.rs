@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::{AuditArgs, AuditCommand};
+use agent_cli::{AuditArgs, AuditCommand};
 use agent_session::audit;
 
 pub(crate) fn run(args: &AuditArgs) -> Result<i32> {

@@ -9,10 +9,10 @@ use anyhow::Result;
 use console::style;
 
 use super::exit;
-use crate::cli::ChatArgs;
 use crate::session::{open_agent, print_outcome_on};
 use crate::terminal::{self, LineAsk};
 use agent_base::cancel::CancelToken;
+use agent_cli::ChatArgs;
 use agent_line::TerminalUi;
 use agent_protocol::Ui;
 use agent_session::settings::{mode_name, Mode, Sampling};

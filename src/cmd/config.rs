@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::exit;
-use crate::cli::{ConfigArgs, ConfigCommand, Switch};
+use agent_cli::{ConfigArgs, ConfigCommand, Switch};
 use agent_session::config::{Entry, Flags};
 
 pub(crate) fn run(args: &ConfigArgs) -> Result<i32> {

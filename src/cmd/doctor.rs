@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::DoctorArgs;
 use agent_base::term::{untrusted, untrusted_text};
+use agent_cli::DoctorArgs;
 
 pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     let report =

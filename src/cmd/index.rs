@@ -7,10 +7,10 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::IndexArgs;
 use crate::terminal::print;
 use agent_base::cancel::CancelToken;
 use agent_base::paths;
+use agent_cli::IndexArgs;
 use agent_session::index::{self, Index, IndexSettings, UpdateStats};
 
 pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {

@@ -6,9 +6,9 @@ use std::io::IsTerminal;
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::InitArgs;
 use crate::terminal::print;
 use agent_base::cancel::CancelToken;
+use agent_cli::InitArgs;
 use agent_line::TerminalUi;
 use agent_protocol::{ToolCall, Ui};
 use agent_session::init::{InitOutcome, InitSettings, FILE};

@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::MapArgs;
 use agent_base::paths;
+use agent_cli::MapArgs;
 use agent_session::map::MapRequest;
 
 pub(crate) fn run(args: &MapArgs) -> Result<i32> {

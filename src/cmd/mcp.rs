@@ -7,8 +7,8 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use console::style;
 
-use crate::cli::{McpArgs, McpCommand};
 use agent_base::term::untrusted;
+use agent_cli::{McpArgs, McpCommand};
 use agent_session::mcp::{self, ServerState};
 
 pub(crate) fn run(args: &McpArgs) -> Result<i32> {

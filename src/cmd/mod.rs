@@ -18,8 +18,8 @@ pub(crate) mod version;
 
 use anyhow::Result;
 
-use crate::cli::ModelArgs;
 use agent_base::cancel::CancelToken;
+use agent_cli::ModelArgs;
 use agent_session::provider::Provider;
 
 pub(crate) use agent_session::{admin, exit};

@@ -4,9 +4,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::exit;
-use crate::cli::ModelsArgs;
 use agent_base::models::{self, FileState};
 use agent_base::paths;
+use agent_cli::ModelsArgs;
 
 pub(crate) fn run(args: &ModelsArgs) -> Result<i32> {
     let dir = paths::models_dir();

@@ -3,9 +3,9 @@
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::SearchArgs;
 use agent_base::paths;
 use agent_base::term::{cut, escape_line};
+use agent_cli::SearchArgs;
 use agent_session::search::Query;
 
 pub(crate) fn run(args: &SearchArgs) -> Result<i32> {

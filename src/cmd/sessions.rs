@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use super::exit;
-use crate::cli::{SessionsArgs, SessionsCommand};
 use agent_base::term::{untrusted, untrusted_text};
+use agent_cli::{SessionsArgs, SessionsCommand};
 use agent_session::saved;
 
 pub(crate) fn run(args: &SessionsArgs) -> Result<i32> {

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::cli::TrustArgs;
+use agent_cli::TrustArgs;
 use agent_session::trust::{inventory, state_words, State, TrustStore};
 
 pub(crate) fn run(args: &TrustArgs) -> Result<i32> {

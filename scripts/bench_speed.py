@@ -10,7 +10,7 @@ prompt-lookup speculative decoding (issue 31).
    generation (repeat a file; rewrite a function with one change; a unified
    diff whose 40-line hunk retypes its context) and on free prose. The answers of both must be identical (greedy decoding).
 
-Usage: bench_speed.py [--reps N] [--model PATH] [--only cache|speculation]
+Usage: bench_speed.py [--reps N] [--model PATH] [--only cache|speculation] [--hog]
                       [--threads N] [--cases a,b]   (AGENT_BIN: the binary)
 Writes bench-results/speed.json (a run of one part keeps the other's figures).
 """
@@ -109,7 +109,19 @@ def dir_size(path):
     return sum(f.stat().st_size for f in Path(path).glob("*.kv"))
 
 
-def prompt_cache(reps, model):
+def start_hog():
+    """A busy loop on every core (the machine made busy between two runs)."""
+    spin = [sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(spin) for _ in range(os.cpu_count() or 1)]
+
+
+def stop_hog(hog):
+    for proc in hog:
+        proc.kill()
+        proc.wait()
+
+
+def prompt_cache(reps, model, hog=False):
     work = Path(tempfile.mkdtemp(prefix="bench-speed-"))
     saved = {}
     try:
@@ -134,8 +146,12 @@ def prompt_cache(reps, model):
             shutil.rmtree(kv, ignore_errors=True)
             cold, _, _ = run([*ask, questions[0]], repo, model)
             size = dir_size(kv)
-            same, same_err, _ = run([*ask, questions[0]], repo, model)
-            other, other_err, _ = run([*ask, questions[1]], repo, model)
+            busy = start_hog() if hog else []
+            try:
+                same, same_err, _ = run([*ask, questions[0]], repo, model)
+                other, other_err, _ = run([*ask, questions[1]], repo, model)
+            finally:
+                stop_hog(busy)
             loads = [LOAD_LINE.search(e) for e in (same_err, other_err)]
             row = {
                 "prompt_tokens": cold["prompt_tokens"],
@@ -143,6 +159,9 @@ def prompt_cache(reps, model):
                 "warm_same_ttft_ms": same["ttft_ms"],
                 "warm_other_ttft_ms": other["ttft_ms"],
                 "same_loaded": same["prompt_cache"]["loaded_tokens"],
+                "same_prompt_tokens": same["prompt_tokens"],
+                "same_loaded_share": same["prompt_cache"]["loaded_tokens"] / same["prompt_tokens"],
+                "map_tokens": [r["first_prompt"]["map_tokens"] for r in (cold, same, other)],
                 "other_loaded": other["prompt_cache"]["loaded_tokens"],
                 "cache_mb": size / 1e6,
                 "load_ms": [int(m.group(4)) if m else None for m in loads],
@@ -150,7 +169,8 @@ def prompt_cache(reps, model):
             rows.append(row)
             print(
                 f"  rep {rep + 1}: cold {row['cold_ttft_ms']:.0f} ms, warm same question "
-                f"{row['warm_same_ttft_ms']:.0f} ms ({row['same_loaded']} tokens loaded), "
+                f"{row['warm_same_ttft_ms']:.0f} ms ({row['same_loaded']} of "
+                f"{row['same_prompt_tokens']} tokens loaded), map tokens cold/same/other {row['map_tokens']}, "
                 f"warm other question {row['warm_other_ttft_ms']:.0f} ms "
                 f"({row['other_loaded']} loaded), entry {row['cache_mb']:.1f} MB, "
                 f"load {row['load_ms']} ms",
@@ -164,6 +184,8 @@ def prompt_cache(reps, model):
             "warm_other_ttft_ms": med("warm_other_ttft_ms"),
             "ratio_same": med("warm_same_ttft_ms") / med("cold_ttft_ms"),
             "ratio_other": med("warm_other_ttft_ms") / med("cold_ttft_ms"),
+            "same_loaded_share": med("same_loaded_share"),
+            "hog": hog,
             "cache_mb": med("cache_mb"),
             "load_ms": statistics.median(
                 ms for r in rows for ms in r["load_ms"] if ms is not None
@@ -171,7 +193,8 @@ def prompt_cache(reps, model):
         }
         print(
             f"TTFT warm/cold: same question {summary['ratio_same']:.3f}, other question "
-            f"{summary['ratio_other']:.3f} (cold {summary['cold_ttft_ms']:.0f} ms; entry "
+            f"{summary['ratio_other']:.3f}; same question loaded {summary['same_loaded_share']:.0%} of its "
+            f"prompt{' (CPU hog during the warm runs)' if hog else ''} (cold {summary['cold_ttft_ms']:.0f} ms; entry "
             f"{summary['cache_mb']:.1f} MB, loaded in {summary['load_ms']} ms)"
         )
         return summary
@@ -271,6 +294,11 @@ def main():
     parser.add_argument("--model")
     parser.add_argument("--only", choices=["cache", "speculation"])
     parser.add_argument(
+        "--hog",
+        action="store_true",
+        help="prompt cache: a busy loop on every core from each cold run to the end of its warm runs",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         help="llama.cpp threads for the speculation runs (1: the regime where llama.cpp "
@@ -282,7 +310,7 @@ def main():
     if args.only in (None, "cache"):
         report["prompt_cache_reps"] = args.reps
         print("prompt cache: fresh `agent ask` processes, cold and warm alternating", flush=True)
-        report["prompt_cache"] = prompt_cache(args.reps, args.model)
+        report["prompt_cache"] = prompt_cache(args.reps, args.model, args.hog)
     if args.only in (None, "speculation"):
         print("speculative decoding: on and off alternating", flush=True)
         cases = args.cases.split(",") if args.cases else None

@@ -11,9 +11,19 @@
 //! ([`MIN_MAP_TOKENS`], [`MIN_RESULTS`]) and up to their caps (a share of the
 //! context, `AgentConfig::prefetch`). Chosen once per session;
 //! `Outcome::first_prompt` reports it.
+//!
+//! The sizes stick ([`stick`]): a workspace keeps the sizes it chose
+//! (`cache/first_prompt.json` in its state folder) until the rate has been
+//! more than [`STICKY_FACTOR`] away from the one they were chosen at for
+//! [`STICKY_RUNS`] runs in a row. A laptop's load changes all day; a first
+//! prompt that followed it would differ from the one the prompt cache on
+//! disk holds, and the next run would prefill it all again.
+
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use agent_llm::{PrefillRate, RateSource};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The first prefill the sizing aims for. A laptop user waits about this
 /// long for a first token before the tool feels stuck; beyond it, map and
@@ -56,18 +66,114 @@ pub struct FirstPrompt {
     /// The part of the first prompt that is there whatever the sizes
     /// (system prompt, instructions, tool schemas), in tokens.
     pub fixed_tokens: usize,
+    /// The sizes an earlier run chose, kept ([`stick`]): the rate has not
+    /// moved far enough, for long enough, to change the prompt.
+    pub kept: bool,
+}
+
+/// How far (either way) the rate must move from the one the kept sizes were
+/// chosen at before it counts against them: a loaded laptop prefills at
+/// about half its idle rate, which alone changes nothing.
+pub(crate) const STICKY_FACTOR: f64 = 2.0;
+/// Runs in a row the rate must stay that far away before the sizes follow.
+pub(crate) const STICKY_RUNS: u32 = 3;
+
+/// The sizes a workspace chose, kept across runs (one entry per model).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Kept {
+    map_tokens: usize,
+    prefetch_results: usize,
+    /// The rate they were chosen at.
+    tokens_per_s: f64,
+    /// What they were chosen within: other caps or another fixed part make
+    /// another prompt anyway, and are sized afresh.
+    caps: (usize, usize),
+    fixed_tokens: usize,
+    /// Runs in a row whose rate was more than [`STICKY_FACTOR`] away.
+    away: u32,
+}
+
+/// The sizes to use: `fresh` (sized from this run's rate) unless `kept`
+/// holds sizes chosen within the same caps and fixed part whose rate this
+/// one has not left, by [`STICKY_FACTOR`], for [`STICKY_RUNS`] runs. Also
+/// what to keep for the next run (None: nothing to keep, no rate).
+pub(crate) fn stick(
+    fresh: FirstPrompt,
+    caps: Caps,
+    kept: Option<Kept>,
+) -> (FirstPrompt, Option<Kept>) {
+    let Some(rate) = fresh.prefill_tokens_per_s.filter(|r| *r > 0.0) else {
+        return (fresh, None);
+    };
+    let chosen = Kept {
+        map_tokens: fresh.map_tokens,
+        prefetch_results: fresh.prefetch_results,
+        tokens_per_s: rate,
+        caps: (caps.map_tokens, caps.results),
+        fixed_tokens: fresh.fixed_tokens,
+        away: 0,
+    };
+    let Some(kept) = kept.filter(|k| {
+        k.caps == chosen.caps && k.fixed_tokens == chosen.fixed_tokens && k.tokens_per_s > 0.0
+    }) else {
+        return (fresh, Some(chosen));
+    };
+    let ratio = rate / kept.tokens_per_s;
+    let near = (1.0 / STICKY_FACTOR..=STICKY_FACTOR).contains(&ratio);
+    let away = if near { 0 } else { kept.away + 1 };
+    if away >= STICKY_RUNS {
+        return (fresh, Some(chosen));
+    }
+    let sizes = FirstPrompt {
+        map_tokens: kept.map_tokens,
+        prefetch_results: kept.prefetch_results,
+        kept: true,
+        ..fresh
+    };
+    (sizes, Some(Kept { away, ..kept }))
+}
+
+/// `stick` over the workspace's file of kept sizes (`path`), for the model
+/// `model`: read, decided, and (`write`: not for `--print-prompt`, which
+/// only shows) written back. A file that cannot be read or written only
+/// means sizing afresh.
+pub(crate) fn stick_in(
+    path: &Path,
+    model: &str,
+    fresh: FirstPrompt,
+    caps: Caps,
+    write: bool,
+) -> FirstPrompt {
+    let mut all: BTreeMap<String, Kept> = std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let (sizes, keep) = stick(fresh, caps, all.get(model).copied());
+    if let Some(keep) = keep.filter(|_| write) {
+        if all.get(model) != Some(&keep) {
+            all.insert(model.to_string(), keep);
+            let written = serde_json::to_vec_pretty(&all)
+                .map_err(std::io::Error::other)
+                .and_then(|bytes| agent_base::files::atomic_write(path, &bytes, None));
+            if let Err(e) = written {
+                tracing::info!("first prompt sizes not kept in {} ({e})", path.display());
+            }
+        }
+    }
+    sizes
 }
 
 /// One line on the sizes and what they follow, for a log or `--print-prompt`.
 pub fn describe(p: &FirstPrompt) -> String {
     format!(
-        "first prompt: {} map tokens, {} search results (prefill {} tokens/s, {}; {} fixed tokens)",
+        "first prompt: {} map tokens, {} search results (prefill {} tokens/s, {}; {} fixed tokens{})",
         p.map_tokens,
         p.prefetch_results,
         p.prefill_tokens_per_s
             .map_or_else(|| "?".to_string(), |r| r.to_string()),
         p.rate_source,
-        p.fixed_tokens
+        p.fixed_tokens,
+        if p.kept { "; kept from earlier runs" } else { "" },
     )
 }
 
@@ -83,6 +189,7 @@ pub(crate) fn size(rate: Option<PrefillRate>, fixed_tokens: usize, caps: Caps) -
             prefill_tokens_per_s: None,
             rate_source: "default",
             fixed_tokens,
+            kept: false,
         };
     };
     let affordable = (rate.tokens_per_s * TARGET_PREFILL_SECS) as usize;
@@ -112,6 +219,7 @@ pub(crate) fn size(rate: Option<PrefillRate>, fixed_tokens: usize, caps: Caps) -
             RateSource::Estimated => "estimated",
         },
         fixed_tokens,
+        kept: false,
     }
 }
 
@@ -194,6 +302,67 @@ mod tests {
         };
         assert_eq!(sizes(size(measured(10.0), 2000, caps)), (100, 0));
         assert_eq!(sizes(size(measured(1e6), 2000, caps)), (100, 0));
+    }
+
+    #[test]
+    fn the_sizes_stick_until_the_rate_has_moved_twofold_for_three_runs() {
+        let fixed = 2000;
+        let at = |rate: f64| size(measured(rate), fixed, CAPS);
+        // Chosen at the tiny model's idle rate: the caps.
+        let (first, kept) = stick(at(200.0), CAPS, None);
+        assert_eq!((sizes(first), first.kept), ((655, 4), false));
+        // Loaded, the rate drops by 40%: within the factor, the sizes stay.
+        let (loaded, kept) = stick(at(120.0), CAPS, kept);
+        assert_eq!((sizes(loaded), loaded.kept), ((655, 4), true));
+        assert_ne!(
+            sizes(at(120.0)),
+            (655, 4),
+            "120 tokens/s sized afresh is smaller"
+        );
+        // Far slower: kept for two runs, followed on the third.
+        let (a, kept) = stick(at(40.0), CAPS, kept);
+        let (b, kept) = stick(at(40.0), CAPS, kept);
+        let (c, kept) = stick(at(40.0), CAPS, kept);
+        assert_eq!([sizes(a), sizes(b)], [(655, 4), (655, 4)]);
+        assert_eq!((sizes(c), c.kept), ((MIN_MAP_TOKENS, MIN_RESULTS), false));
+        // A run back near the kept rate in between resets the count.
+        let (_, kept) = stick(at(300.0), CAPS, kept);
+        let (_, kept) = stick(at(300.0), CAPS, kept);
+        let (near, kept) = stick(at(50.0), CAPS, kept);
+        let (again, _) = stick(at(300.0), CAPS, kept);
+        assert_eq!([sizes(near), sizes(again)], [(256, 2); 2]);
+        // Other caps (another context, --no-map) or another fixed part
+        // (instructions, tools) are sized afresh.
+        let (_, kept) = stick(at(300.0), CAPS, None);
+        let small = Caps {
+            map_tokens: 300,
+            results: 4,
+        };
+        let (other, _) = stick(size(measured(300.0), fixed, small), small, kept);
+        assert_eq!((other.map_tokens, other.kept), (300, false));
+        let (other, _) = stick(size(measured(40.0), fixed + 1, CAPS), CAPS, kept);
+        assert!(!other.kept);
+        // No rate, nothing kept.
+        assert_eq!(stick(size(None, fixed, CAPS), CAPS, kept).1, None);
+    }
+
+    #[test]
+    fn kept_sizes_live_in_a_file_per_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache/first_prompt.json");
+        let at = |rate: f64| size(measured(rate), 2000, CAPS);
+        assert!(!stick_in(&path, "a.gguf", at(300.0), CAPS, true).kept);
+        assert!(!stick_in(&path, "b.gguf", at(40.0), CAPS, true).kept);
+        let a = stick_in(&path, "a.gguf", at(200.0), CAPS, true);
+        let b = stick_in(&path, "b.gguf", at(60.0), CAPS, true);
+        assert_eq!((sizes(a), a.kept), ((655, 4), true));
+        assert_eq!((sizes(b), b.kept), ((256, 2), true));
+        // Only shown (`--print-prompt`): read, not written.
+        assert!(!stick_in(&path, "c.gguf", at(300.0), CAPS, false).kept);
+        // A damaged file: sized afresh, and rewritten.
+        std::fs::write(&path, "{").unwrap();
+        assert!(!stick_in(&path, "a.gguf", at(200.0), CAPS, true).kept);
+        assert!(stick_in(&path, "a.gguf", at(200.0), CAPS, true).kept);
     }
 
     #[test]

@@ -652,7 +652,15 @@ impl Agent {
             },
             results: self.config.prefetch,
         };
-        let sizes = first_prompt::size(self.provider.prefill_rate(), fixed_tokens, caps);
+        let fresh = first_prompt::size(self.provider.prefill_rate(), fixed_tokens, caps);
+        let kept_in = self.workspace.state_dir().join("cache/first_prompt.json");
+        let sizes = first_prompt::stick_in(
+            &kept_in,
+            &self.provider.name(),
+            fresh,
+            caps,
+            self.config.record,
+        );
         tracing::info!("{}", first_prompt::describe(&sizes));
         self.prefetch_results = sizes.prefetch_results;
         self.first_prompt = Some(sizes);

@@ -48,8 +48,13 @@ fn agent_sampling(args: &AskArgs) -> Sampling {
 /// The request through the agent, shown as `--output-format` asks.
 fn answer(args: &AskArgs, request: Request, cancel: &CancelToken, verbose: bool) -> Result<i32> {
     let sampling = agent_sampling(args);
+    let schema = match &args.output_schema {
+        Some(path) => Some(agent_session::ask::output_schema(path)?),
+        None => None,
+    };
     let mut session =
         session::open_agent(&args.agent, &args.model, args.max_tokens, sampling, None)?;
+    session.agent.set_output_schema(schema);
     let format = args.format();
     let mut terminal = TerminalUi::new(verbose, args.agent.mode == Mode::Yolo);
     let mut quiet = QuietUi;
@@ -63,11 +68,28 @@ fn answer(args: &AskArgs, request: Request, cancel: &CancelToken, verbose: bool)
         .agent
         .handle(request, ui, session.approver.as_mut(), cancel)?;
     match format {
-        OutputFormat::Text => session::print_outcome(&outcome),
+        OutputFormat::Text => {
+            session::print_outcome(&outcome);
+            print_result(&outcome);
+        }
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
         OutputFormat::StreamJson => lines.event("final", serde_json::to_value(&outcome)?),
     }
     Ok(agent_session::outcome::exit_code(&outcome))
+}
+
+/// `--output-schema` in text: the JSON as the last line of stdout, or why
+/// there is none on stderr.
+fn print_result(outcome: &agent_session::Outcome) {
+    if let Some(result) = &outcome.result {
+        println!("{result}");
+    }
+    if let Some(why) = &outcome.result_error {
+        eprintln!(
+            "error: no answer in --output-schema's shape: {}",
+            agent_base::term::untrusted_text(why)
+        );
+    }
 }
 
 /// `--print-prompt`: the agent's prompts, printed instead of asked.

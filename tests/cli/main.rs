@@ -25,6 +25,7 @@ mod languages;
 mod mcp_http;
 mod mcp_serve;
 mod output;
+mod output_schema;
 mod plan;
 mod print_prompt;
 mod prompt_cache;

@@ -261,6 +261,11 @@ pub struct AskArgs {
     /// Reads only the model's GGUF header and vocabulary; with --script the turns play out.
     #[arg(long, conflicts_with = "server")]
     pub print_prompt: bool,
+    /// Also give the answer as JSON matching this JSON Schema file (a tool run; --json-schema is
+    /// --no-tools' own): written under a grammar made from the schema, in `--json` as `result`,
+    /// in text as the last line. Exit 4 when it cannot be had.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_tools")]
+    pub output_schema: Option<PathBuf>,
     #[command(flatten)]
     pub agent: AgentArgs,
     #[command(flatten)]

@@ -130,13 +130,19 @@ Examples:
   agent ask \"Where is the retry delay computed?\"
   agent ask --mode yolo --verify \"python3 -m unittest\" \"Fix the failing test in tests/test_math.py\"
   agent ask --json \"What does parse_config return?\"       # one JSON object for scripts
+  agent ask --json --output-schema where.json \"Where is the retry delay computed?\"   # .result
   agent ask --no-tools -f src/main.rs \"What does main do?\"  # plain answer, no tools
   agent ask --script turns.json \"...\"                      # replay recorded model turns
   agent ask --model ~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf \"...\"
 
+Schema-checked answers for scripts and CI: --output-schema FILE gives the answer also as JSON of
+that JSON Schema's shape (type, properties, required, items, enum), written under a grammar made
+from it: `--json` carries it as \"result\", text output prints it as the last line.
+
 Exit codes: 0 answered, 1 error, 3 no answer (none within --max-steps, or the model's reply was
 not an answer: what the search found is printed instead) or not done (a coding task whose
-changes were all declined or refused), 130 interrupted (Ctrl-C).";
+changes were all declined or refused), 4 answered but not in --output-schema's shape (a
+server's reply that does not match), 130 interrupted (Ctrl-C).";
 
 pub(crate) const CHAT_HELP: &str = "\
 On a terminal the chat is a terminal UI (`agent` alone opens it too): Enter sends, Ctrl-J,

@@ -56,6 +56,7 @@ mod prompt;
 mod protocol;
 mod rewind;
 mod run;
+mod structured;
 mod tool_hooks;
 mod vocabulary;
 mod window;
@@ -73,6 +74,7 @@ pub use plain::{
 pub use prompt::{split_context, system_prompt, PromptParts};
 pub use protocol::{call_grammar, describe_tools, finish_grammar, parse_call};
 pub use rewind::{Rewound, UserTurn};
+pub use structured::{check_schema, validate as validate_result};
 pub use vocabulary::Vocabulary;
 
 use std::path::{Path, PathBuf};
@@ -138,6 +140,9 @@ pub struct AgentConfig {
     /// `--print-prompt`, which shows the first prompt and stops: no one
     /// asked anything, and nothing was interrupted.
     pub record: bool,
+    /// The shape the answer is also given in, as JSON (`--output-schema`,
+    /// checked by [`check_schema`]): `Outcome::result`.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl AgentConfig {
@@ -160,6 +165,7 @@ impl AgentConfig {
             managed: Default::default(),
             audit: agent_store::log::AuditConfig::from_env(),
             record: true,
+            output_schema: None,
         }
     }
 }
@@ -215,6 +221,13 @@ pub struct Outcome {
     /// The request's last prompt: what it spent of the window, and what was
     /// cut to fit.
     pub budget: budget::Budget,
+    /// The answer as JSON of `AgentConfig::output_schema`'s shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Why there is no `result` though a shape was asked for and the
+    /// request was answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_error: Option<String>,
 }
 
 pub struct Agent {
@@ -589,6 +602,12 @@ impl Agent {
         self.log.mute();
     }
 
+    /// Also give each answer as JSON of `schema`'s shape (checked by
+    /// [`check_schema`]): `Outcome::result`.
+    pub fn set_output_schema(&mut self, schema: Option<serde_json::Value>) {
+        self.config.output_schema = schema;
+    }
+
     /// Adds tools (an MCP server's) before the session's system prompt is built.
     pub fn add_tools(&mut self, tools: Vec<Box<dyn agent_tools::Tool>>) {
         self.extra_tools.extend(tools.iter().map(|t| t.spec()));
@@ -845,13 +864,23 @@ impl Agent {
         approver: &mut dyn Approver,
         cancel: &CancelToken,
     ) -> Result<Outcome> {
-        let mut run = self.begin(&request.into(), ui, cancel)?;
+        let request = request.into();
+        let mut run = self.begin(&request, ui, cancel)?;
         while run.outcome.steps < run.max_steps {
             if self.step(&mut run, ui, approver, cancel)? == run::Next::Done {
                 break;
             }
         }
-        Ok(self.finish(run))
+        let mut outcome = self.finish(run);
+        if let Some(schema) = self.config.output_schema.clone() {
+            if outcome.finish == Finish::Answered {
+                match self.structured_answer(&request.text, &outcome.answer, &schema, cancel) {
+                    Ok(value) => outcome.result = Some(value),
+                    Err(why) => outcome.result_error = Some(why),
+                }
+            }
+        }
+        Ok(outcome)
     }
 
     /// What the model has seen of the workspace in this request (the

@@ -67,7 +67,7 @@ pub fn finish_grammar(tools: &[ToolSpec]) -> Grammar {
 /// thought until the token budget cuts the call off.
 pub(crate) const MAX_THOUGHT_CHARS: usize = 200;
 
-const PRIMITIVES: &str = r#"ws ::= " "?
+pub(crate) const PRIMITIVES: &str = r#"ws ::= " "?
 string ::= "\"" char* "\""
 char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
 integer ::= "-"? [0-9] [0-9]{0,9}

@@ -268,6 +268,8 @@ impl Agent {
             first_prompt: self.first_prompt.take(),
             plan: Vec::new(),
             budget: Default::default(),
+            result: None,
+            result_error: None,
         }
     }
 

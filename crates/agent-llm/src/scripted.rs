@@ -135,6 +135,9 @@ pub struct ScriptedProvider {
     context: usize,
     /// The prefill rate it claims (`--print-prompt`: the real engine's).
     rate: Option<PrefillRate>,
+    /// The name it goes by (`--print-prompt`: the model file's, as the
+    /// engine's, so what a workspace keeps per model is found).
+    name: String,
     /// Every request received, in order, for tests to inspect.
     pub requests: Vec<CompletionRequest>,
     /// Every request's prompt and grammar, as the engine would get them.
@@ -156,9 +159,16 @@ impl ScriptedProvider {
             printer: None,
             counter: None,
             context: 32_768,
+            name: "scripted".into(),
             requests: Vec::new(),
             prompts: Vec::new(),
         }
+    }
+
+    /// Goes by `name` instead of "scripted".
+    pub fn with_name(mut self, name: String) -> Self {
+        self.name = name;
+        self
     }
 
     /// Reads a JSON list of turns: strings (the model's text), objects with
@@ -237,7 +247,7 @@ pub fn turn_kind(format: &ChatFormat, request: &CompletionRequest) -> TurnKind {
 
 impl Provider for ScriptedProvider {
     fn name(&self) -> String {
-        "scripted".into()
+        self.name.clone()
     }
 
     fn answers_side_requests(&self) -> bool {

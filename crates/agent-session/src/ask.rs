@@ -129,6 +129,21 @@ pub fn answer_plain(
 
 /// The workspace's index, opened for one search; None (and nothing said)
 /// when there is none, since retrieval is a bonus.
+/// `--output-schema FILE`: the JSON Schema a tool run's answer is also
+/// given in, read and checked now, so a schema the grammar cannot hold
+/// fails before a model is loaded.
+pub fn output_schema(path: &Path) -> Result<serde_json::Value> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --output-schema {shown}"))?;
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--output-schema {shown} is not JSON"))?;
+    agent_core::check_schema(&schema).map_err(|e| {
+        anyhow::anyhow!("--output-schema {shown}: {e}\n  fix: keep to those keywords, or use --json and check the answer yourself")
+    })?;
+    Ok(schema)
+}
+
 fn open_index() -> Option<Box<dyn SemanticSearch>> {
     let root = agent_base::paths::repo_root(None).ok()?;
     let index = IndexSearch::open(&root).ok()?;

@@ -15,6 +15,9 @@ pub mod exit {
     /// --max-steps, only the search results shown instead, a declined
     /// change (`agent init`), nothing to undo.
     pub const NOT_DONE: i32 = 3;
+    /// Answered, but the answer could not be had in `--output-schema`'s
+    /// shape (a server's reply that does not match it).
+    pub const NO_RESULT: i32 = 4;
     pub const INTERRUPTED: i32 = 130;
 }
 
@@ -79,6 +82,8 @@ pub fn exit_code(outcome: &Outcome) -> i32 {
         exit::INTERRUPTED
     } else if outcome.finish.unanswered() {
         exit::NOT_DONE
+    } else if outcome.result_error.is_some() {
+        exit::NO_RESULT
     } else {
         exit::OK
     }
@@ -101,6 +106,12 @@ mod tests {
         assert_eq!(exit_code(&outcome(Finish::Evidence)), exit::NOT_DONE);
         assert_eq!(exit_code(&outcome(Finish::StepBudget)), exit::NOT_DONE);
         assert_eq!(exit_code(&outcome(Finish::Cancelled)), exit::INTERRUPTED);
+        // Answered, but not in the shape --output-schema asked for.
+        let unshaped = Outcome {
+            result_error: Some("the JSON does not match the schema".into()),
+            ..outcome(Finish::Answered)
+        };
+        assert_eq!(exit_code(&unshaped), exit::NO_RESULT);
     }
 
     #[test]

@@ -121,6 +121,10 @@ pub fn prompt_printer(
     if let Some(tokens) = args.ctx_size {
         replay = replay.with_context_size(tokens as usize);
     }
+    // Named as the engine names itself, so it sizes by what the real runs kept.
+    if let Some(file) = config.model_path.file_name() {
+        replay = replay.with_name(file.to_string_lossy().into_owned());
+    }
     Ok(Box::new(replay))
 }
 

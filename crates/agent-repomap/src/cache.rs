@@ -20,7 +20,7 @@ use super::tags::FileTags;
 
 /// Bump whenever the table layout or the tag extraction changes: a cache
 /// written by another version is dropped and rebuilt.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// One file as last tagged.
 #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +262,7 @@ mod tests {
                 }],
                 scopes: vec![],
                 refs: vec![("other".into(), 2)],
+                imports: vec![],
             },
         }
     }

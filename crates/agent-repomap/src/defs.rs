@@ -78,6 +78,23 @@ pub struct FileTags {
     pub scopes: Vec<Scope>,
     /// Referenced identifiers with their number of occurrences, sorted by name.
     pub refs: Vec<(String, u32)>,
+    /// Names brought in by `use` declarations (Rust), in source order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<Import>,
+}
+
+/// A name a file imports and the module path it comes from:
+/// `use crate::hybrid::dfa::{Cache, DFA};` gives `Cache` from
+/// `crate::hybrid::dfa` (see [`crate::imports`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Import {
+    /// The imported name (not its alias); `*` for a glob.
+    pub name: String,
+    /// Its module path, `::`-separated as written (`crate`, `self`, `super` kept).
+    pub path: String,
+    /// `pub use`: re-exported from this module.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub public: bool,
 }
 
 impl FileTags {

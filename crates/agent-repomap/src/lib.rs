@@ -40,6 +40,7 @@
 
 pub mod cache;
 pub mod defs;
+mod imports;
 pub mod rank;
 pub mod render;
 pub mod skeleton;

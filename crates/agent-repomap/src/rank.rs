@@ -14,6 +14,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::tags::{Def, DefKind, FileTags, ScopeKind};
+use crate::defs::Import;
 
 /// PageRank damping factor (the usual value).
 const DAMPING: f64 = 0.85;
@@ -49,6 +50,9 @@ const CRATE_PRIVATE_WEIGHT: f64 = 0.3;
 /// Regex`, `pikevm.rs: PikeVM`, `agent-index/src/lib.rs: Index`): the
 /// front door of the code around it.
 const FRONT_DOOR_WEIGHT: f64 = 3.0;
+/// Share of a front door's score that a type its public methods take or
+/// return (defined beside it) gets at least: see [`companions`].
+const COMPANION_SHARE: f64 = 0.3;
 /// Methods of `impl Trait for Type` (`fmt`, `default`, `drop`) are mostly
 /// reached through the trait, not by name.
 const TRAIT_IMPL_WEIGHT: f64 = 0.2;
@@ -169,7 +173,7 @@ fn module_name(rel: &str) -> Option<&str> {
 /// (see [`FRONT_DOOR_WEIGHT`]), case and `_`/`-` aside: `meta/regex.rs:
 /// Regex`, `hybrid/dfa.rs: DFA`, `crates/agent-index/src/lib.rs: Index`
 /// (the last part of the package's name), `src/flask/__init__.py: Flask`.
-fn is_front_door(rel: &str, tags: &FileTags, def: &Def) -> bool {
+fn is_front_door(rel: &str, tags: &FileTags, def: &Def, reexported: bool) -> bool {
     if !matches!(
         def.kind,
         DefKind::Struct | DefKind::Enum | DefKind::Union | DefKind::Trait | DefKind::Class
@@ -177,6 +181,9 @@ fn is_front_door(rel: &str, tags: &FileTags, def: &Def) -> bool {
         || visibility_weight(tags, def) < 1.0
     {
         return false;
+    }
+    if reexported || rel == "src/lib.rs" || rel.ends_with("/src/lib.rs") {
+        return true;
     }
     let norm = |s: &str| -> String {
         s.chars()
@@ -479,7 +486,8 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
     };
     let definers = Definers::new(files);
     let modules = modules(files);
-    let (edges, via) = reference_edges(files, &definers, &modules, &focus);
+    let paths: Vec<Vec<String>> = files.iter().map(|(rel, _)| module_path(rel)).collect();
+    let (edges, via) = reference_edges(files, &definers, &modules, &paths, &focus);
     let merged = merge_edges(edges);
     // Every file also has a virtual edge back to the restart distribution, so
     // a file with only weak evidence (one reference to a private name) does
@@ -498,8 +506,16 @@ pub fn rank(files: &[(&str, &FileTags)], seeds: &Seeds) -> Ranking {
         flow[slot as usize] += DAMPING * file_rank[f] * w / out_weight[f];
     }
     let mut defs = Vec::new();
+    let reexported = reexports(files, &definers, &paths);
+    let ctx = ScoreContext {
+        definers: &definers,
+        flow: &flow,
+        file_rank: &file_rank,
+        focus: &focus,
+        reexported: &reexported,
+    };
     for fi in 0..n {
-        score_file_defs(files, fi, &definers, &flow, &file_rank, &focus, &mut defs);
+        score_file_defs(files, fi, &ctx, &mut defs);
     }
     // Files are indexed in path order, and definitions in line order within a file.
     defs.sort_by(|a, b| {
@@ -611,6 +627,15 @@ impl<'a> Definers<'a> {
         self.by_name.get(name).cloned()
     }
 
+    /// The slot of `file`'s definitions of `name`.
+    fn slot(&self, file: u32, name: &str) -> Option<u32> {
+        let range = self.by_name.get(name)?;
+        let defs = &self.slots[range.start as usize..range.end as usize];
+        defs.binary_search_by_key(&file, |s| s.file)
+            .ok()
+            .map(|i| range.start + i as u32)
+    }
+
     /// The defining file of a slot.
     fn file(&self, slot: u32) -> u32 {
         self.slots[slot as usize].file
@@ -652,6 +677,7 @@ fn reference_edges(
     files: &[(&str, &FileTags)],
     definers: &Definers,
     modules: &HashMap<&str, Vec<u32>>,
+    paths: &[Vec<String>],
     focus: &Focus,
 ) -> (Vec<Edge>, Vec<Edge>) {
     let mut edges: Vec<Edge> = Vec::new();
@@ -672,22 +698,28 @@ fn reference_edges(
                 1.0
             };
             if let Some(range) = definers.get(name) {
-                let n_def = range.len();
+                // A name the file imports from one module is no longer ambiguous.
+                let slots: Vec<u32> = match range.len() > 1 {
+                    true => imported_slots(tags, name, paths, fi, range.clone(), definers),
+                    false => None,
+                }
+                .unwrap_or_else(|| range.collect());
+                let n_def = slots.len();
                 if n_def > MAX_DEFINERS && focus_mul == 1.0 {
                     continue; // `new`, `fmt`: says nothing about where it points
                 }
                 // An ambiguous name is split among its definers (a test's or
                 // fixture's copy counting little), and a ubiquitous one says
                 // little about any of them.
-                let n_eff: f64 = range
-                    .clone()
-                    .map(|slot| file_weight(files[definers.file(slot) as usize].0))
+                let n_eff: f64 = slots
+                    .iter()
+                    .map(|&slot| file_weight(files[definers.file(slot) as usize].0))
                     .sum();
                 let mut mul = focus_mul / n_eff.max(1.0);
                 if n_def > UBIQUITOUS_DEFINERS {
                     mul *= UBIQUITOUS_WEIGHT;
                 }
-                for slot in range {
+                for slot in slots {
                     let Slot {
                         file: to, weight, ..
                     } = definers.slots[slot as usize];
@@ -709,6 +741,98 @@ fn reference_edges(
         }
     }
     (edges, via)
+}
+
+/// A file's module path, for matching imports against: `src/meta/regex.rs`
+/// → `meta, regex`; `src/hybrid/mod.rs` → `hybrid`;
+/// `crates/agent-index/src/lib.rs` → `crates, agent_index`.
+fn module_path(rel: &str) -> Vec<String> {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    if let Some(last) = parts.last_mut() {
+        *last = last.split('.').next().unwrap_or(last);
+    }
+    if matches!(parts.last(), Some(&("mod" | "lib" | "main" | "__init__"))) {
+        parts.pop();
+    }
+    parts
+        .into_iter()
+        .filter(|p| *p != "src")
+        .map(|p| p.replace('-', "_"))
+        .collect()
+}
+
+/// The definers of `name` (its `range` of slots) that file `from`'s `use`
+/// of it points at: those whose module path (see [`module_path`]) has most
+/// of the import's segments (`self`/`super` read from `from`'s own), then
+/// the most folders in common with `from`. `None` when the file does not
+/// import the name or no definer matches any segment.
+fn imported_slots(
+    tags: &FileTags,
+    name: &str,
+    paths: &[Vec<String>],
+    from: usize,
+    range: std::ops::Range<u32>,
+    definers: &Definers,
+) -> Option<Vec<u32>> {
+    let import = tags.imports.iter().find(|i| i.name == name)?;
+    resolve(import, paths, from, range, definers)
+}
+
+/// The definers in `range` that `import` (in file `from`) points at; see
+/// [`imported_slots`].
+fn resolve(
+    import: &Import,
+    paths: &[Vec<String>],
+    from: usize,
+    range: std::ops::Range<u32>,
+    definers: &Definers,
+) -> Option<Vec<u32>> {
+    let mut want: Vec<&str> = Vec::new();
+    for (k, seg) in import.path.split("::").enumerate() {
+        match seg {
+            "self" if k == 0 => want.extend(paths[from].iter().map(String::as_str)),
+            "super" => {
+                if k == 0 {
+                    want.extend(paths[from].iter().map(String::as_str));
+                }
+                want.pop();
+            }
+            "crate" | "self" | "" => {}
+            seg => want.push(seg),
+        }
+    }
+    let key = |slot: u32| {
+        let path = &paths[definers.file(slot) as usize];
+        let hits = want.iter().filter(|w| path.iter().any(|p| p == *w)).count();
+        let common = path
+            .iter()
+            .zip(&paths[from])
+            .take_while(|(a, b)| a == b)
+            .count();
+        (hits, common)
+    };
+    let best = range.clone().map(key).max()?;
+    (best.0 > 0).then(|| range.filter(|&s| key(s) == best).collect())
+}
+
+/// For each definers slot, whether a `pub use` in another file re-exports
+/// that file's definition of the name (`meta/mod.rs: pub use
+/// self::regex::{Cache, Regex}`): the API its crate or module offers.
+fn reexports(files: &[(&str, &FileTags)], definers: &Definers, paths: &[Vec<String>]) -> Vec<bool> {
+    let mut out = vec![false; definers.slots.len()];
+    for (fi, (_, tags)) in files.iter().enumerate() {
+        for import in tags.imports.iter().filter(|i| i.public) {
+            let Some(range) = definers.get(&import.name) else {
+                continue;
+            };
+            for slot in resolve(import, paths, fi, range, definers).unwrap_or_default() {
+                if definers.file(slot) != fi as u32 {
+                    out[slot as usize] = true;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Parallel edges merged, sorted by source then target. The edges come
@@ -777,18 +901,34 @@ fn personalization(
     }
 }
 
+/// What scoring a file's definitions reads.
+#[derive(Clone, Copy)]
+struct ScoreContext<'a> {
+    definers: &'a Definers<'a>,
+    /// Rank flowing to each definers slot.
+    flow: &'a [f64],
+    file_rank: &'a [f64],
+    focus: &'a Focus,
+    /// Per definers slot, see [`reexports`].
+    reexported: &'a [bool],
+}
+
 /// Scores the definitions of file `fi` (outside unit-test modules) into
 /// `out`: the flow reaching each by name, its members' flow for a type, a
 /// base share of its file's rank, and the focus boosts.
 fn score_file_defs(
     files: &[(&str, &FileTags)],
     fi: usize,
-    definers: &Definers,
-    flow: &[f64],
-    file_rank: &[f64],
-    focus: &Focus,
+    ctx: &ScoreContext,
     out: &mut Vec<RankedDef>,
 ) {
+    let ScoreContext {
+        definers,
+        flow,
+        file_rank,
+        focus,
+        reexported,
+    } = *ctx;
     let (rel, tags) = files[fi];
     let focused_file = focus.has_file(fi as u32);
     let file_weight = file_weight(rel);
@@ -805,13 +945,16 @@ fn score_file_defs(
         })
         .collect();
     let repeats = repeats(tags);
+    let owners = owners(tags);
     let mut member_flow = vec![0.0f64; tags.defs.len()];
-    for (di, owner) in owners(tags).into_iter().enumerate() {
-        if let (Some(owner), false) = (owner, repeats[di]) {
+    for (di, owner) in owners.iter().enumerate() {
+        if let (Some(owner), false) = (*owner, repeats[di]) {
             let d = &tags.defs[di];
             member_flow[owner] += flows[di] + BASE_SHARE * file_rank[fi] * def_weight(tags, d);
         }
     }
+    let mut scores: Vec<Option<f64>> = vec![None; tags.defs.len()];
+    let mut front = vec![false; tags.defs.len()];
     for (di, d) in tags.defs.iter().enumerate() {
         if repeats[di] || in_test_module(tags, d) {
             continue;
@@ -820,20 +963,74 @@ fn score_file_defs(
         let mut score =
             (flows[di] + MEMBER_SHARE * member_flow[di] + BASE_SHARE * file_rank[fi] * weight)
                 * file_weight;
-        if is_front_door(rel, tags, d) {
+        let reexported = definers
+            .slot(fi as u32, &d.name)
+            .is_some_and(|slot| reexported[slot as usize]);
+        if is_front_door(rel, tags, d, reexported) {
             score *= FRONT_DOOR_WEIGHT;
+            front[di] = true;
         }
+        scores[di] = Some(score);
+    }
+    companions(tags, &owners, &front, &mut scores);
+    for (di, d) in tags.defs.iter().enumerate() {
+        let Some(mut score) = scores[di] else {
+            continue;
+        };
         if focus.has_ident(&d.name) {
             score += FOCUS_IDENT_BOOST;
         }
         if focused_file {
-            score += FOCUS_FILE_BOOST * weight;
+            score += FOCUS_FILE_BOOST * def_weight(tags, d);
         }
         out.push(RankedDef {
             file: fi as u32,
             def: di as u32,
             score,
         });
+    }
+}
+
+/// Raises the types a front door's public methods take or return, defined
+/// in its file, to [`COMPANION_SHARE`] of the front door's score: to use
+/// `meta::Regex` one needs the `Cache` its `search_with(&self, cache: &mut
+/// Cache, ..)` takes, though the rest of the crate names its own `Cache`.
+fn companions(
+    tags: &FileTags,
+    owners: &[Option<usize>],
+    front: &[bool],
+    scores: &mut [Option<f64>],
+) {
+    let mut floor: HashMap<&str, f64> = HashMap::default();
+    for (di, d) in tags.defs.iter().enumerate() {
+        let Some(owner) = owners[di].filter(|&o| front[o]) else {
+            continue;
+        };
+        let (Some(owner_score), true) = (scores[owner], visibility_weight(tags, d) >= 1.0) else {
+            continue;
+        };
+        if d.kind != DefKind::Function && d.kind != DefKind::Method {
+            continue;
+        }
+        for word in d
+            .signature
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        {
+            let f = floor.entry(word).or_insert(0.0);
+            *f = f.max(COMPANION_SHARE * owner_score);
+        }
+    }
+    for (di, d) in tags.defs.iter().enumerate() {
+        let is_type = matches!(
+            d.kind,
+            DefKind::Struct | DefKind::Enum | DefKind::Union | DefKind::Trait | DefKind::Class
+        );
+        if !is_type || d.scope.is_some() || visibility_weight(tags, d) < 1.0 {
+            continue;
+        }
+        if let (Some(score), Some(&f)) = (scores[di].as_mut(), floor.get(d.name.as_str())) {
+            *score = score.max(f);
+        }
     }
 }
 
@@ -1372,26 +1569,130 @@ impl SmallIndex {
         // Equally referenced; the helper type comes first in its file, so
         // it would win the tie.
         let regex = "pub struct Helper;\npub struct Regex;\n";
-        let index = "pub struct Store;\npub struct Index;\n";
-        let user = "pub fn go(r: Regex, h: Helper, s: Store, i: Index) {}\n";
+        let pikevm = "pub struct Store;\npub struct PikeVM;\n";
+        let user = "pub fn go(r: Regex, h: Helper, s: Store, i: PikeVM) {}\n";
         let v = corpus(&[
             ("src/meta/regex.rs", regex),
-            ("crates/agent-index/src/lib.rs", index),
+            ("src/pikevm/mod.rs", pikevm),
             ("src/a.rs", user),
             ("src/b.rs", user),
         ]);
         let files = refs(&v);
         let r = rank(&files, &Seeds::default());
         assert!(position(&files, &r, "Regex") < position(&files, &r, "Helper"));
-        assert!(position(&files, &r, "Index") < position(&files, &r, "Store"));
-        let front = |rel: &str, name: &str| {
-            let (_, tags) = v.iter().find(|(r, _)| *r == rel).unwrap();
-            let d = tags.defs.iter().find(|d| d.name == name).unwrap();
-            is_front_door(rel, tags, d)
-        };
-        assert!(front("src/meta/regex.rs", "Regex"));
-        assert!(!front("src/meta/regex.rs", "Helper"));
-        assert!(front("crates/agent-index/src/lib.rs", "Index"));
-        assert!(!front("crates/agent-index/src/lib.rs", "Store"));
+        assert!(position(&files, &r, "PikeVM") < position(&files, &r, "Store"));
+        assert!(front(&v, "src/meta/regex.rs", "Regex", false));
+        assert!(!front(&v, "src/meta/regex.rs", "Helper", false));
+        assert!(front(&v, "src/pikevm/mod.rs", "PikeVM", false));
+        assert!(!front(&v, "src/pikevm/mod.rs", "Store", false));
+    }
+
+    fn front(v: &[(&'static str, FileTags)], rel: &str, name: &str, reexported: bool) -> bool {
+        let (_, tags) = v.iter().find(|(r, _)| *r == rel).unwrap();
+        let d = tags.defs.iter().find(|d| d.name == name).unwrap();
+        is_front_door(rel, tags, d, reexported)
+    }
+
+    /// Position of `rel`'s definition of `name`.
+    fn position_in(files: &[(&str, &FileTags)], r: &Ranking, rel: &str, name: &str) -> usize {
+        r.defs
+            .iter()
+            .position(|d| {
+                let (path, tags) = files[d.file as usize];
+                path == rel && tags.defs[d.def as usize].name == name
+            })
+            .unwrap_or_else(|| panic!("{rel}: {name} not ranked"))
+    }
+
+    #[test]
+    fn a_file_that_imports_an_ambiguous_name_references_the_definition_it_imports() {
+        // Three `Cache` types; without the imports the first by path wins the tie.
+        let cache = "pub struct Cache;\n";
+        let v = corpus(&[
+            ("src/hybrid/dfa.rs", cache),
+            ("src/hybrid/regex.rs", cache),
+            ("src/meta/regex.rs", cache),
+            (
+                "src/meta/strategy.rs",
+                "use super::regex::Cache;\npub fn go(c: &mut Cache) {}\n",
+            ),
+            (
+                "src/wrap.rs",
+                "use crate::{meta::{regex::{Cache}}};\npub fn go(c: &mut Cache) {}\n",
+            ),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        let meta = position_in(&files, &r, "src/meta/regex.rs", "Cache");
+        assert!(meta < position_in(&files, &r, "src/hybrid/dfa.rs", "Cache"));
+        assert!(meta < position_in(&files, &r, "src/hybrid/regex.rs", "Cache"));
+        assert_eq!(
+            module_path("crates/agent-index/src/lib.rs"),
+            ["crates", "agent_index"]
+        );
+        assert_eq!(module_path("src/hybrid/mod.rs"), ["hybrid"]);
+        assert_eq!(module_path("src/meta/regex.rs"), ["meta", "regex"]);
+    }
+
+    #[test]
+    fn a_reexported_type_or_one_at_the_crate_root_is_a_front_door() {
+        let regex = "pub struct Helper;\npub struct Cache;\n";
+        let user = "pub fn go(h: Helper, c: Cache) {}\n";
+        let v = corpus(&[
+            (
+                "src/meta/mod.rs",
+                "pub use self::regex::Cache;\nuse self::regex::Helper;\n",
+            ),
+            ("src/meta/regex.rs", regex),
+            ("src/a.rs", user),
+            ("src/b.rs", user),
+            ("crates/agent-tools/src/lib.rs", "pub struct Toolbox;\n"),
+            ("crates/agent-tools/src/other.rs", "pub struct Toolbox;\n"),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert!(position(&files, &r, "Cache") < position(&files, &r, "Helper"));
+        assert!(front(&v, "crates/agent-tools/src/lib.rs", "Toolbox", false));
+        assert!(!front(
+            &v,
+            "crates/agent-tools/src/other.rs",
+            "Toolbox",
+            false
+        ));
+        assert!(front(
+            &v,
+            "crates/agent-tools/src/other.rs",
+            "Toolbox",
+            true
+        ));
+        // A `pub(crate) use` re-exports nothing beyond the crate.
+        let v = corpus(&[
+            (
+                "src/meta/mod.rs",
+                "pub(crate) use self::regex::Cache;\nuse self::regex::Helper;\n",
+            ),
+            ("src/meta/regex.rs", regex),
+            ("src/a.rs", user),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        assert!(position(&files, &r, "Helper") < position(&files, &r, "Cache"));
+    }
+
+    #[test]
+    fn types_a_front_doors_methods_take_share_its_score() {
+        let regex = "pub struct Regex;\nimpl Regex {\n    pub fn search_with(&self, cache: &mut Cache) {}\n}\npub struct Unrelated;\npub struct Cache;\n";
+        let user = "pub fn go(r: &Regex) {}\n";
+        let v = corpus(&[
+            ("src/regex.rs", regex),
+            ("src/a.rs", user),
+            ("src/b.rs", user),
+        ]);
+        let files = refs(&v);
+        let r = rank(&files, &Seeds::default());
+        let score = |name: &str| r.defs[position(&files, &r, name)].score;
+        assert!(position(&files, &r, "Cache") < position(&files, &r, "Unrelated"));
+        assert!(score("Cache") >= COMPANION_SHARE * score("Regex") - 1e-12);
+        assert!(score("Cache") < score("Regex"));
     }
 }

@@ -247,10 +247,14 @@ impl Tagger {
             Lang::Text => return FileTags::default(),
             _ => return super::table_tags::tag(&mut self.others, &mut self.cursor, lang, src),
         };
-        match skeleton {
+        let mut tags = match skeleton {
             Some(text) => self.tag_text(lang, &text, Some(refs)),
             None => self.tag_whole(lang, src),
+        };
+        if lang == Lang::Rust {
+            tags.imports = super::imports::rust(src);
         }
+        tags
     }
 
     /// Tags of the file at `rel`: [`Tagger::tag`], and for code in a

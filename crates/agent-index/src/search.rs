@@ -85,6 +85,7 @@ impl crate::Index {
         let ranked = fuse_legs(query, &plan, vector_hits, text_hits, coverage);
         let ranked = code_first(ranked, &query.text, |h| h.row.path.as_str());
         let ranked = match &plan.relation {
+            Some((query::Relation::Chooses, chosen)) => deciders_first(ranked, chosen),
             Some((relation, name)) => references_first(ranked, defining, *relation, name),
             None => definitions_first(ranked, defining, &query.text),
         };
@@ -164,6 +165,8 @@ impl crate::Index {
                 let (mut text, mut definitions) = (Vec::new(), HashMap::new());
                 let mut defining = Vec::new();
                 let names = match (&plan.long, query.mode, &plan.relation) {
+                    // "how does X choose a strategy": no name to look up.
+                    (_, _, Some((query::Relation::Chooses, _))) => Vec::new(),
                     // "what calls minimize": its definition is looked up to
                     // be told apart from the code that refers to it.
                     (None, SearchMode::Hybrid | SearchMode::Bm25, Some((_, name))) => {
@@ -1204,6 +1207,121 @@ pub fn references_first(
     out
 }
 
+/// For "how does X choose Y": the chunks that decide a Y ([`decides`]) above
+/// the rest, each group in fused order; among them, more branches and more
+/// mentions of the chosen thing first (the function that weighs the
+/// options, not a one-line constructor nor one option's own).
+/// Asked how `meta::Regex` chooses a strategy, `strategy::new` (which
+/// returns `Arc<dyn Strategy>` after a dozen tests) answers, not
+/// `Regex::is_accelerated`, which merely asks the strategy.
+pub fn deciders_first(ranked: Vec<(Hit, f32)>, chosen: &str) -> Vec<(Hit, f32)> {
+    let chosen = fold_name(chosen);
+    let top = ranked
+        .iter()
+        .map(|(_, s)| s.abs())
+        .fold(f32::EPSILON, f32::max);
+    let mut out: Vec<(Hit, f32)> = ranked
+        .into_iter()
+        .map(|(hit, score)| {
+            if !decides(&hit, &chosen) {
+                return (hit, score);
+            }
+            let share = (score / top).clamp(0.0, 1.0);
+            let cap = |n: usize| n.min(MAX_BRANCHES) as f32 / MAX_BRANCHES as f32;
+            let weighs = cap(branches(&hit.row.text)) + cap(mentions(&hit.row.text, &chosen));
+            (hit, top * (3.0 + share + weighs))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
+
+/// Branches (and mentions) counted up to this many in [`deciders_first`].
+const MAX_BRANCHES: usize = 8;
+
+/// `StartState`, `start_state`, "start state" → `startstate`.
+fn fold_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whether a chunk decides a `chosen` (folded, see [`fold_name`]): its
+/// head returns one (`-> Arc<dyn Strategy>`), it is a constructor or
+/// chooser of the chosen thing's own type or, outside any type, of its own
+/// file (`Strategy::build`, `strategy.rs: new`), or it dispatches on its
+/// variants (`match` and two or more `Strategy::` paths).
+fn decides(hit: &Hit, chosen: &str) -> bool {
+    let text = &hit.row.text;
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(fold_name)
+            .collect()
+    };
+    // The head: up to the body's `{` or a Python `:` line end.
+    let head_end = text
+        .find(['{'])
+        .into_iter()
+        .chain(text.find(":\n"))
+        .min()
+        .unwrap_or(text.len().min(400));
+    let head = &text[..head_end];
+    if let Some((_, ret)) = head.split_once("->") {
+        if words(ret).iter().any(|w| *w == chosen) {
+            return true;
+        }
+    }
+    let stem = hit.row.path.rsplit('/').next().unwrap_or("");
+    let stem = stem.split('.').next().unwrap_or(stem);
+    let chooser = |s: &str| {
+        let bare = fold_name(last_part(s));
+        ["new", "build", "create", "make"].contains(&bare.as_str())
+            || ["choose", "select", "pick", "decide", "determine"]
+                .iter()
+                .any(|p| bare.starts_with(p))
+    };
+    // `strategy.rs: new` or `Strategy::new`; not `ReverseSuffix::new`
+    // beside it, which builds one option.
+    let in_own_place = |s: &str| match s.rsplit_once(['.', ':']) {
+        Some((owner, _)) => fold_name(last_part(owner.trim_end_matches(':'))) == chosen,
+        None => fold_name(stem) == chosen,
+    };
+    if symbols(hit).any(|s| chooser(s) && in_own_place(s)) {
+        return true;
+    }
+    let paths = text
+        .match_indices("::")
+        .filter(|(at, _)| {
+            let before = &text[..*at];
+            let start = before
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            fold_name(&before[start..]) == chosen
+        })
+        .count();
+    text.contains("match ") && paths >= 2
+}
+
+/// How often `text` names `chosen` (folded): `Strategy`, "strategy",
+/// `start_state`, "start state".
+fn mentions(text: &str, chosen: &str) -> usize {
+    let folded: String = text
+        .chars()
+        .filter(|c| !matches!(c, '_' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect();
+    folded.matches(chosen).count()
+}
+
+/// How many branches a chunk's text has (`if`, `match` arms' `=>`, `elif`).
+fn branches(text: &str) -> usize {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '=' || c == '>'))
+        .filter(|w| matches!(*w, "if" | "elif" | "=>" | "case"))
+        .count()
+}
+
 /// Re-ranks so code comes before documentation and tests of similar score:
 /// a doc chunk's score is scaled by [`DOC_WEIGHT`] unless the query asks for
 /// docs, a test's by [`TEST_WEIGHT`] unless it mentions tests. The sort is
@@ -1573,6 +1691,56 @@ mod tests {
         ));
         assert_eq!(out[0], "tests/dfa/suite.rs:10", "{out:?}");
         assert_eq!(out[1], "src/dfa/dense.rs:1250", "{out:?}");
+    }
+
+    #[test]
+    fn how_x_chooses_y_ranks_the_code_that_builds_or_dispatches_on_y_first() {
+        // Issue 53: "how does meta::Regex choose a strategy" gave
+        // `Regex::is_accelerated`, which asks the strategy.
+        let asks = with_text(
+            hit("src/meta/regex.rs", 1700, "Regex::is_accelerated"),
+            "pub fn is_accelerated(&self) -> bool { self.imp.strat.is_accelerated() }",
+        );
+        let chooser = with_text(
+            hit("src/meta/strategy.rs", 100, "new"),
+            "pub(super) fn new(\n    info: RegexInfo,\n) -> Result<Arc<dyn Strategy>, BuildError> {\n    if a { debug!(\"using {} strategy\", x); return x; }\n    if b { debug!(\"using {} strategy\", y); return y; }\n    if c { return z; }\n}",
+        );
+        let constructor = with_text(
+            hit("src/meta/strategy.rs", 300, "Pre::new"),
+            "fn new(pre: P) -> Arc<dyn Strategy> { Arc::new(Pre { pre }) }",
+        );
+        let dispatch = with_text(
+            hit("src/py/engine.py", 10, "Engine.run"),
+            "def run(self):\n    match self.kind:\n        case Strategy::Fast: pass\n        case Strategy::Slow: pass\n",
+        );
+        let one_option = with_text(
+            hit("src/meta/strategy.rs", 1149, "ReverseSuffix::new"),
+            "    if x { return Err(core); }\n    if y { return Err(core); }\n    if z { return Err(core); }",
+        );
+        let mentions = with_text(
+            hit("src/meta/mod.rs", 1, "docs"),
+            "// the strategy is chosen once: Strategy::new and Strategy::old",
+        );
+        let ranked = vec![
+            (asks, 0.9),
+            (one_option, 0.85),
+            (mentions, 0.8),
+            (constructor, 0.5),
+            (dispatch, 0.3),
+            (chooser, 0.2),
+        ];
+        let out = order(&deciders_first(ranked, "strategy"));
+        assert_eq!(
+            &out[..3],
+            [
+                "src/meta/strategy.rs:100",
+                "src/py/engine.py:10",
+                "src/meta/strategy.rs:300"
+            ],
+            "the deciders, most branches first: {out:?}"
+        );
+        assert_eq!(fold_name("start state"), fold_name("StartState"));
+        assert_eq!(fold_name("start_state"), "startstate");
     }
 
     #[test]

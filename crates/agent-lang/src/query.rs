@@ -380,6 +380,10 @@ pub enum Relation {
     Callers,
     /// "which tests cover X", "tests for X": the tests that call X.
     Tests,
+    /// "how does X choose/decide/pick Y", "how is Y chosen": the code that
+    /// builds a Y or dispatches on one. The name is Y's words as written
+    /// ("strategy", "start state").
+    Chooses,
 }
 
 /// The relation a one-line question asks about and the name it asks it of
@@ -403,6 +407,7 @@ pub fn relation(text: &str) -> Option<(Relation, String)> {
             && last.chars().all(|c| c.is_alphanumeric() || c == '_');
         (ident && !RELATION_FILLER.contains(&last.to_lowercase().as_str())).then(|| w.to_string())
     };
+    let chooses = |i: usize| chosen_at(&lower, i).map(|n| (Relation::Chooses, n));
     let callers = |i: usize| name_at(i).map(|n| (Relation::Callers, n));
     let tests = |i: usize| name_at(i).map(|n| (Relation::Tests, n));
     (0..lower.len()).find_map(|i| match (at(i), at(i + 1)) {
@@ -428,8 +433,74 @@ pub fn relation(text: &str) -> Option<(Relation, String)> {
         ("tests" | "test", "for" | "of" | "cover" | "covers" | "exercise" | "exercises") => {
             tests(i + 2)
         }
+        // "how does meta::Regex choose a strategy", "how is the strategy chosen"
+        (verb, _) if lower[..i].contains(&"how".to_string()) && CHOOSE.contains(&verb) => {
+            chooses(i + 1)
+        }
+        ("how", "is" | "are") if CHOSEN.contains(&at(lower.len() - 1)) && lower.len() > 3 => {
+            chosen_at(&lower[..lower.len() - 1], i + 2).map(|n| (Relation::Chooses, n))
+        }
         _ => None,
     })
+}
+
+/// Verbs of "how does X choose Y".
+const CHOOSE: &[&str] = &[
+    "choose",
+    "chooses",
+    "decide",
+    "decides",
+    "pick",
+    "picks",
+    "select",
+    "selects",
+    "determine",
+    "determines",
+];
+/// Their participles, for "how is Y chosen".
+const CHOSEN: &[&str] = &["chosen", "decided", "picked", "selected", "determined"];
+
+/// The chosen thing's words from `lower[i]` on: past an article or "which",
+/// up to a word that ends the noun ("to", "for", "when", ...), at most three.
+fn chosen_at(lower: &[String], mut i: usize) -> Option<String> {
+    while lower.get(i).is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "a" | "an" | "the" | "its" | "which" | "what" | "between"
+        )
+    }) {
+        i += 1;
+    }
+    let words: Vec<&str> = lower[i.min(lower.len())..]
+        .iter()
+        .map(String::as_str)
+        .take_while(|w| {
+            !matches!(
+                *w,
+                "to" | "for"
+                    | "when"
+                    | "if"
+                    | "whether"
+                    | "how"
+                    | "in"
+                    | "on"
+                    | "of"
+                    | "at"
+                    | "by"
+                    | "and"
+                    | "or"
+                    | "from"
+                    | "with"
+            )
+        })
+        .take(3)
+        .collect();
+    let ok = !words.is_empty()
+        && words.len() < 3
+        && words
+            .iter()
+            .all(|w| w.len() > 1 && w.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    ok.then(|| words.join(" "))
 }
 
 /// Words after a relation that are no name ("what calls the parser").
@@ -604,6 +675,33 @@ mod tests {
         assert_eq!(relation("what does Cache::reset do"), None);
         assert_eq!(relation("where is PikeVM defined"), None);
         assert_eq!(relation("what calls the"), None);
+    }
+
+    #[test]
+    fn how_x_chooses_y_names_the_chosen_thing() {
+        let chooses = |n: &str| Some((Relation::Chooses, n.to_string()));
+        assert_eq!(
+            relation("how does meta::Regex choose a strategy"),
+            chooses("strategy")
+        );
+        assert_eq!(
+            relation("How does the lazy DFA pick the start state?"),
+            chooses("start state")
+        );
+        assert_eq!(
+            relation("how does the builder decide which strategy to use"),
+            chooses("strategy")
+        );
+        assert_eq!(
+            relation("how is the match kind chosen"),
+            chooses("match kind")
+        );
+        assert_eq!(relation("choose a strategy"), None);
+        assert_eq!(
+            relation("how does Regex decide whether to use a prefilter"),
+            None
+        );
+        assert_eq!(relation("how does search work"), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::exit;
 use crate::terminal::print;
 use agent_base::cancel::CancelToken;
 use agent_base::paths;
-use agent_cli::IndexArgs;
+use agent_cli::{DepsWhich, IndexArgs};
 use agent_session::index::{self, Index, IndexSettings, UpdateStats};
 
 pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
@@ -20,6 +20,9 @@ pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     let root = paths::repo_root(args.path.as_deref())?;
     if args.status {
         return status(&root, args.json);
+    }
+    if let Some(which) = args.deps {
+        return deps(&root, which, args, cancel);
     }
     let settings = IndexSettings {
         rebuild: args.rebuild,
@@ -69,6 +72,53 @@ pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
         index::watch(&mut index, cancel, &mut shown, &mut print)?;
     }
     Ok(exit::OK)
+}
+
+/// `agent index --deps`: the dependencies' indices, a progress bar per
+/// package, then what was indexed, reused and missing.
+fn deps(root: &Path, which: DepsWhich, args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
+    let which = match which {
+        DepsWhich::Direct => index::deps::Which::Direct,
+        DepsWhich::All => index::deps::Which::All,
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(bar_style("chunks"));
+    if args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let mut started = Instant::now();
+    let report = index::deps::index(
+        root,
+        which,
+        args.threads.map(usize::from),
+        cancel,
+        &mut |event| match event {
+            index::deps::Event::Package { n, of, id } => {
+                started = Instant::now();
+                bar.reset();
+                bar.set_prefix(format!("[{n}/{of}] {}", agent_base::term::untrusted(id)));
+            }
+            index::deps::Event::Progress(p) => {
+                let total = p.chunks_unembedded.max(p.chunks_done);
+                bar.set_length(total as u64);
+                bar.set_position(p.chunks_embedded as u64);
+                bar.set_message(index::progress_message(p, started.elapsed().as_secs_f64()));
+            }
+        },
+    )?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for line in report.lines() {
+            println!("{}", agent_base::term::untrusted(&line));
+        }
+    }
+    Ok(if report.interrupted {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
 }
 
 /// `agent index --status`: what the index holds; exit 1 when it is damaged.

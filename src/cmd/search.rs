@@ -5,7 +5,8 @@ use anyhow::Result;
 use super::exit;
 use agent_base::paths;
 use agent_base::term::{cut, escape_line};
-use agent_cli::SearchArgs;
+use agent_cli::{SearchArgs, SearchScope};
+use agent_session::deps::Scope;
 use agent_session::search::Query;
 
 pub(crate) fn run(args: &SearchArgs) -> Result<i32> {
@@ -16,6 +17,12 @@ pub(crate) fn run(args: &SearchArgs) -> Result<i32> {
         mode: args.mode,
         path_glob: args.path.clone(),
         lang: args.lang.clone(),
+        scope: match (args.deps, args.scope) {
+            (true, _) | (_, SearchScope::Deps) => Scope::Deps,
+            (_, SearchScope::Project) => Scope::Project,
+            (_, SearchScope::All) => Scope::All,
+        },
+        package: args.package.clone(),
     };
     let (results, notes) = agent_session::search::search(&root, query)?;
     for note in notes {

@@ -171,6 +171,18 @@ pub fn cache_dir(workspace: &std::path::Path) -> PathBuf {
         .unwrap_or_else(|| team_dir(workspace).join("cache"))
 }
 
+/// The indices of dependencies' sources, one per package version, shared
+/// by every workspace that locks it: `$XDG_CACHE_HOME/agent/deps`, else
+/// `~/.cache/agent/deps` (rebuildable from the package managers' files).
+pub fn deps_cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("agent/deps")
+}
+
 /// `.agent/` inside a workspace: what a team commits (commands, skills,
 /// hooks, `config.toml`, `policy.toml`), and the personal `*.local.toml`
 /// overrides its `.gitignore` leaves out. None of the agent's own state.

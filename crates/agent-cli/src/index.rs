@@ -67,9 +67,36 @@ pub struct IndexArgs {
     /// else searches it with `--store`. With --status, describes it.
     #[arg(long, value_name = "URI", env = "AGENT_INDEX_STORE")]
     pub store: Option<String>,
+    /// Index the project's dependencies at their locked versions instead
+    /// (Cargo.lock, a Python venv, node_modules, go.mod; offline, from what
+    /// the package managers downloaded): the direct ones, or `all`. Each
+    /// package version is indexed once per machine, in ~/.cache/agent/deps.
+    #[arg(long, value_name = "WHICH", num_args = 0..=1, default_missing_value = "direct",
+          value_enum, conflicts_with_all = ["watch", "status", "rebuild", "store"])]
+    pub deps: Option<DepsWhich>,
     /// Print JSON (one object; with --watch, one line per update).
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which dependencies `agent index --deps` indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DepsWhich {
+    /// Those the project's manifests name.
+    Direct,
+    /// Every locked one.
+    All,
+}
+
+/// Which index `agent search` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchScope {
+    /// The project's own files.
+    Project,
+    /// Its indexed dependencies (`agent index --deps`).
+    Deps,
+    /// Both.
+    All,
 }
 
 /// Which index searches read.
@@ -102,6 +129,16 @@ pub struct SearchArgs {
     /// Retrieval mode.
     #[arg(long, value_enum, default_value_t = SearchMode::Hybrid)]
     pub mode: SearchMode,
+    /// Which index: the project's, its dependencies' (`agent index --deps`;
+    /// results cited as NAME@VERSION/path), or both.
+    #[arg(long, value_enum, default_value_t = SearchScope::Project)]
+    pub scope: SearchScope,
+    /// Search the dependencies (the same as --scope deps).
+    #[arg(long, conflicts_with = "scope")]
+    pub deps: bool,
+    /// Only this dependency (NAME or NAME@VERSION); implies --scope deps.
+    #[arg(long, value_name = "NAME")]
+    pub package: Option<String>,
     /// Repository whose index to search (default: the enclosing one).
     #[arg(long, value_name = "PATH")]
     pub root: Option<PathBuf>,

@@ -17,7 +17,7 @@ pub use agent::{
     AcpArgs, AgentArgs, AskArgs, ChatArgs, GpuArgs, InitArgs, ModelArgs, OutputFormat, Speculation,
     Switch,
 };
-pub use index::{IndexArgs, MapArgs, SearchArgs, StoreArgs};
+pub use index::{DepsWhich, IndexArgs, MapArgs, SearchArgs, SearchScope, StoreArgs};
 
 use clap::{Parser, Subcommand};
 

@@ -451,6 +451,49 @@ impl Index {
         Self::open_writer_in(root, dir, options, shared)
     }
 
+    /// An index of a folder that is not a workspace (a dependency's
+    /// sources, read-only) kept in `dir` (a cache shared by the workspaces
+    /// that use it): written as [`Index::open_writer`] writes a repository's.
+    pub fn open_writer_at(root: &Path, dir: &Path, options: IndexOptions) -> Result<Self> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", root.display()))?;
+        Self::open_writer_in(root, dir.to_path_buf(), options, None)
+    }
+
+    /// A reader of the index [`Index::open_writer_at`] wrote in `dir`.
+    pub fn open_reader_at(root: &Path, dir: &Path) -> Result<Self> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", root.display()))?;
+        let state = State::open(&dir.join("state.sqlite"))?;
+        let identity = state.embedder()?.unwrap_or_else(Identity::local);
+        let store = Store::open_with_dim(&dir.join("lance"), identity.dim)?;
+        Ok(Self::reader(
+            root,
+            dir.to_path_buf(),
+            state,
+            store,
+            identity,
+            None,
+        ))
+    }
+
+    /// Hands the loaded embedder over (None when none is loaded), so that
+    /// many small indices searched or built in a row load the model once
+    /// ([`Index::lend_embedder`] gives it to the next).
+    pub fn take_embedder(&mut self) -> Option<Embedder> {
+        self.embedder_slot().take()
+    }
+
+    /// Gives this index an embedder another one loaded; one of another
+    /// model than this index's vectors is dropped (this index loads its own).
+    pub fn lend_embedder(&mut self, embedder: Embedder) {
+        if embedder.identity().same_model(&self.identity) {
+            *self.embedder_slot() = Some(embedder);
+        }
+    }
+
     /// [`Index::open_writer`] with the local folder given: the repository's
     /// index, a shared store's working copies, or its reader's overlay.
     fn open_writer_in(

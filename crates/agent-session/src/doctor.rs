@@ -77,6 +77,9 @@ pub fn report(model: Option<PathBuf>, gpu_layers: GpuLayers, gpu_device: Option<
     // Before the index: opening it moves an old `.agent/` state.
     checks.push(state_check());
     checks.push(index_check());
+    if let Some(check) = deps_check() {
+        checks.push(check);
+    }
     checks.push(instructions_check());
     if let Some(check) = config_links_check() {
         checks.push(check);
@@ -853,6 +856,37 @@ fn index_check() -> Check {
         detail,
         fix,
     }
+}
+
+/// The dependencies' indices (`agent index --deps`): how many of the
+/// direct ones are indexed, and how many are not on disk; None in a folder
+/// that locks none.
+fn deps_check() -> Option<Check> {
+    let root = paths::workspace_root(&std::env::current_dir().unwrap_or_default());
+    if paths::not_a_project(&root).is_some() {
+        return None;
+    }
+    let resolution = crate::deps::resolve(&root);
+    let direct: Vec<_> = resolution.direct().collect();
+    let missing = resolution.missing.iter().filter(|m| m.direct).count();
+    if direct.is_empty() && missing == 0 {
+        return None;
+    }
+    let indexed = direct
+        .iter()
+        .filter(|p| crate::deps::indexed(p).is_some())
+        .count();
+    let all = resolution
+        .packages
+        .iter()
+        .filter(|p| crate::deps::indexed(p).is_some())
+        .count();
+    Some(crate::deps::doctor_line(
+        direct.len(),
+        indexed,
+        all,
+        missing,
+    ))
 }
 
 /// The C ABI entry point of ONNX Runtime: a table whose second function

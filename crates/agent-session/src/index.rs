@@ -17,6 +17,7 @@ use agent_repomap::{default_cache_path, RepoMap};
 
 use crate::{Notice, Say};
 
+pub use crate::deps;
 pub use agent_index::shared::STORE_ENV;
 pub use agent_index::watch::Background;
 pub use agent_index::{Index, Progress, UpdateStats};

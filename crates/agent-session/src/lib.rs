@@ -18,6 +18,7 @@ pub mod ask;
 pub mod audit;
 pub mod chat;
 pub mod config;
+pub mod deps;
 pub mod doctor;
 pub mod index;
 pub mod init;

@@ -10,11 +10,17 @@ use agent_index::{Index, SearchMode, SearchQuery};
 use agent_tools::search::Hit;
 use agent_tools::SemanticSearch;
 
+use crate::deps::{self, Scope};
+
 /// `search_semantic` over the workspace's code index, opened on first use
 /// (loading the embedder costs a second; many requests never search).
 pub struct IndexSearch {
     root: PathBuf,
     index: Option<Index>,
+    /// The project's dependencies, resolved at the first call that needs them.
+    deps: Option<deps::Resolution>,
+    /// The embedder, between searches of the dependencies' indices.
+    embedder: Option<agent_index::embed::Embedder>,
 }
 
 impl IndexSearch {
@@ -22,10 +28,32 @@ impl IndexSearch {
     pub fn for_workspace(root: &Path) -> Option<Self> {
         let has_index =
             agent_index::index_dir(root).is_dir() || agent_index::shared::configured().is_some();
-        has_index.then(|| Self {
+        let mut search = Self {
             root: root.to_path_buf(),
             index: None,
-        })
+            deps: None,
+            embedder: None,
+        };
+        // Without an index of its own, a workspace whose dependencies are
+        // indexed still searches and reads them.
+        (has_index || search.has_indexed_deps()).then_some(search)
+    }
+
+    fn resolution(&mut self) -> &deps::Resolution {
+        let root = &self.root;
+        self.deps.get_or_insert_with(|| deps::resolve(root))
+    }
+
+    fn has_indexed_deps(&mut self) -> bool {
+        self.resolution()
+            .packages
+            .iter()
+            .any(|p| deps::indexed(p).is_some())
+    }
+
+    fn deps_hits(&mut self, query: &str, k: usize) -> Result<Vec<SearchResult>> {
+        let (packages, _) = deps::searchable(self.resolution(), None)?;
+        deps::search_packages(&packages, &SearchQuery::new(query, k), &mut self.embedder)
     }
 
     /// Opened now, for one search (`ask --no-tools`); an error when there
@@ -34,6 +62,8 @@ impl IndexSearch {
         Ok(Self {
             root: root.to_path_buf(),
             index: Some(Index::open_reader(root)?),
+            deps: None,
+            embedder: None,
         })
     }
 }
@@ -47,20 +77,55 @@ impl SemanticSearch for IndexSearch {
         Ok(index
             .search(&SearchQuery::new(query, k))?
             .into_iter()
-            .map(|r| Hit {
-                path: r.path,
-                start_line: r.start_line as usize,
-                end_line: r.end_line as usize,
-                symbol: r.symbol,
-                score: r.score,
-                text: r.text,
-            })
+            .map(hit)
             .collect())
+    }
+
+    fn search_in(&mut self, query: &str, k: usize, scope: &str) -> Result<Vec<Hit>> {
+        let scope = Scope::parse(scope).unwrap_or_default();
+        if scope == Scope::Project {
+            return self.search(query, k);
+        }
+        let mut hits: Vec<Hit> = self.deps_hits(query, k)?.into_iter().map(hit).collect();
+        // A workspace with only its dependencies indexed searches those.
+        if scope == Scope::All && (self.index.is_some() || has_own_index(&self.root)) {
+            hits.extend(self.search(query, k)?);
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+            hits.truncate(k);
+        }
+        Ok(hits)
+    }
+
+    fn dependency_file(&mut self, cited: &str) -> Option<Result<PathBuf, String>> {
+        let (id, _) = agent_deps::split_cited(cited)?;
+        let resolution = self.resolution();
+        // A path that does not name a locked package is the workspace's.
+        let name = id.rsplit_once('@').map_or(id, |(n, _)| n);
+        resolution
+            .packages
+            .iter()
+            .any(|p| p.name == name)
+            .then(|| resolution.locate(cited).map(|(_, path)| path))
     }
 
     fn note(&mut self) -> Option<String> {
         let notes = self.index.as_ref()?.notes().unwrap_or_default();
         (!notes.is_empty()).then(|| notes.join("; "))
+    }
+}
+
+fn has_own_index(root: &Path) -> bool {
+    agent_index::index_dir(root).is_dir() || agent_index::shared::configured().is_some()
+}
+
+fn hit(r: SearchResult) -> Hit {
+    Hit {
+        path: r.path,
+        start_line: r.start_line as usize,
+        end_line: r.end_line as usize,
+        symbol: r.symbol,
+        score: r.score,
+        text: r.text,
     }
 }
 
@@ -72,6 +137,10 @@ pub struct Query {
     pub mode: SearchMode,
     pub path_glob: Option<String>,
     pub lang: Option<String>,
+    /// The project's index, its dependencies' ([`crate::deps`]), or both.
+    pub scope: Scope,
+    /// Only this dependency (`NAME` or `NAME@VERSION`; implies its scope).
+    pub package: Option<String>,
 }
 
 /// `query` over the index of `root`, and the index's notes on its results
@@ -89,14 +158,36 @@ pub fn search(root: &Path, query: Query) -> Result<(Vec<SearchResult>, Vec<Strin
             );
         }
     }
-    let mut index = Index::open_reader(root)?;
-    let results = index.search(&SearchQuery {
+    let scope = match query.package {
+        Some(_) if query.scope == Scope::Project => Scope::Deps,
+        _ => query.scope,
+    };
+    let wanted = SearchQuery {
         text: query.text,
         k: query.k,
         mode: query.mode,
         path_glob: query.path_glob,
         lang: query.lang,
         ..SearchQuery::new("", 0)
-    })?;
-    Ok((results, index.notes()?))
+    };
+    let mut results = Vec::new();
+    let mut notes = Vec::new();
+    let mut embedder = None;
+    if scope != Scope::Deps {
+        let mut index = Index::open_reader(root)?;
+        results = match scope {
+            Scope::All => deps::comparable(&mut index, &wanted)?,
+            _ => index.search(&wanted)?,
+        };
+        notes = index.notes()?;
+        embedder = index.take_embedder();
+    }
+    if scope != Scope::Project {
+        let (packages, waiting) = deps::searchable(&deps::resolve(root), query.package.as_deref())?;
+        results.extend(deps::search_packages(&packages, &wanted, &mut embedder)?);
+        results.sort_by(|a, b| b.score.total_cmp(&a.score));
+        results.truncate(wanted.k);
+        notes.extend(waiting);
+    }
+    Ok((results, notes))
 }

@@ -321,15 +321,31 @@ impl Tool for ReadFile {
             }
         }
         let end = end.map(|e| e as usize);
-        let abs = match resolve(ctx, &path) {
-            Ok(p) => p,
-            Err(e) => return e,
+        // `NAME@VERSION/path`: a dependency's file (read-only, only inside
+        // the project's resolved dependencies), when the workspace has none
+        // of that name.
+        let dependency = match ctx.workspace.resolve(&path) {
+            Ok(abs) if abs.exists() => None,
+            _ => ctx
+                .search
+                .as_deref_mut()
+                .and_then(|s| s.dependency_file(&path)),
+        };
+        let (abs, rel) = match dependency {
+            Some(Ok(abs)) => (abs, path.clone()),
+            Some(Err(why)) => return ToolOutput::error(ErrorClass::PolicyDenied, why),
+            None => match resolve(ctx, &path) {
+                Ok(abs) => {
+                    let rel = ctx.workspace.relative(&abs);
+                    (abs, rel)
+                }
+                Err(e) => return e,
+            },
         };
         let meta = match std::fs::metadata(&abs) {
             Ok(m) => m,
             Err(_) => return not_found(ctx, &path, &abs),
         };
-        let rel = ctx.workspace.relative(&abs);
         if meta.is_dir() {
             return ToolOutput::error(
                 ErrorClass::InvalidArgs,

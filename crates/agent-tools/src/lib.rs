@@ -64,6 +64,28 @@ pub struct ToolSpec {
 /// no index, and then the tool says how to build one.
 pub trait SemanticSearch {
     fn search(&mut self, query: &str, k: usize) -> anyhow::Result<Vec<search::Hit>>;
+    /// A search of the project's index (`project`), of its dependencies'
+    /// (`deps`: hits cited `NAME@VERSION/path`) or of both (`all`).
+    fn search_in(
+        &mut self,
+        query: &str,
+        k: usize,
+        scope: &str,
+    ) -> anyhow::Result<Vec<search::Hit>> {
+        match scope {
+            "project" => self.search(query, k),
+            _ => anyhow::bail!(
+                "this workspace has no index of its dependencies (the user can build it with `agent index --deps`)"
+            ),
+        }
+    }
+    /// The file a dependency path names (`tokio@1.47.1/src/lib.rs`), to be
+    /// read only: None when `cited` names no dependency of the project, an
+    /// error (why) when the path is refused.
+    fn dependency_file(&mut self, cited: &str) -> Option<Result<std::path::PathBuf, String>> {
+        let _ = cited;
+        None
+    }
     /// A caveat for the results, such as a partial index.
     fn note(&mut self) -> Option<String> {
         None

@@ -35,7 +35,8 @@ impl Tool for SearchSemantic {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string"},
-                    "k": {"type": "integer", "description": "how many results (default 5, max 20)"}
+                    "k": {"type": "integer", "description": "how many results (default 5, max 20)"},
+                    "scope": {"type": "string", "enum": ["project", "deps", "all"], "description": "project (default); deps: the project's dependencies at their locked versions, hits cited NAME@VERSION/path (read_file reads them); all: both"}
                 },
                 "required": ["query"]
             }),
@@ -52,10 +53,16 @@ impl Tool for SearchSemantic {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let (query, k) = match (a.req_str("query"), a.opt_int("k")) {
-            (Ok(q), Ok(k)) => (q, k.unwrap_or(5).clamp(1, 20) as usize),
-            (Err(e), _) | (_, Err(e)) => return e,
+        let (query, k, scope) = match (a.req_str("query"), a.opt_int("k"), a.opt_str("scope")) {
+            (Ok(q), Ok(k), Ok(s)) => (q, k.unwrap_or(5).clamp(1, 20) as usize, s),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
         };
+        let scope = scope.unwrap_or_else(|| "project".into());
+        if !["project", "deps", "all"].contains(&scope.as_str()) {
+            return a.error(format_args!(
+                "`scope` is project, deps or all, not {scope:?}"
+            ));
+        }
         if query.trim().is_empty() {
             return a.error("`query` is empty");
         }
@@ -69,7 +76,7 @@ impl Tool for SearchSemantic {
         // window has room for decides how many.
         let asked = k;
         let k = k.min((ctx.room / HIT_CHARS).max(1));
-        let hits = match search.search(&query, k) {
+        let hits = match search.search_in(&query, k, &scope) {
             Ok(h) => h,
             Err(e) => {
                 return ToolOutput::error(

@@ -1,0 +1,441 @@
+//! The project's dependencies as a second index (`agent index --deps`,
+//! `agent search --deps`, `read_file` of `NAME@VERSION/path`): the sources
+//! the package managers downloaded, at the versions the project locks
+//! ([`agent_deps::resolve`]), each indexed once per machine.
+//!
+//! One index per package version, under `paths::deps_cache_dir()` in
+//! `ECOSYSTEM/NAME@VERSION`, shared by every workspace that locks the same
+//! version: built by `agent_index` over the package's folder (read-only, the
+//! package manager's), its tests, examples and benches left out, and only
+//! the ecosystem's own source files. A package counts as indexed once its
+//! marker ([`MARKER`]) is written, after its last vector: Ctrl-C before that
+//! leaves an unmarked index the next run resumes (its embedding cache keeps
+//! what was embedded), and no search reads it. A lockfile change resolves
+//! to other folders: only the new versions are indexed, and searches follow
+//! the lockfile (an old version's index stays for the workspaces locking
+//! it).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use agent_base::cancel::CancelToken;
+use agent_index::embed::Embedder;
+use agent_index::{Index, IndexOptions, Progress, SearchMode, SearchQuery, SearchResult};
+use agent_lang::walk::{self, WalkOptions};
+
+pub use agent_deps::{Ecosystem, Missing, Package, Resolution};
+
+/// Written in a package's index folder once it is complete.
+pub const MARKER: &str = "indexed.json";
+
+/// What the marker records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Indexed {
+    pub id: String,
+    pub files: usize,
+    pub chunks: usize,
+    pub seconds: f64,
+    pub at: String,
+}
+
+/// The project's dependencies as they are on disk now.
+pub fn resolve(root: &Path) -> Resolution {
+    agent_deps::resolve(root, &agent_deps::Env::from_process())
+}
+
+/// Where a package's index lives: one folder per package version.
+pub fn package_dir(p: &Package) -> PathBuf {
+    agent_base::paths::deps_cache_dir()
+        .join(p.ecosystem.name())
+        .join(p.key())
+}
+
+/// The marker of a complete index of `p`, if there is one.
+pub fn indexed(p: &Package) -> Option<Indexed> {
+    let text = std::fs::read_to_string(package_dir(p).join(MARKER)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Which dependencies `agent index --deps` indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// Those the project names itself.
+    Direct,
+    /// Every locked one.
+    All,
+}
+
+/// What `agent index --deps` tells its front end as it goes.
+pub enum Event<'a> {
+    /// Starting package `n` (1-based) of `of`.
+    Package { n: usize, of: usize, id: &'a str },
+    /// The package's progress, as `agent index` reports a workspace's.
+    Progress(&'a Progress),
+}
+
+/// One package indexed by this run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Built {
+    pub id: String,
+    pub files: usize,
+    pub chunks: usize,
+    pub embedded: usize,
+    pub seconds: f64,
+}
+
+/// What `agent index --deps` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub built: Vec<Built>,
+    /// Already indexed (by this workspace or another locking the version).
+    pub reused: Vec<String>,
+    /// Resolved, but without a source file to index.
+    pub empty: Vec<String>,
+    pub missing: Vec<Missing>,
+    pub interrupted: bool,
+    pub seconds: f64,
+}
+
+impl Report {
+    /// The report in lines: counts, time, and each missing package with why.
+    pub fn lines(&self) -> Vec<String> {
+        let chunks: usize = self.built.iter().map(|b| b.chunks).sum();
+        let embedded: usize = self.built.iter().map(|b| b.embedded).sum();
+        let mut lines = vec![format!(
+            "dependencies: {} indexed now ({} chunks, {} embedded), {} already indexed, {} without source files, {} missing; in {:.1}s",
+            self.built.len(),
+            chunks,
+            embedded,
+            self.reused.len(),
+            self.empty.len(),
+            self.missing.len(),
+            self.seconds
+        )];
+        for m in &self.missing {
+            lines.push(format!(
+                "  missing {}{}: {}",
+                m.name,
+                m.version
+                    .as_deref()
+                    .map(|v| format!("@{v}"))
+                    .unwrap_or_default(),
+                m.why
+            ));
+        }
+        if self.interrupted {
+            lines.push(
+                "interrupted: the packages finished are kept; run `agent index --deps` again to finish"
+                    .into(),
+            );
+        }
+        lines
+    }
+}
+
+/// Indexes the project's dependencies that are not indexed yet, in the
+/// order resolved; stops cleanly between embedding steps when `cancel` trips.
+pub fn index(
+    root: &Path,
+    which: Which,
+    threads: Option<usize>,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Report> {
+    let started = Instant::now();
+    let resolution = resolve(root);
+    let wanted = |direct: bool| direct || which == Which::All;
+    let mut report = Report {
+        missing: resolution
+            .missing
+            .iter()
+            .filter(|m| wanted(m.direct))
+            .cloned()
+            .collect(),
+        ..Report::default()
+    };
+    let chosen: Vec<&Package> = resolution
+        .packages
+        .iter()
+        .filter(|p| wanted(p.direct))
+        .collect();
+    let mut embedder: Option<Embedder> = None;
+    for (i, package) in chosen.iter().enumerate() {
+        let id = package.id();
+        if indexed(package).is_some() {
+            report.reused.push(id);
+            continue;
+        }
+        on_event(Event::Package {
+            n: i + 1,
+            of: chosen.len(),
+            id: &id,
+        });
+        match index_package(package, threads, cancel, &mut embedder, on_event)? {
+            None => report.empty.push(id),
+            Some(built) => report.built.push(built),
+        }
+        if cancel.is_cancelled() {
+            report.interrupted = true;
+            break;
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// The files of `p` worth indexing: its own source files in its
+/// ecosystem's languages, without its tests, examples and benches.
+pub fn source_files(p: &Package) -> HashSet<String> {
+    let (files, _) = walk::walk(&p.root, &WalkOptions::default());
+    files
+        .into_iter()
+        .map(|f| f.rel)
+        .filter(|rel| p.owns(rel) && !agent_deps::is_auxiliary(rel) && is_source(p.ecosystem, rel))
+        .collect()
+}
+
+fn is_source(ecosystem: Ecosystem, rel: &str) -> bool {
+    let exts: &[&str] = match ecosystem {
+        Ecosystem::Cargo => &[".rs"],
+        Ecosystem::Python => &[".py", ".pyi"],
+        Ecosystem::Npm => &[".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"],
+        Ecosystem::Go => &[".go"],
+    };
+    exts.iter().any(|e| rel.ends_with(e))
+}
+
+/// One package's index, built (or finished) and marked complete; None when
+/// it has no source file. The embedder goes from package to package.
+fn index_package(
+    p: &Package,
+    threads: Option<usize>,
+    cancel: &CancelToken,
+    embedder: &mut Option<Embedder>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Option<Built>> {
+    let started = Instant::now();
+    let only = source_files(p);
+    if only.is_empty() {
+        return Ok(None);
+    }
+    // Type declarations first: they are a package's API in a few lines.
+    let mut priority: Vec<String> = only
+        .iter()
+        .filter(|f| f.ends_with(".d.ts"))
+        .cloned()
+        .collect();
+    priority.sort();
+    let files = only.len();
+    let defaults = IndexOptions::default();
+    let options = IndexOptions {
+        threads: threads.unwrap_or(defaults.threads),
+        only: Some(only),
+        ..defaults
+    };
+    let dir = package_dir(p);
+    let mut index = Index::open_writer_at(&p.root, &dir, options)?;
+    if let Some(e) = embedder.take() {
+        index.lend_embedder(e);
+    }
+    let mut progress = |pr: &Progress| on_event(Event::Progress(pr));
+    let mut stats = index.update_rows(cancel, &mut progress)?;
+    if !stats.interrupted {
+        index.fill_vectors(&priority, &mut stats, cancel, &mut progress)?;
+    }
+    *embedder = index.take_embedder();
+    let status = index.status()?;
+    let built = Built {
+        id: p.id(),
+        files,
+        chunks: status.chunks,
+        embedded: stats.chunks_embedded,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    if !stats.interrupted && status.embedded_chunks == status.chunks {
+        let marker = Indexed {
+            id: built.id.clone(),
+            files,
+            chunks: status.chunks,
+            seconds: built.seconds,
+            at: chrono::Utc::now().to_rfc3339(),
+        };
+        agent_base::files::atomic_write(
+            &dir.join(MARKER),
+            serde_json::to_string_pretty(&marker)?.as_bytes(),
+            None,
+        )?;
+    }
+    Ok(Some(built))
+}
+
+/// `agent doctor`'s line on the dependencies: `direct` found on disk,
+/// `indexed` of them indexed, `all` indexed counting transitive ones,
+/// `missing` direct ones not on disk.
+pub fn doctor_line(
+    direct: usize,
+    indexed: usize,
+    all: usize,
+    missing: usize,
+) -> crate::doctor::Check {
+    let mut detail = format!("{indexed} of {direct} direct dependencies indexed");
+    if all > indexed {
+        detail.push_str(&format!(" ({} more transitive)", all - indexed));
+    }
+    if missing > 0 {
+        detail.push_str(&format!(
+            "; {missing} not on disk (`agent index --deps` lists them with why)"
+        ));
+    }
+    crate::doctor::Check {
+        name: "dependencies",
+        ok: indexed == direct && missing == 0,
+        required: false,
+        detail,
+        fix: (indexed < direct).then(|| {
+            "agent index --deps (optional: lets `agent search --deps` and the agent answer from the versions this project locks)".into()
+        }),
+    }
+}
+
+/// Which index a search reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// The workspace's own files.
+    #[default]
+    Project,
+    /// Its indexed dependencies.
+    Deps,
+    /// Both, merged by score.
+    All,
+}
+
+impl Scope {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "project" => Some(Scope::Project),
+            "deps" | "dependencies" => Some(Scope::Deps),
+            "all" => Some(Scope::All),
+            _ => None,
+        }
+    }
+}
+
+/// The dependency indices a search reads: every resolved package with a
+/// complete index (only `package`'s when named: `NAME` or `NAME@VERSION`),
+/// and a note on what is not indexed.
+pub fn searchable(
+    resolution: &Resolution,
+    package: Option<&str>,
+) -> Result<(Vec<Package>, Vec<String>)> {
+    let candidates: Vec<&Package> = match package {
+        Some(name) => match resolution.find(name) {
+            Some(p) => vec![p],
+            None => bail!("{name} is not among this project's locked dependencies"),
+        },
+        None => resolution.packages.iter().collect(),
+    };
+    let (ready, waiting): (Vec<&Package>, Vec<&Package>) =
+        candidates.into_iter().partition(|p| indexed(p).is_some());
+    let mut notes = Vec::new();
+    let direct_waiting = waiting.iter().filter(|p| p.direct).count();
+    if direct_waiting > 0 {
+        notes.push(format!(
+            "{direct_waiting} direct dependencies are not indexed yet (`agent index --deps`)"
+        ));
+    }
+    if ready.is_empty() {
+        bail!(
+            "no dependency of this project is indexed{}\n  fix: run `agent index --deps`",
+            package.map(|p| format!(" as {p}")).unwrap_or_default()
+        );
+    }
+    Ok((ready.into_iter().cloned().collect(), notes))
+}
+
+/// Searches the dependencies' indices: `query` in each, the embedder
+/// loaded once, results merged by [`comparable`] scores, their paths cited
+/// as `NAME@VERSION/path`.
+pub fn search_packages(
+    packages: &[Package],
+    query: &SearchQuery,
+    embedder: &mut Option<Embedder>,
+) -> Result<Vec<SearchResult>> {
+    let mut all = Vec::new();
+    for p in packages {
+        let mut index = Index::open_reader_at(&p.root, &package_dir(p))?;
+        if let Some(e) = embedder.take() {
+            index.lend_embedder(e);
+        }
+        let found = comparable(&mut index, query);
+        *embedder = index.take_embedder().or(embedder.take());
+        let id = p.id();
+        all.extend(found?.into_iter().map(|mut r| {
+            r.path = format!("{id}/{}", r.path);
+            r
+        }));
+    }
+    all.sort_by(|a, b| b.score.total_cmp(&a.score));
+    all.truncate(query.k);
+    Ok(all)
+}
+
+/// `query`'s results in `index`, scored so that results of several indices
+/// can be merged: a hybrid score stands out of its own index's lists (a
+/// one-file package's only chunk always scores high), so each result is
+/// scored by its cosine similarity to the query (the same embedder made
+/// every index), in the order the hybrid search ranked them; one the
+/// vector leg did not return gets the lowest cosine it returned. Keyword
+/// searches keep their scores.
+pub fn comparable(index: &mut Index, query: &SearchQuery) -> Result<Vec<SearchResult>> {
+    let mut results = index.search(query)?;
+    if query.mode == SearchMode::Bm25 {
+        return Ok(results);
+    }
+    let cosines: std::collections::HashMap<(String, u32), f32> = match query.mode {
+        SearchMode::Vector => results
+            .iter()
+            .map(|r| ((r.path.clone(), r.start_line), r.score))
+            .collect(),
+        _ => index
+            .search(&SearchQuery {
+                mode: SearchMode::Vector,
+                ..query.clone()
+            })?
+            .into_iter()
+            .map(|r| ((r.path, r.start_line), r.score))
+            .collect(),
+    };
+    let floor = cosines.values().copied().fold(f32::INFINITY, f32::min);
+    let floor = if floor.is_finite() { floor } else { 0.0 };
+    for r in &mut results {
+        r.score = cosines
+            .get(&(r.path.clone(), r.start_line))
+            .copied()
+            .unwrap_or(floor);
+    }
+    // Within one index, the hybrid ranking stands: scores never rise down the list.
+    for i in 1..results.len() {
+        results[i].score = results[i].score.min(results[i - 1].score);
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_doctor_line_counts_indexed_and_missing_dependencies() {
+        let check = doctor_line(10, 4, 6, 1);
+        assert_eq!(
+            check.detail,
+            "4 of 10 direct dependencies indexed (2 more transitive); 1 not on disk (`agent index --deps` lists them with why)"
+        );
+        assert!(!check.ok && check.fix.is_some());
+        assert!(doctor_line(3, 3, 3, 0).ok);
+    }
+}

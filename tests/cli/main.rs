@@ -20,6 +20,7 @@ mod architecture;
 mod basics;
 mod bundle;
 mod conventions;
+mod deps;
 mod first_prompt;
 mod languages;
 mod mcp_http;

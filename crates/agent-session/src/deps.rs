@@ -103,6 +103,15 @@ pub struct Report {
 impl Report {
     /// The report in lines: counts, time, and each missing package with why.
     pub fn lines(&self) -> Vec<String> {
+        if self.built.is_empty()
+            && self.reused.is_empty()
+            && self.empty.is_empty()
+            && self.missing.is_empty()
+        {
+            return vec![
+                "no dependencies found: no Cargo.lock, Python environment (.venv, venv, $VIRTUAL_ENV), package.json or go.mod here".into(),
+            ];
+        }
         let chunks: usize = self.built.iter().map(|b| b.chunks).sum();
         let embedded: usize = self.built.iter().map(|b| b.embedded).sum();
         let mut lines = vec![format!(
@@ -427,6 +436,35 @@ pub fn comparable(index: &mut Index, query: &SearchQuery) -> Result<Vec<SearchRe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_counts_what_was_done_and_says_why_packages_are_missing() {
+        let mut report = Report::default();
+        assert!(report.lines()[0].starts_with("no dependencies found"));
+        report.built.push(Built {
+            id: "a@1.0.0".into(),
+            files: 3,
+            chunks: 40,
+            embedded: 38,
+            seconds: 2.0,
+        });
+        report.reused.push("b@2.0.0".into());
+        report.missing.push(Missing {
+            ecosystem: Ecosystem::Cargo,
+            name: "c".into(),
+            version: Some("0.1.0".into()),
+            direct: true,
+            why: "not downloaded".into(),
+        });
+        report.seconds = 2.5;
+        assert_eq!(
+            report.lines(),
+            vec![
+                "dependencies: 1 indexed now (40 chunks, 38 embedded), 1 already indexed, 0 without source files, 1 missing; in 2.5s",
+                "  missing c@0.1.0: not downloaded",
+            ]
+        );
+    }
 
     #[test]
     fn the_doctor_line_counts_indexed_and_missing_dependencies() {

@@ -93,10 +93,17 @@ fn deps(root: &Path, which: DepsWhich, args: &IndexArgs, cancel: &CancelToken) -
         args.threads.map(usize::from),
         cancel,
         &mut |event| match event {
-            index::deps::Event::Package { n, of, id } => {
+            index::deps::Event::Package { n, of, id, pass } => {
                 started = Instant::now();
                 bar.reset();
-                bar.set_prefix(format!("[{n}/{of}] {}", agent_base::term::untrusted(id)));
+                let pass = match pass {
+                    index::deps::Pass::Keywords => "rows",
+                    index::deps::Pass::Vectors => "vectors",
+                };
+                bar.set_prefix(format!(
+                    "{pass} [{n}/{of}] {}",
+                    agent_base::term::untrusted(id)
+                ));
             }
             index::deps::Event::Progress(p) => {
                 let total = p.chunks_unembedded.max(p.chunks_done);

@@ -32,6 +32,10 @@ pub use agent_deps::{Ecosystem, Missing, Package, Resolution};
 /// Written in a package's index folder once it is complete.
 pub const MARKER: &str = "indexed.json";
 
+/// Written once every file's rows are in: the package is searchable (by
+/// keyword; by meaning as its vectors come).
+pub const ROWS_MARKER: &str = "rows-complete";
+
 /// What the marker records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Indexed {
@@ -54,6 +58,13 @@ pub fn package_dir(p: &Package) -> PathBuf {
         .join(p.key())
 }
 
+/// Whether `p` can be searched: its rows are all in (its vectors may still
+/// be coming).
+pub fn searchable_now(p: &Package) -> bool {
+    let dir = package_dir(p);
+    dir.join(ROWS_MARKER).is_file() || dir.join(MARKER).is_file()
+}
+
 /// The marker of a complete index of `p`, if there is one.
 pub fn indexed(p: &Package) -> Option<Indexed> {
     let text = std::fs::read_to_string(package_dir(p).join(MARKER)).ok()?;
@@ -69,10 +80,24 @@ pub enum Which {
     All,
 }
 
+/// The two passes of `agent index --deps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Every package's rows: searchable by keyword.
+    Keywords,
+    /// Their vectors.
+    Vectors,
+}
+
 /// What `agent index --deps` tells its front end as it goes.
 pub enum Event<'a> {
-    /// Starting package `n` (1-based) of `of`.
-    Package { n: usize, of: usize, id: &'a str },
+    /// Starting package `n` (1-based) of `of` in a pass.
+    Package {
+        n: usize,
+        of: usize,
+        id: &'a str,
+        pass: Pass,
+    },
     /// The package's progress, as `agent index` reports a workspace's.
     Progress(&'a Progress),
 }
@@ -85,6 +110,8 @@ pub struct Built {
     pub chunks: usize,
     pub embedded: usize,
     pub seconds: f64,
+    /// Every chunk has its vector (else the run was stopped).
+    pub complete: bool,
 }
 
 /// What `agent index --deps` did.
@@ -112,11 +139,12 @@ impl Report {
                 "no dependencies found: no Cargo.lock, Python environment (.venv, venv, $VIRTUAL_ENV), package.json or go.mod here".into(),
             ];
         }
-        let chunks: usize = self.built.iter().map(|b| b.chunks).sum();
+        let done: Vec<&Built> = self.built.iter().filter(|b| b.complete).collect();
+        let chunks: usize = done.iter().map(|b| b.chunks).sum();
         let embedded: usize = self.built.iter().map(|b| b.embedded).sum();
         let mut lines = vec![format!(
             "dependencies: {} indexed now ({} chunks, {} embedded), {} already indexed, {} without source files, {} missing; in {:.1}s",
-            self.built.len(),
+            done.len(),
             chunks,
             embedded,
             self.reused.len(),
@@ -137,7 +165,7 @@ impl Report {
         }
         if self.interrupted {
             lines.push(
-                "interrupted: the packages finished are kept; run `agent index --deps` again to finish"
+                "interrupted: the packages finished are kept, and those with their rows in are searchable by keyword; run `agent index --deps` again to finish"
                     .into(),
             );
         }
@@ -145,8 +173,11 @@ impl Report {
     }
 }
 
-/// Indexes the project's dependencies that are not indexed yet, in the
-/// order resolved; stops cleanly between embedding steps when `cancel` trips.
+/// Indexes the project's dependencies that are not indexed yet, in two
+/// passes as `agent index` does a workspace: every package's rows first
+/// (each searchable by keyword once its rows are in, [`ROWS_MARKER`]), then
+/// their vectors, package by package ([`MARKER`] once complete). Stops
+/// cleanly between steps when `cancel` trips; the next run resumes.
 pub fn index(
     root: &Path,
     which: Which,
@@ -166,32 +197,51 @@ pub fn index(
             .collect(),
         ..Report::default()
     };
-    let chosen: Vec<&Package> = resolution
-        .packages
-        .iter()
-        .filter(|p| wanted(p.direct))
-        .collect();
-    let mut embedder: Option<Embedder> = None;
-    for (i, package) in chosen.iter().enumerate() {
-        let id = package.id();
-        if indexed(package).is_some() {
-            report.reused.push(id);
-            continue;
-        }
-        on_event(Event::Package {
-            n: i + 1,
-            of: chosen.len(),
-            id: &id,
-        });
-        match index_package(package, threads, cancel, &mut embedder, on_event)? {
-            None => report.empty.push(id),
-            Some(built) => report.built.push(built),
-        }
-        if cancel.is_cancelled() {
-            report.interrupted = true;
-            break;
+    let mut chosen: Vec<&Package> = Vec::new();
+    for p in resolution.packages.iter().filter(|p| wanted(p.direct)) {
+        match indexed(p) {
+            Some(_) => report.reused.push(p.id()),
+            None => chosen.push(p),
         }
     }
+    let of = chosen.len();
+    // Keywords first: every package searchable in minutes.
+    let mut pending = Vec::new();
+    for (i, p) in chosen.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let id = p.id();
+        on_event(Event::Package {
+            n: i + 1,
+            of,
+            id: &id,
+            pass: Pass::Keywords,
+        });
+        match write_rows(p, threads, cancel, on_event)? {
+            Some(files) => pending.push((*p, files)),
+            None if !cancel.is_cancelled() => report.empty.push(id),
+            None => {}
+        }
+    }
+    // Then the vectors, the embedder carried from package to package.
+    let mut embedder: Option<Embedder> = None;
+    for (i, (p, files)) in pending.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let id = p.id();
+        on_event(Event::Package {
+            n: i + 1,
+            of: pending.len(),
+            id: &id,
+            pass: Pass::Vectors,
+        });
+        report
+            .built
+            .push(fill(p, *files, threads, cancel, &mut embedder, on_event)?);
+    }
+    report.interrupted = cancel.is_cancelled();
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -217,20 +267,54 @@ fn is_source(ecosystem: Ecosystem, rel: &str) -> bool {
     exts.iter().any(|e| rel.ends_with(e))
 }
 
-/// One package's index, built (or finished) and marked complete; None when
-/// it has no source file. The embedder goes from package to package.
-fn index_package(
+fn options(threads: Option<usize>, only: HashSet<String>) -> IndexOptions {
+    let defaults = IndexOptions::default();
+    IndexOptions {
+        threads: threads.unwrap_or(defaults.threads),
+        only: Some(only),
+        ..defaults
+    }
+}
+
+/// A package's rows (keyword-searchable, with what vectors its embedding
+/// cache has), marked with [`ROWS_MARKER`]; the number of its files, None
+/// when it has no source file or the pass was stopped.
+fn write_rows(
     p: &Package,
     threads: Option<usize>,
     cancel: &CancelToken,
-    embedder: &mut Option<Embedder>,
     on_event: &mut dyn FnMut(Event<'_>),
-) -> Result<Option<Built>> {
-    let started = Instant::now();
+) -> Result<Option<usize>> {
     let only = source_files(p);
     if only.is_empty() {
         return Ok(None);
     }
+    let files = only.len();
+    let dir = package_dir(p);
+    if dir.join(ROWS_MARKER).is_file() {
+        return Ok(Some(files));
+    }
+    let mut index = Index::open_writer_at(&p.root, &dir, options(threads, only))?;
+    let stats = index.update_rows(cancel, &mut |pr| on_event(Event::Progress(pr)))?;
+    if stats.interrupted {
+        return Ok(None);
+    }
+    agent_base::files::atomic_write(&dir.join(ROWS_MARKER), p.id().as_bytes(), None)?;
+    Ok(Some(files))
+}
+
+/// A package's vectors filled in (type declarations first), and the
+/// package marked complete once every chunk has its vector.
+fn fill(
+    p: &Package,
+    files: usize,
+    threads: Option<usize>,
+    cancel: &CancelToken,
+    embedder: &mut Option<Embedder>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Built> {
+    let started = Instant::now();
+    let only = source_files(p);
     // Type declarations first: they are a package's API in a few lines.
     let mut priority: Vec<String> = only
         .iter()
@@ -238,23 +322,15 @@ fn index_package(
         .cloned()
         .collect();
     priority.sort();
-    let files = only.len();
-    let defaults = IndexOptions::default();
-    let options = IndexOptions {
-        threads: threads.unwrap_or(defaults.threads),
-        only: Some(only),
-        ..defaults
-    };
     let dir = package_dir(p);
-    let mut index = Index::open_writer_at(&p.root, &dir, options)?;
+    let mut index = Index::open_writer_at(&p.root, &dir, options(threads, only))?;
     if let Some(e) = embedder.take() {
         index.lend_embedder(e);
     }
-    let mut progress = |pr: &Progress| on_event(Event::Progress(pr));
-    let mut stats = index.update_rows(cancel, &mut progress)?;
-    if !stats.interrupted {
-        index.fill_vectors(&priority, &mut stats, cancel, &mut progress)?;
-    }
+    let mut stats = agent_index::UpdateStats::default();
+    index.fill_vectors(&priority, &mut stats, cancel, &mut |pr| {
+        on_event(Event::Progress(pr))
+    })?;
     *embedder = index.take_embedder();
     let status = index.status()?;
     let built = Built {
@@ -263,8 +339,9 @@ fn index_package(
         chunks: status.chunks,
         embedded: stats.chunks_embedded,
         seconds: started.elapsed().as_secs_f64(),
+        complete: !stats.interrupted && status.embedded_chunks == status.chunks,
     };
-    if !stats.interrupted && status.embedded_chunks == status.chunks {
+    if built.complete {
         let marker = Indexed {
             id: built.id.clone(),
             files,
@@ -278,7 +355,7 @@ fn index_package(
             None,
         )?;
     }
-    Ok(Some(built))
+    Ok(built)
 }
 
 /// `agent doctor`'s line on the dependencies: `direct` found on disk,
@@ -348,8 +425,14 @@ pub fn searchable(
         None => resolution.packages.iter().collect(),
     };
     let (ready, waiting): (Vec<&Package>, Vec<&Package>) =
-        candidates.into_iter().partition(|p| indexed(p).is_some());
+        candidates.into_iter().partition(|p| searchable_now(p));
     let mut notes = Vec::new();
+    let filling = ready.iter().filter(|p| indexed(p).is_none()).count();
+    if filling > 0 {
+        notes.push(format!(
+            "{filling} dependencies are searched by keyword only until their vectors are filled in (`agent index --deps`)"
+        ));
+    }
     let direct_waiting = waiting.iter().filter(|p| p.direct).count();
     if direct_waiting > 0 {
         notes.push(format!(
@@ -447,6 +530,7 @@ mod tests {
             chunks: 40,
             embedded: 38,
             seconds: 2.0,
+            complete: true,
         });
         report.reused.push("b@2.0.0".into());
         report.missing.push(Missing {

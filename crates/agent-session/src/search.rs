@@ -45,10 +45,7 @@ impl IndexSearch {
     }
 
     fn has_indexed_deps(&mut self) -> bool {
-        self.resolution()
-            .packages
-            .iter()
-            .any(|p| deps::indexed(p).is_some())
+        self.resolution().packages.iter().any(deps::searchable_now)
     }
 
     fn deps_hits(&mut self, query: &str, k: usize) -> Result<Vec<SearchResult>> {
@@ -86,10 +83,24 @@ impl SemanticSearch for IndexSearch {
         if scope == Scope::Project {
             return self.search(query, k);
         }
-        let mut hits: Vec<Hit> = self.deps_hits(query, k)?.into_iter().map(hit).collect();
+        // One embedder for both: the project's index lends its own.
+        if let (Some(index), None) = (&mut self.index, &self.embedder) {
+            self.embedder = index.take_embedder();
+        }
+        let found = self.deps_hits(query, k);
+        if let (Some(index), Some(e)) = (&mut self.index, self.embedder.take()) {
+            index.lend_embedder(e);
+        }
+        let mut hits: Vec<Hit> = found?.into_iter().map(hit).collect();
         // A workspace with only its dependencies indexed searches those.
         if scope == Scope::All && (self.index.is_some() || has_own_index(&self.root)) {
-            hits.extend(self.search(query, k)?);
+            let index = match &mut self.index {
+                Some(index) => index,
+                None => self.index.insert(Index::open_reader(&self.root)?),
+            };
+            // Scored as the dependencies' hits are, so the two lists merge.
+            let own = deps::comparable(index, &SearchQuery::new(query, k))?;
+            hits.extend(own.into_iter().map(hit));
             hits.sort_by(|a, b| b.score.total_cmp(&a.score));
             hits.truncate(k);
         }

@@ -212,6 +212,41 @@ fn dependencies_are_indexed_once_per_version_searched_and_read_within_bounds() {
     .unwrap();
     assert!(stopped.interrupted);
     assert!(resolved.packages.iter().all(|p| deps::indexed(p).is_none()));
+    assert!(!resolved.packages.iter().any(deps::searchable_now));
+
+    // Ctrl-C once the rows are in: every package is searchable by keyword,
+    // none is complete.
+    let cancel = CancelToken::new();
+    let stopped = deps::index(&a, Which::Direct, Some(1), &cancel, &mut |e| {
+        if matches!(
+            e,
+            deps::Event::Package {
+                pass: deps::Pass::Vectors,
+                ..
+            }
+        ) {
+            cancel.cancel();
+        }
+    })
+    .unwrap();
+    assert!(stopped.interrupted);
+    assert!(resolved.packages.iter().all(deps::searchable_now));
+    assert!(resolved.packages.iter().all(|p| deps::indexed(p).is_none()));
+    let query = Query {
+        text: "RingBuffer".into(),
+        k: 3,
+        mode: agent_index::SearchMode::Bm25,
+        path_glob: None,
+        lang: None,
+        scope: Scope::Deps,
+        package: None,
+    };
+    let (hits, notes) = search(&a, query).unwrap();
+    assert_eq!(hits[0].path, "ringbuf@1.0.0/src/lib.rs");
+    assert!(
+        notes.iter().any(|n| n.contains("keyword only")),
+        "{notes:?}"
+    );
 
     let first = run(&a, &CancelToken::new());
     assert!(!first.interrupted, "{:?}", first.lines());

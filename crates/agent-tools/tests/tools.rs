@@ -1974,3 +1974,111 @@ fn reads_and_writes_go_through_the_toolboxs_file_access() {
         ErrorClass::PolicyDenied,
     );
 }
+
+/// A code index whose project locks one dependency, `demo@1.0.0`, whose
+/// files are in `package` (outside the workspace).
+struct DepsIndex {
+    package: PathBuf,
+    scopes: Vec<String>,
+}
+
+impl SemanticSearch for DepsIndex {
+    fn search(&mut self, _query: &str, _k: usize) -> anyhow::Result<Vec<Hit>> {
+        Ok(Vec::new())
+    }
+
+    fn search_in(&mut self, query: &str, k: usize, scope: &str) -> anyhow::Result<Vec<Hit>> {
+        self.scopes.push(scope.to_string());
+        if scope == "project" {
+            return self.search(query, k);
+        }
+        Ok(vec![Hit {
+            path: "demo@1.0.0/src/lib.rs".into(),
+            start_line: 1,
+            end_line: 1,
+            symbol: "shout".into(),
+            score: 0.8,
+            text: "pub fn shout() {}\n".into(),
+        }])
+    }
+
+    fn dependency_file(&mut self, cited: &str) -> Option<Result<PathBuf, String>> {
+        let rest = cited.strip_prefix("demo@")?;
+        Some(match rest.strip_prefix("1.0.0/") {
+            Some("src/lib.rs") => Ok(self.package.join("src/lib.rs")),
+            _ => Err(format!("{cited} is not a file of the locked demo@1.0.0")),
+        })
+    }
+}
+
+#[test]
+fn read_file_reads_a_dependency_path_only_within_the_resolved_set() {
+    let mut h = Harness::new();
+    let package = h._dir.path().join("registry/demo-1.0.0");
+    std::fs::create_dir_all(package.join("src")).unwrap();
+    std::fs::write(package.join("src/lib.rs"), "pub fn shout() {}\n").unwrap();
+    let mut index = DepsIndex {
+        package,
+        scopes: Vec::new(),
+    };
+
+    let out = h.call_with(
+        "read_file",
+        json!({"path": "demo@1.0.0/src/lib.rs"}),
+        &mut AlwaysApprove,
+        Some(&mut index),
+    );
+    ok(&out);
+    assert!(
+        out.content.starts_with("demo@1.0.0/src/lib.rs (1 lines)"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("pub fn shout"));
+
+    for refused in ["demo@2.0.0/src/lib.rs", "demo@1.0.0/../../secret"] {
+        let out = h.call_with(
+            "read_file",
+            json!({"path": refused}),
+            &mut AlwaysApprove,
+            Some(&mut index),
+        );
+        err(&out, ErrorClass::PolicyDenied);
+    }
+    // Without the index, a dependency path is only a workspace path.
+    err(
+        &h.call("read_file", json!({"path": "demo@1.0.0/src/lib.rs"})),
+        ErrorClass::NotFound,
+    );
+    // A workspace file of that name is the workspace's.
+    h.write("demo@1.0.0/src/lib.rs", "// ours\n");
+    let out = h.call_with(
+        "read_file",
+        json!({"path": "demo@1.0.0/src/lib.rs"}),
+        &mut AlwaysApprove,
+        Some(&mut index),
+    );
+    assert!(out.content.contains("// ours"), "{}", out.content);
+
+    // search_semantic passes its scope; an unknown one is refused.
+    let out = h.call_with(
+        "search_semantic",
+        json!({"query": "shout", "scope": "deps"}),
+        &mut AlwaysApprove,
+        Some(&mut index),
+    );
+    ok(&out);
+    assert!(
+        out.content.starts_with("demo@1.0.0/src/lib.rs:1-1  shout"),
+        "{}",
+        out.content
+    );
+    let out = h.call_with(
+        "search_semantic",
+        json!({"query": "shout", "scope": "everything"}),
+        &mut AlwaysApprove,
+        Some(&mut index),
+    );
+    err(&out, ErrorClass::InvalidArgs);
+    assert_eq!(index.scopes, vec!["deps"]);
+}

@@ -219,14 +219,17 @@ pub fn index(
             pass: Pass::Keywords,
         });
         match write_rows(p, threads, cancel, on_event)? {
-            Some(files) => pending.push((*p, files)),
+            Some(counts) => pending.push((*p, counts)),
             None if !cancel.is_cancelled() => report.empty.push(id),
             None => {}
         }
     }
-    // Then the vectors, the embedder carried from package to package.
+    // Then the vectors, the embedder carried from package to package, the
+    // smallest packages first: most are complete soon, whatever a few
+    // large ones (libc's bindings, a big framework) take.
+    pending.sort_by_key(|(p, (_, chunks))| (*chunks, p.id()));
     let mut embedder: Option<Embedder> = None;
-    for (i, (p, files)) in pending.iter().enumerate() {
+    for (i, (p, (files, _))) in pending.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
         }
@@ -277,30 +280,33 @@ fn options(threads: Option<usize>, only: HashSet<String>) -> IndexOptions {
 }
 
 /// A package's rows (keyword-searchable, with what vectors its embedding
-/// cache has), marked with [`ROWS_MARKER`]; the number of its files, None
-/// when it has no source file or the pass was stopped.
+/// cache has), marked with [`ROWS_MARKER`] (which holds their count); its
+/// files and chunks, None when it has no source file or the pass was
+/// stopped.
 fn write_rows(
     p: &Package,
     threads: Option<usize>,
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(Event<'_>),
-) -> Result<Option<usize>> {
+) -> Result<Option<(usize, usize)>> {
     let only = source_files(p);
     if only.is_empty() {
         return Ok(None);
     }
     let files = only.len();
     let dir = package_dir(p);
-    if dir.join(ROWS_MARKER).is_file() {
-        return Ok(Some(files));
+    let marked = std::fs::read_to_string(dir.join(ROWS_MARKER)).ok();
+    if let Some(chunks) = marked.and_then(|m| m.trim().parse().ok()) {
+        return Ok(Some((files, chunks)));
     }
     let mut index = Index::open_writer_at(&p.root, &dir, options(threads, only))?;
     let stats = index.update_rows(cancel, &mut |pr| on_event(Event::Progress(pr)))?;
     if stats.interrupted {
         return Ok(None);
     }
-    agent_base::files::atomic_write(&dir.join(ROWS_MARKER), p.id().as_bytes(), None)?;
-    Ok(Some(files))
+    let chunks = index.status()?.chunks;
+    agent_base::files::atomic_write(&dir.join(ROWS_MARKER), chunks.to_string().as_bytes(), None)?;
+    Ok(Some((files, chunks)))
 }
 
 /// A package's vectors filled in (type declarations first), and the

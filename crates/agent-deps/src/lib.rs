@@ -220,6 +220,7 @@ pub fn resolve(root: &Path, env: &Env) -> Resolution {
 /// its index (they would answer "how is X used" with the library's test
 /// scaffolding rather than its API).
 pub fn is_auxiliary(rel: &str) -> bool {
+    // (In-file test modules are chunks, not files: `is_test_symbol`.)
     const DIRS: &[&str] = &[
         "tests",
         "test",
@@ -235,10 +236,21 @@ pub fn is_auxiliary(rel: &str) -> bool {
     let mut parts: Vec<&str> = rel.split('/').collect();
     let file = parts.pop().unwrap_or_default();
     parts.iter().any(|p| DIRS.contains(p))
+        || matches!(file, "tests.rs" | "test.rs" | "conftest.py")
+        || file.ends_with("_tests.rs")
         || file.ends_with("_test.go")
         || (file.starts_with("test_") && file.ends_with(".py"))
         || file.contains(".test.")
         || file.contains(".spec.")
+}
+
+/// A chunk of a dependency's in-file tests (`mod tests` in Rust): its
+/// symbol has a `tests` or `test` module in its path.
+pub fn is_test_symbol(symbol: &str) -> bool {
+    let parts: Vec<&str> = symbol.split("::").collect();
+    parts[..parts.len().saturating_sub(1)]
+        .iter()
+        .any(|m| *m == "tests" || *m == "test" || m.starts_with("tests_"))
 }
 
 /// A package manager's name as its registry compares it: PEP 503 for
@@ -285,9 +297,19 @@ mod tests {
         assert!(is_auxiliary("examples/a.rs"));
         assert!(is_auxiliary("benches/b.rs"));
         assert!(is_auxiliary("pkg/foo_test.go"));
+        assert!(is_auxiliary("src/datetime/tests.rs"));
         assert!(is_auxiliary("lib/a.test.js"));
         assert!(!is_auxiliary("src/lib.rs"));
         assert!(!is_auxiliary("src/testing.rs"));
+    }
+
+    #[test]
+    fn in_file_test_modules_are_told_by_their_symbols() {
+        assert!(is_test_symbol("tests::timestamp_from_datetime"));
+        assert!(is_test_symbol("tests_to_then_from_ffi::test_duration"));
+        assert!(is_test_symbol("a::tests::b"));
+        assert!(!is_test_symbol("tests"));
+        assert!(!is_test_symbol("Error::msg"));
     }
 
     #[test]

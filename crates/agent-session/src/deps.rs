@@ -468,13 +468,27 @@ pub fn search_packages(
         if let Some(e) = embedder.take() {
             index.lend_embedder(e);
         }
-        let found = comparable(&mut index, query);
+        // Twice as many, for the in-file tests dropped below.
+        let deeper = SearchQuery {
+            k: query.k * 2,
+            ..query.clone()
+        };
+        let found = comparable(&mut index, &deeper);
         *embedder = index.take_embedder().or(embedder.take());
         let id = p.id();
-        all.extend(found?.into_iter().map(|mut r| {
-            r.path = format!("{id}/{}", r.path);
-            r
-        }));
+        // A dependency's own tests answer how to test it, not how to use it.
+        all.extend(
+            found?
+                .into_iter()
+                .filter(|r| {
+                    !agent_deps::is_test_symbol(&r.symbol) && !agent_deps::is_auxiliary(&r.path)
+                })
+                .take(query.k)
+                .map(|mut r| {
+                    r.path = format!("{id}/{}", r.path);
+                    r
+                }),
+        );
     }
     all.sort_by(|a, b| b.score.total_cmp(&a.score));
     all.truncate(query.k);

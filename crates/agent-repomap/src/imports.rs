@@ -16,7 +16,7 @@ use crate::defs::Import;
 /// The imports of Rust source `src`, in source order. Globs (`use a::*;`)
 /// have the name `*`; `use a::b::{self}` imports `b` from `a`; an alias
 /// (`Cache as PikeVMCache`) is recorded under the original name.
-pub(crate) fn rust(src: &str) -> Vec<Import> {
+pub fn rust(src: &str) -> Vec<Import> {
     let mut out = Vec::new();
     let mut lines = src.lines();
     while let Some(line) = lines.next() {

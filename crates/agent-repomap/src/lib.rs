@@ -20,7 +20,8 @@
 //!    referencing files to defining files, seeded by the request's focus and
 //!    recently edited files; definitions get the rank flowing to them (types
 //!    also what flows to their members), those of tests, examples and docs
-//!    a tenth of it.
+//!    a tenth of it. A Rust file's `use` of a name defined in several files
+//!    ([`imports`]) sends its references to the one it imports.
 //! 4. **Fit** ([`render`]): the longest ranked prefix whose outline fits the
 //!    token budget, counted by the chat model's own tokenizer.
 //!
@@ -40,7 +41,7 @@
 
 pub mod cache;
 pub mod defs;
-mod imports;
+pub mod imports;
 pub mod rank;
 pub mod render;
 pub mod skeleton;

@@ -1584,6 +1584,9 @@ fn esc_esc_on_an_empty_prompt_lists_the_requests_and_rewinds_to_the_one_chosen()
 /// The rows of the live area between the last request's cells and the
 /// input: the pinned plan, when there is one.
 fn pinned(term: &Term) -> Vec<String> {
+    // The turn's last lines reach the screen a frame before the live area
+    // is drawn again under them (seen on a loaded machine): wait for it.
+    term.wait_for(" · mode ");
     let rows = term.rows();
     let status = rows
         .iter()

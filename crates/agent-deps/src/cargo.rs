@@ -190,11 +190,7 @@ fn direct_deps(lock: &Lock, members: &HashSet<String>) -> HashSet<(String, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::test_files::write;
 
     #[test]
     fn the_lock_resolves_to_registry_folders_with_the_direct_ones_marked() {

@@ -268,6 +268,18 @@ pub fn normalize(ecosystem: Ecosystem, name: &str) -> String {
     }
 }
 
+/// What the resolvers' tests lay out on disk.
+#[cfg(test)]
+mod test_files {
+    use std::path::Path;
+
+    /// `text` at `path`, its folders made.
+    pub(crate) fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,11 +131,7 @@ fn installed(root: &Path, declared: &BTreeSet<String>, out: &mut Resolution) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::test_files::write;
 
     #[test]
     fn the_lock_names_installed_versions_and_nested_copies() {

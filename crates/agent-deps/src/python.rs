@@ -279,11 +279,7 @@ fn requirement_name(spec: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::test_files::write;
 
     /// A distribution installed as pip installs one: its files and a
     /// dist-info with METADATA and RECORD.

@@ -1165,8 +1165,9 @@ fn is_test_chunk(hit: &Hit) -> bool {
 
 /// For a question by relation ("what calls minimize", "tests for
 /// find_iter"): the chunks that use the name without defining it (for
-/// tests, only test code) above everything, then its definitions, then the
-/// rest, each group in fused order. The name's definition is what a plain
+/// tests, only test code; for callers, the library's own calls before the
+/// tests', which a caller question is rarely after) above everything, then
+/// its definitions, then the rest, each group in fused order. The name's definition is what a plain
 /// search ranks first, and the one thing the question does not ask for.
 pub fn references_first(
     ranked: Vec<(Hit, f32)>,
@@ -1184,10 +1185,13 @@ pub fn references_first(
     let mut seen: HashSet<String> = HashSet::new();
     for (hit, score) in ranked {
         let share = (score / top).clamp(0.0, 1.0);
+        let in_test = is_test_chunk(&hit);
         let refers = !defines(&hit)
             && uses_in_code(&hit.row.text, bare)
-            && (relation == query::Relation::Callers || is_test_chunk(&hit));
-        let score = if refers {
+            && (relation == query::Relation::Callers || in_test);
+        let score = if refers && relation == query::Relation::Callers && !in_test {
+            top * (4.0 + share)
+        } else if refers {
             top * (3.0 + share)
         } else if defines(&hit) {
             top * (2.0 + share)
@@ -1674,14 +1678,16 @@ mod tests {
             query::Relation::Callers,
             "minimize",
         ));
+        // regex-automata's tests call the config's `minimize(true)` over
+        // and over; the library's one call is what the question is after.
         assert_eq!(
             &out[..3],
             [
-                "tests/dfa/suite.rs:10",
                 "src/dfa/dense.rs:1262",
+                "tests/dfa/suite.rs:10",
                 "src/dfa/dense.rs:1250"
             ],
-            "callers (in fused order), then the definition: {out:?}"
+            "the library's callers, the tests', then the definition: {out:?}"
         );
         let out = order(&references_first(
             ranked,

@@ -58,7 +58,7 @@ pub(crate) fn open_agent_with(
 pub(crate) fn terminal_approver(mode: Mode) -> Box<dyn Approver> {
     match mode {
         Mode::Yolo => Box::new(TerminalApprover::yolo()),
-        Mode::Confirm | Mode::Human => Box::new(TerminalApprover::new()),
+        Mode::Confirm | Mode::Human | Mode::Plan => Box::new(TerminalApprover::new()),
     }
 }
 

@@ -10,7 +10,7 @@ use anyhow::Result;
 use agent_acp::StdioServer;
 use agent_cli::AcpArgs;
 use agent_session::mcp::ServerConfig;
-use agent_session::settings::{Mode, Sampling};
+use agent_session::settings::Sampling;
 use agent_session::shared::SharedProvider;
 use agent_session::{Agent, Opening};
 
@@ -64,9 +64,5 @@ impl agent_acp::Sessions for Factory<'_> {
             None,
             &mut crate::terminal::print,
         )
-    }
-
-    fn yolo(&self) -> bool {
-        self.args.agent.mode == Mode::Yolo
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::exit;
 use crate::session;
+use crate::terminal::LineAsk;
 use agent_base::cancel::CancelToken;
 use agent_cli::{AskArgs, OutputFormat};
 use agent_line::{JsonLinesUi, TerminalUi};
@@ -64,16 +65,34 @@ fn answer(args: &AskArgs, request: Request, cancel: &CancelToken, verbose: bool)
         OutputFormat::Json => &mut quiet,
         OutputFormat::StreamJson => &mut lines,
     };
-    let outcome = session
+    let mut outcome = session
         .agent
         .handle(request, ui, session.approver.as_mut(), cancel)?;
     match format {
         OutputFormat::Text => {
             session::print_outcome(&outcome);
             print_result(&outcome);
+            // Plan mode: the plan is put to the user on the terminal.
+            let say = &mut crate::terminal::print;
+            while let Some(next) = session.approve_plan(&outcome, &mut LineAsk, say) {
+                session.approver = session::terminal_approver(session.agent.mode());
+                let request = Request::new(next, Vec::new());
+                outcome = session
+                    .agent
+                    .handle(request, ui, session.approver.as_mut(), cancel)?;
+                session::print_outcome(&outcome);
+                print_result(&outcome);
+            }
         }
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
         OutputFormat::StreamJson => lines.event("final", serde_json::to_value(&outcome)?),
+    }
+    if outcome.planned {
+        eprintln!(
+            "plan mode: nothing was changed. To carry the plan out, continue the session \
+(`agent chat --resume {}`) and ask for it.",
+            outcome.session_id
+        );
     }
     Ok(agent_session::outcome::exit_code(&outcome))
 }

@@ -104,11 +104,13 @@ struct Chat {
     ask: Box<dyn Ask>,
 }
 
-/// After a line: go on, or quit.
+/// After a line: go on, quit, or send the request that carries out the
+/// plan the user just approved (in the mode planned from).
 #[derive(PartialEq)]
 enum Flow {
     Next,
     Quit,
+    CarryOut(String),
 }
 
 impl Chat {
@@ -124,7 +126,17 @@ impl Chat {
             if stdin.lock().read_line(&mut line)? == 0 {
                 break;
             }
-            if self.line(&line, &mut ui, show_diffs, true, cancel) == Flow::Quit {
+            let mut flow = self.line(&line, &mut ui, show_diffs, true, cancel);
+            loop {
+                // `/plan` or an approved plan changed the mode: its approver.
+                if self.mode != self.session.agent.mode() {
+                    self.mode = self.session.agent.mode();
+                    self.session.approver = crate::session::terminal_approver(self.mode);
+                }
+                let Flow::CarryOut(request) = flow else { break };
+                flow = self.line(&request, &mut ui, show_diffs, true, cancel);
+            }
+            if flow == Flow::Quit {
                 break;
             }
         }
@@ -166,7 +178,16 @@ impl Chat {
             };
             tui.busy(true);
             let yolo = self.mode == Mode::Yolo;
-            let flow = self.line(&text, &mut ui, yolo, false, cancel);
+            let mut flow = self.line(&text, &mut ui, yolo, false, cancel);
+            while let Flow::CarryOut(request) = flow {
+                self.mode_set(self.session.agent.mode(), &tui);
+                let yolo = self.mode == Mode::Yolo;
+                flow = self.line(&request, &mut ui, yolo, false, cancel);
+            }
+            // `/plan` may have changed the mode.
+            if self.mode != self.session.agent.mode() {
+                self.mode_set(self.session.agent.mode(), &tui);
+            }
             tui.busy(false);
             tui.plan(self.session.agent.plan());
             tui.status(self.status());
@@ -189,6 +210,11 @@ impl Chat {
                 self.refusals_told.push(why);
             }
         }
+        self.mode_set(mode, tui);
+    }
+
+    /// The mode is now `mode`: the approver, the diffs and the status line follow.
+    fn mode_set(&mut self, mode: Mode, tui: &agent_tui::Tui) {
         self.mode = mode;
         let yolo = mode == Mode::Yolo;
         self.session.approver = Box::new(tui.approver(yolo));
@@ -242,7 +268,14 @@ impl Chat {
             .session
             .request(request.as_str(), ui, cancel, &mut terminal::print)
         {
-            Ok(outcome) => print_outcome_on(&outcome, stdout),
+            Ok(outcome) => {
+                print_outcome_on(&outcome, stdout);
+                let say = &mut terminal::print;
+                if let Some(request) = self.session.approve_plan(&outcome, self.ask.as_mut(), say) {
+                    cancel.reset();
+                    return Flow::CarryOut(request);
+                }
+            }
             Err(e) => eprintln!("error: {}", untrusted_text(&format!("{e:#}"))),
         }
         cancel.reset();

@@ -230,7 +230,10 @@ fn an_editor_runs_a_session_with_permissions_diffs_a_cancel_and_loads_it_again()
         assert!(step["error"].is_null(), "{step}");
     }
     let load = &steps[0];
-    assert_eq!(load["result"], json!({}));
+    assert_eq!(
+        load["result"]["modes"]["currentModeId"], "confirm",
+        "{load}"
+    );
     // The request as the user wrote it, not the context the model saw with it.
     let asked: Vec<&str> = updates(load, "user_message_chunk")
         .iter()
@@ -610,6 +613,81 @@ fn a_coding_tasks_plan_reaches_the_editor_as_plan_updates_and_comes_back_on_load
     let plans = updates(load, "plan");
     assert_eq!(plans.len(), 1, "{load}");
     assert_eq!(plans[0]["entries"], json!(plans_last(&report)), "{load}");
+}
+
+/// Plan mode from the editor: the modes are offered (the SDK checks their
+/// shape), `session/set_mode` picks plan, a planned task writes nothing and
+/// its plan is put to the user as a `switch_mode` permission; yes returns
+/// to the mode planned from, says so (`current_mode_update`), and carries
+/// the plan out, its write asked for as confirm mode asks.
+#[test]
+fn an_editor_plans_in_plan_mode_and_an_approved_plan_is_carried_out() {
+    let Some(sdk) = acp_client() else {
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripted tests set it up)");
+    };
+    let dir = repo();
+    let write = r#"{"thought": "t", "tool": "write_file", "args": {"path": "sub.py", "content": "def sub(a, b):\n    return a - b\n"}}"#;
+    let script = write_script(
+        dir.path(),
+        json!([
+            write,
+            r#"{"thought": "t", "tool": "todo", "args": {"items": [{"text": "Add sub to sub.py", "status": "pending"}]}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Plan: add sub to sub.py."}}"#,
+            write,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Added sub to sub.py."}}"#
+        ]),
+    );
+    let report = drive(
+        &sdk,
+        dir.path(),
+        &["--script", script.to_str().unwrap()],
+        json!([
+            {"new": true},
+            {"setMode": "sudo"},
+            {"setMode": "plan"},
+            {"prompt": "Add a function sub to sub.py that returns a minus b",
+             "answers": ["allow-once", "allow-once"]}
+        ]),
+    );
+    let steps = report["steps"].as_array().unwrap();
+    let modes = &steps[0]["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "confirm", "{modes}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["confirm", "yolo", "plan", "human"], "{modes}");
+    assert!(
+        steps[1]["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no mode sudo"),
+        "{}",
+        steps[1]
+    );
+    assert!(steps[2]["error"].is_null(), "{}", steps[2]);
+    let task = &steps[3];
+    assert!(task["error"].is_null(), "{task}");
+    let asked = task["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "the plan, then the write: {task}");
+    assert_eq!(
+        asked[0]["request"]["toolCall"]["kind"], "switch_mode",
+        "{task}"
+    );
+    assert!(
+        asked[0]["request"]["toolCall"]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("in confirm mode"),
+        "{task}"
+    );
+    assert_eq!(asked[1]["request"]["toolCall"]["kind"], "edit", "{task}");
+    let switched = updates(task, "current_mode_update");
+    assert_eq!(switched.len(), 1, "{task}");
+    assert_eq!(switched[0]["currentModeId"], "confirm");
+    assert!(dir.path().join("sub.py").is_file(), "{task}");
 }
 
 /// The entries of the last plan update of the report's second step.

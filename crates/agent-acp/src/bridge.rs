@@ -351,3 +351,53 @@ impl Approver for AcpApprover {
         decision
     }
 }
+
+/// The user's yes to a plan (plan mode), asked as the client asks every
+/// permission: a `switch_mode` call, since yes leaves plan mode.
+pub(crate) struct PlanAsk {
+    pub turn: Rc<RefCell<Turn>>,
+    pub cancel: CancelToken,
+}
+
+impl agent_protocol::Ask for PlanAsk {
+    fn choose(&mut self, _: &str, _: &[String]) -> Option<usize> {
+        None
+    }
+
+    fn confirm(&mut self, question: &str) -> bool {
+        let turn = self.turn.borrow();
+        let request = RequestPermissionRequest {
+            session_id: turn.session.clone(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: "plan-approval".into(),
+                title: Some("Carry out the plan".into()),
+                kind: Some(ToolKind::SwitchMode),
+                status: Some(ToolCallStatus::Pending),
+                content: Some(vec![ToolCallContent::Content {
+                    content: ContentBlock::text(question),
+                }]),
+                locations: None,
+            },
+            options: vec![
+                PermissionOption {
+                    option_id: ALLOW_ONCE.into(),
+                    name: "Yes, carry it out".into(),
+                    kind: PermissionOptionKind::AllowOnce,
+                },
+                PermissionOption {
+                    option_id: REJECT.into(),
+                    name: "No, keep planning".into(),
+                    kind: PermissionOptionKind::RejectOnce,
+                },
+            ],
+        };
+        let peer = turn.peer.clone();
+        drop(turn);
+        let answer = peer.ask("session/request_permission", &request, &self.cancel);
+        let chosen = answer
+            .ok()
+            .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok());
+        matches!(chosen.map(|r| r.outcome),
+            Some(PermissionOutcome::Selected { option_id }) if option_id == ALLOW_ONCE)
+    }
+}

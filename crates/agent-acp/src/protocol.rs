@@ -29,6 +29,13 @@ pub struct NewSessionRequest {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub struct SetSessionModeRequest {
+    pub session_id: String,
+    pub mode_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LoadSessionRequest {
     pub session_id: String,
     pub cwd: String,
@@ -166,6 +173,12 @@ pub enum SessionUpdate {
     AvailableCommandsUpdate {
         available_commands: Vec<AvailableCommand>,
     },
+    /// The session's mode changed on the agent's side (an approved plan is
+    /// carried out in the mode the user planned from).
+    #[serde(rename_all = "camelCase")]
+    CurrentModeUpdate {
+        current_mode_id: String,
+    },
 }
 
 /// A command of the `/` menu.
@@ -230,6 +243,8 @@ pub enum ToolKind {
     Edit,
     Search,
     Execute,
+    /// Leaves the current mode: the approval of a plan.
+    SwitchMode,
     Other,
 }
 

@@ -12,7 +12,7 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use crate::bridge::{plan_update, send_update, AcpApprover, AcpUi, Turn};
+use crate::bridge::{plan_update, send_update, AcpApprover, AcpUi, PlanAsk, Turn};
 use crate::client_fs::{ClientFiles, Offered};
 use crate::protocol::*;
 use crate::rpc::{self, Incoming, Peer, RpcError};
@@ -20,6 +20,7 @@ use agent_base::cancel::CancelToken;
 use agent_protocol::AlwaysDecline;
 use agent_protocol::Finish;
 use agent_protocol::{Attachment, Request};
+use agent_session::settings::{mode_help, mode_name, Mode};
 use agent_session::Agent;
 use agent_session::{ChatSession, NoAnswers, Notice, Reply};
 
@@ -29,8 +30,6 @@ pub trait Sessions {
     /// servers joined to the workspace's own; `resume` continues a saved
     /// session of ours.
     fn open(&mut self, cwd: &Path, mcp: Vec<StdioServer>, resume: Option<&str>) -> Result<Agent>;
-    /// `--mode yolo`: writes and commands are not asked about.
-    fn yolo(&self) -> bool;
 }
 
 struct Session {
@@ -131,8 +130,9 @@ impl Server<'_> {
                     std::process::id(),
                     self.next
                 );
+                let modes = modes(&agent);
                 self.insert(&id, agent);
-                Ok(json!({"sessionId": id}))
+                Ok(json!({"sessionId": id, "modes": modes}))
             }
             "session/load" => {
                 let request: LoadSessionRequest = params(method, p)?;
@@ -158,7 +158,24 @@ impl Server<'_> {
                 if !agent.plan().is_empty() {
                     send_update(&self.peer, &request.session_id, plan_update(agent.plan()));
                 }
+                let modes = modes(&agent);
                 self.insert(&request.session_id, agent);
+                Ok(json!({ "modes": modes }))
+            }
+            "session/set_mode" => {
+                let request: SetSessionModeRequest = params(method, p)?;
+                let session = self.session(&request.session_id)?;
+                let mode = Mode::ALL
+                    .into_iter()
+                    .find(|m| mode_name(m) == request.mode_id)
+                    .ok_or_else(|| {
+                        RpcError::new(rpc::INVALID_PARAMS, format!("no mode {}", request.mode_id))
+                    })?;
+                session
+                    .chat
+                    .agent
+                    .set_mode(mode)
+                    .map_err(|why| RpcError::new(rpc::INVALID_PARAMS, why))?;
                 Ok(json!({}))
             }
             "session/prompt" => {
@@ -167,7 +184,7 @@ impl Server<'_> {
             }
             _ => Err(RpcError::new(
                 rpc::METHOD_NOT_FOUND,
-                format!("method not found: {method} (this agent serves initialize, authenticate, session/new, session/load, session/prompt and session/cancel)"),
+                format!("method not found: {method} (this agent serves initialize, authenticate, session/new, session/load, session/set_mode, session/prompt and session/cancel)"),
             )),
         }
     }
@@ -233,36 +250,38 @@ impl Server<'_> {
         );
     }
 
+    /// The open session `id`, or why there is none.
+    fn session(&mut self, id: &str) -> Result<&mut Session, RpcError> {
+        self.sessions.get_mut(id).ok_or_else(|| {
+            RpcError::new(
+                rpc::INVALID_PARAMS,
+                format!("no session {id} here; open one with session/new or session/load"),
+            )
+        })
+    }
+
     /// Runs the loop on the prompt; its events stream as it runs.
     fn prompt(&mut self, request: PromptRequest) -> Result<Value, RpcError> {
-        let yolo = self.factory.yolo();
-        let Some(session) = self.sessions.get_mut(&request.session_id) else {
-            return Err(RpcError::new(
-                rpc::INVALID_PARAMS,
-                format!(
-                    "no session {} here; open one with session/new or session/load",
-                    request.session_id
-                ),
-            ));
-        };
+        let peer = self.peer.clone();
+        let session = self.session(&request.session_id)?;
         let mut asked = prompt_request(&request.prompt, session.chat.agent.workspace());
         if asked.text.trim().is_empty() && asked.attachments.is_empty() {
             return Err(RpcError::new(rpc::INVALID_PARAMS, "the prompt has no text"));
         }
         session.cancel.reset();
         let turn = Turn::new(
-            self.peer.clone(),
+            peer.clone(),
             &request.session_id,
             session.chat.agent.workspace(),
         );
         let mut ui = AcpUi(turn.clone());
-        session.chat.approver = Box::new(AcpApprover {
-            turn,
+        let approver = |session: &Session| AcpApprover {
+            turn: turn.clone(),
             cancel: session.cancel.clone(),
-            yolo,
+            yolo: session.chat.agent.mode() == Mode::Yolo,
             always: session.always.clone(),
-        });
-        let peer = self.peer.clone();
+        };
+        session.chat.approver = Box::new(approver(session));
         let id = request.session_id.clone();
         let mut say = |n: Notice| {
             send_update(
@@ -288,20 +307,42 @@ impl Server<'_> {
                 Reply::Done | Reply::Quit => return Ok(json!({"stopReason": StopReason::EndTurn})),
             }
         }
-        let outcome = session
+        let mut outcome = session
             .chat
             .request(asked, &mut ui, &session.cancel, &mut say)
             .map_err(internal)?;
-        remember(&session.chat.agent, &request.session_id);
-        // The terminal prints these answers after the run; so does the editor.
-        if outcome.finish.unanswered() {
+        loop {
+            remember(&session.chat.agent, &request.session_id);
+            // The terminal prints these answers after the run; so does the editor.
+            if outcome.finish.unanswered() {
+                send_update(
+                    &peer,
+                    &request.session_id,
+                    SessionUpdate::AgentMessageChunk {
+                        content: ContentBlock::text(outcome.answer.clone()),
+                    },
+                );
+            }
+            let mut ask = PlanAsk {
+                turn: turn.clone(),
+                cancel: session.cancel.clone(),
+            };
+            let Some(next) = session.chat.approve_plan(&outcome, &mut ask, &mut say) else {
+                break;
+            };
+            // Approved: out of plan mode, the editor shown so, and on with it.
             send_update(
-                &self.peer,
+                &peer,
                 &request.session_id,
-                SessionUpdate::AgentMessageChunk {
-                    content: ContentBlock::text(outcome.answer.clone()),
+                SessionUpdate::CurrentModeUpdate {
+                    current_mode_id: mode_name(&session.chat.agent.mode()),
                 },
             );
+            session.chat.approver = Box::new(approver(session));
+            outcome = session
+                .chat
+                .request(next.as_str(), &mut ui, &session.cancel, &mut say)
+                .map_err(internal)?;
         }
         let stop = match outcome.finish {
             Finish::Cancelled => StopReason::Cancelled,
@@ -411,6 +452,17 @@ fn percent_decoded(text: &str) -> Option<String> {
 /// (ours are only named at the first request, after `session/new` answered).
 fn ids_file(workspace: &Path) -> PathBuf {
     agent_base::paths::state_dir(workspace).join("acp-sessions.json")
+}
+
+/// The session's modes as ACP's `SessionModeState`: the current one and
+/// those the administrator allows.
+fn modes(agent: &Agent) -> Value {
+    let available: Vec<Value> = agent
+        .allowed_modes()
+        .iter()
+        .map(|m| json!({"id": mode_name(m), "name": mode_name(m), "description": mode_help(m)}))
+        .collect();
+    json!({"currentModeId": mode_name(&agent.mode()), "availableModes": available})
 }
 
 fn remember(agent: &Agent, acp_id: &str) {

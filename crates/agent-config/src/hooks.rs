@@ -294,6 +294,7 @@ pub fn verdict(event: Event, exit_code: i32, stdout: &str, stderr: &str) -> Verd
 pub fn permission_mode(mode: Mode) -> &'static str {
     match mode {
         Mode::Yolo => "bypassPermissions",
+        Mode::Plan => "plan",
         Mode::Confirm | Mode::Human => "default",
     }
 }

@@ -228,6 +228,11 @@ pub struct Outcome {
     /// request was answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_error: Option<String>,
+    /// A coding task planned, not done (plan mode, or the administrator's
+    /// `require_plan`): the plan and the answer await the user's approval
+    /// ([`Agent::carry_out`]); nothing was changed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub planned: bool,
 }
 
 pub struct Agent {
@@ -287,6 +292,12 @@ pub struct Agent {
     /// The model's plan (`todo`): session state, rebuilt from the session's
     /// calls on resume and rewind; dropped once every item is done.
     plan: Vec<todo::Item>,
+    /// The mode an approved plan is carried out in: the one the user
+    /// switched to plan mode from.
+    planned_from: Mode,
+    /// The next request carries out an approved plan: a coding task, with
+    /// every tool, whatever `require_plan` says.
+    carrying_out: bool,
 }
 
 /// The map's share of the context window at most: smaller than `agent map`
@@ -330,6 +341,11 @@ const STOPPED_NOTE: &str = "The previous request was stopped. (stopped before an
 const PLAN_NOTE: &str = "(For a task of several steps, you may keep a plan with the todo tool, \
 args {\"items\": [{\"text\": \"...\", \"status\": \"pending|in_progress|done\"}]}: \
 the whole list each time, one item in_progress, marked done as you go.)";
+/// A coding task in plan mode: look, write the plan, change nothing.
+const PLAN_MODE_NOTE: &str = "(Plan mode: change nothing now. Read what you need, then write the plan \
+with the todo tool, args {\"items\": [{\"text\": \"...\", \"status\": \"pending\"}]}: one item per change, \
+naming the file and function; then call finish with a short summary of the plan. \
+It is carried out once the user approves it.)";
 
 /// Where a request stands when the model gives a final answer.
 struct Step<'a> {
@@ -489,6 +505,12 @@ impl Agent {
             prefetch_results: config.prefetch,
             first_prompt: None,
             plan,
+            planned_from: if config.mode == Mode::Plan {
+                Mode::default()
+            } else {
+                config.mode
+            },
+            carrying_out: false,
             config,
         })
     }
@@ -730,6 +752,9 @@ impl Agent {
     pub fn set_mode(&mut self, mode: Mode) -> Result<(), String> {
         self.config.managed.check_mode(mode)?;
         let from = self.policy.mode;
+        if mode == Mode::Plan && from != Mode::Plan {
+            self.planned_from = from;
+        }
         self.config.mode = mode;
         self.policy.mode = mode;
         // An administrator reads who loosened or tightened the asking, and when.
@@ -740,14 +765,22 @@ impl Agent {
         Ok(())
     }
 
+    /// The modes the administrator allows, in the cycle's order.
+    pub fn allowed_modes(&self) -> Vec<Mode> {
+        Mode::ALL
+            .into_iter()
+            .filter(|m| self.config.managed.allows_mode(*m))
+            .collect()
+    }
+
     /// The next mode of the cycle ([`Mode::next`]) the administrator allows
     /// (this one when neither other is), and the refusals of the modes
     /// skipped on the way; nothing is set.
     pub fn next_mode(&self) -> (Mode, Vec<String>) {
         let mut refusals = Vec::new();
         let mut mode = self.mode();
-        // At most the two other modes.
-        for _ in 0..2 {
+        // At most every other mode.
+        for _ in 1..Mode::ALL.len() {
             mode = mode.next();
             match self.config.managed.check_mode(mode) {
                 Ok(()) => return (mode, refusals),
@@ -755,6 +788,54 @@ impl Agent {
             }
         }
         (self.mode(), refusals)
+    }
+
+    /// Whether a request of this label is planned rather than done: a
+    /// coding task in plan mode, or under the administrator's
+    /// `require_plan` unless it carries out an approved plan.
+    pub(crate) fn plans(&self, label: intent::Label, carrying_out: bool) -> bool {
+        label == intent::Label::CodingTask
+            && (self.mode() == Mode::Plan || (self.config.managed.require_plan && !carrying_out))
+    }
+
+    /// The mode an approved plan is carried out in: the one the user
+    /// switched to plan mode from, or this one outside plan mode.
+    pub fn planned_from(&self) -> Mode {
+        if self.mode() == Mode::Plan {
+            self.planned_from
+        } else {
+            self.mode()
+        }
+    }
+
+    /// The user approved the plan `outcome` ended with ([`Outcome::planned`]):
+    /// plan mode gives way to the mode the user planned from, and the
+    /// request that carries the plan out is returned for the front end to
+    /// send (it runs as a coding task, with every tool). Err(the
+    /// administrator's refusal) when that mode is not allowed.
+    pub fn carry_out(&mut self, outcome: &Outcome) -> Result<String, String> {
+        if self.mode() == Mode::Plan {
+            self.set_mode(self.planned_from)?;
+        }
+        self.carrying_out = true;
+        let plan: Vec<String> = outcome
+            .plan
+            .iter()
+            .enumerate()
+            .map(|(i, item)| format!("{}. {}", i + 1, item.text))
+            .collect();
+        let plan = if plan.is_empty() {
+            outcome.answer.trim().to_string()
+        } else {
+            plan.join("\n")
+        };
+        self.log.audit(
+            "plan_approved",
+            json!({"mode": mode_name(&self.mode()), "plan": plan}),
+        );
+        Ok(format!(
+            "I approve your plan. Carry it out now, item by item, marking each done with the todo tool:\n{plan}"
+        ))
     }
 
     /// [`Agent::next_mode`], now set.
@@ -1351,11 +1432,16 @@ pub(crate) fn request_text(turn: usize, content: &str) -> &str {
 
 /// A request turn's text without the note the loop appended for the model.
 pub(crate) fn strip_notes(text: &str) -> &str {
-    [QUESTION_NOTE, ANSWER_DIRECTLY_NOTE, PLAN_NOTE]
-        .iter()
-        .filter_map(|note| text.rfind(&format!("\n\n{note}")))
-        .min()
-        .map_or(text, |end| &text[..end])
+    [
+        QUESTION_NOTE,
+        ANSWER_DIRECTLY_NOTE,
+        PLAN_NOTE,
+        PLAN_MODE_NOTE,
+    ]
+    .iter()
+    .filter_map(|note| text.rfind(&format!("\n\n{note}")))
+    .min()
+    .map_or(text, |end| &text[..end])
 }
 
 /// The repository map of `root`, opened on first use and brought up to
@@ -1376,9 +1462,11 @@ fn refreshed_map<'a>(
     }
 }
 
-fn request_message(request: &str, allowed: &[ToolSpec]) -> String {
+fn request_message(request: &str, allowed: &[ToolSpec], planning: bool) -> String {
     let names: Vec<&str> = allowed.iter().map(|s| s.name).collect();
-    if names == [FINISH] {
+    if planning {
+        format!("{request}\n\n{PLAN_MODE_NOTE}")
+    } else if names == [FINISH] {
         format!("{request}\n\n{ANSWER_DIRECTLY_NOTE}")
     } else if !allowed.iter().any(|s| s.access == Access::Write) {
         format!("{request}\n\n{QUESTION_NOTE} {}.)", names.join(", "))

@@ -66,6 +66,8 @@ pub(crate) struct Run {
     /// The latest search results: the fallback answer if the model gives
     /// none that counts.
     found: Option<String>,
+    /// A coding task planned, not done ([`Agent::plans`]).
+    planning: bool,
     pub(crate) max_steps: usize,
     pub(crate) outcome: Outcome,
 }
@@ -152,7 +154,8 @@ impl Agent {
             vocabulary: self.vocabulary.as_ref(),
             tools: &self.extra_tools,
         };
-        let intent = if self.provider.answers_side_requests() {
+        let carrying_out = std::mem::take(&mut self.carrying_out);
+        let mut intent = if self.provider.answers_side_requests() {
             intent::classify(
                 request,
                 &knowledge,
@@ -169,7 +172,17 @@ impl Agent {
             json!({"label": intent.label, "confidence": intent.confidence, "reason": intent.reason,
                    "tool": intent.tool, "ms": gate_ms}),
         );
-        let (tools, access) = tools_for(intent.label);
+        if carrying_out {
+            // The user approved a plan: it is a coding task, whatever its words.
+            intent.label = Label::CodingTask;
+            intent.reason = "carries out the approved plan".into();
+        }
+        let planning = self.plans(intent.label, carrying_out);
+        let (tools, access) = if planning {
+            (ToolAccess::ReadOnly, PLANNING)
+        } else {
+            tools_for(intent.label)
+        };
         ui.intent(&intent, tools);
         self.declined = 0;
         self.refused = 0;
@@ -181,7 +194,7 @@ impl Agent {
             .into_iter()
             .filter(|s| access.contains(&s.access))
             .collect();
-        let message = self.with_files(asked, request_message(request, &allowed), ui);
+        let message = self.with_files(asked, request_message(request, &allowed, planning), ui);
         // The first request opens with the session's context, after the
         // system prompt and the tools, which every request shares.
         let message = match context {
@@ -227,6 +240,7 @@ impl Agent {
             calls_seen,
             stalls: 0,
             found,
+            planning,
             max_steps,
             outcome,
         })
@@ -270,6 +284,7 @@ impl Agent {
             budget: Default::default(),
             result: None,
             result_error: None,
+            planned: false,
         }
     }
 
@@ -537,6 +552,9 @@ Another copy of this call ends the request.",
         outcome.declined = self.declined;
         outcome.budget = self.last_budget;
         outcome.plan = self.plan.clone();
+        outcome.planned = run.planning
+            && outcome.finish != Finish::Cancelled
+            && (outcome.finish == Finish::Answered || !self.plan.is_empty());
         if agent_tools::todo::all_done(&self.plan) {
             // Done: the next request starts without it.
             self.plan.clear();
@@ -602,6 +620,9 @@ create files (\"write a Python script that ...\").)",
         agent_base::term::untrusted(root)
     )
 }
+
+/// What a planned coding task may use: reads, the plan, `finish`.
+const PLANNING: &[Access] = &[Access::Read, Access::Control, Access::Plan];
 
 /// The tools a request of this label gets, and their access classes.
 fn tools_for(label: Label) -> (ToolAccess, &'static [Access]) {

@@ -14,6 +14,7 @@
 //!
 //! ```toml
 //! allowed_modes = ["human", "confirm"]   # permission modes a user may pick
+//! require_plan = true                    # every coding task is planned and approved first
 //! require_sandbox = true                 # no sandbox, no commands
 //! allow_network = false                  # commands never reach the network
 //! allowed_models = ["<sha256>"]          # GGUF files by sha256
@@ -50,6 +51,9 @@ pub struct Managed {
     pub also: Option<PathBuf>,
     /// Permission modes a user may pick; None: all.
     pub allowed_modes: Option<Vec<Mode>>,
+    /// Every coding task is planned in plan mode and changes nothing until
+    /// the user approves its plan (`Mode::Plan`).
+    pub require_plan: bool,
     /// Commands run only inside the sandbox: none when it cannot be set up,
     /// and `--sandbox off` is refused.
     pub require_sandbox: bool,
@@ -77,6 +81,7 @@ impl Default for Managed {
             path: None,
             also: None,
             allowed_modes: None,
+            require_plan: false,
             require_sandbox: false,
             allow_network: None,
             allowed_models: None,
@@ -95,6 +100,8 @@ impl Default for Managed {
 #[serde(deny_unknown_fields)]
 struct File {
     allowed_modes: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    require_plan: bool,
     #[serde(default)]
     require_sandbox: bool,
     allow_network: Option<bool>,
@@ -180,6 +187,7 @@ impl Managed {
             path: self.path,
             also: other.path,
             allowed_modes: both(self.allowed_modes, other.allowed_modes),
+            require_plan: self.require_plan || other.require_plan,
             require_sandbox: self.require_sandbox || other.require_sandbox,
             allow_network,
             allowed_models: both(self.allowed_models, other.allowed_models),
@@ -207,6 +215,7 @@ impl Managed {
         })?;
         let mut managed = Self {
             path: Some(path.to_path_buf()),
+            require_plan: file.require_plan,
             require_sandbox: file.require_sandbox,
             allow_network: file.allow_network,
             allowed_servers: file
@@ -222,7 +231,10 @@ impl Managed {
                 let mode = Mode::from_str(m.get_ref(), true).map_err(|_| {
                     bad(
                         m.span().start,
-                        format!("`{}` is not a mode (human, confirm, yolo)", m.get_ref()),
+                        format!(
+                            "`{}` is not a mode (human, confirm, yolo, plan)",
+                            m.get_ref()
+                        ),
                     )
                 })?;
                 modes.push(mode);
@@ -439,6 +451,13 @@ pub fn mode_name(mode: &Mode) -> String {
         .unwrap_or_default()
 }
 
+/// What a mode does, in a line (its `--mode` help).
+pub fn mode_help(mode: &Mode) -> String {
+    mode.to_possible_value()
+        .and_then(|v| v.get_help().map(|h| h.to_string()))
+        .unwrap_or_default()
+}
+
 /// URLs compared without a trailing slash.
 fn normal_url(url: &str) -> String {
     url.trim().trim_end_matches('/').to_string()
@@ -532,10 +551,11 @@ mod tests {
         )
         .unwrap();
         // Issue 50's attack: an empty file named by the variable.
-        std::fs::write(&named, "allowed_modes = [\"yolo\", \"confirm\"]\nallow_network = true\nprotected_paths = [\"ci\"]\n").unwrap();
+        std::fs::write(&named, "allowed_modes = [\"yolo\", \"confirm\"]\nallow_network = true\nprotected_paths = [\"ci\"]\nrequire_plan = true\n").unwrap();
         let m = Managed::load_from(&system, Some(&named)).unwrap();
         assert_eq!(m.allowed_modes, Some(vec![Mode::Confirm]));
         assert!(m.require_sandbox);
+        assert!(m.require_plan, "either file may require plans");
         assert_eq!(m.allow_network, Some(false));
         assert_eq!(
             m.protected_paths,

@@ -34,17 +34,30 @@ pub enum Mode {
     Confirm,
     /// Never ask (the command policy still applies).
     Yolo,
+    /// Look, don't touch: reads and the plan (`todo`) only; a coding task
+    /// ends with a plan the user approves before anything changes, and is
+    /// then carried out in the mode the user planned from.
+    Plan,
 }
 
 impl Mode {
     /// The mode after this one in the terminal UI's Shift+Tab cycle:
-    /// human → confirm → yolo → human.
+    /// human → confirm → yolo → plan → human.
     pub fn next(self) -> Mode {
         match self {
             Mode::Human => Mode::Confirm,
             Mode::Confirm => Mode::Yolo,
-            Mode::Yolo => Mode::Human,
+            Mode::Yolo => Mode::Plan,
+            Mode::Plan => Mode::Human,
         }
+    }
+
+    /// Every mode, in the cycle's order from the default.
+    pub const ALL: [Mode; 4] = [Mode::Confirm, Mode::Yolo, Mode::Plan, Mode::Human];
+
+    /// Whether a request in this mode may change files or run commands.
+    pub fn acts(self) -> bool {
+        self != Mode::Plan
     }
 }
 
@@ -55,6 +68,9 @@ impl Policy {
             Mode::Human => !matches!(access, Access::Control | Access::Plan),
             Mode::Confirm => matches!(access, Access::Write | Access::Execute),
             Mode::Yolo => false,
+            // Nothing that writes or runs is offered; were it asked for, the
+            // user would be.
+            Mode::Plan => matches!(access, Access::Write | Access::Execute),
         }
     }
 }
@@ -72,12 +88,20 @@ mod tests {
         assert!(Policy::builtin(Mode::Human).needs_approval(Access::Read));
         assert!(!Policy::builtin(Mode::Yolo).needs_approval(Access::Execute));
         assert!(!Policy::builtin(Mode::Human).needs_approval(Access::Plan));
+        let plan = Policy::builtin(Mode::Plan);
+        assert!(!plan.needs_approval(Access::Read) && !plan.needs_approval(Access::Plan));
+        assert!(plan.needs_approval(Access::Write) && plan.needs_approval(Access::Execute));
     }
 
     #[test]
     fn the_cycle_visits_every_mode_once() {
-        let cycle = [Mode::Confirm.next(), Mode::Confirm.next().next()];
-        assert_eq!(cycle, [Mode::Yolo, Mode::Human]);
-        assert_eq!(Mode::Human.next(), Mode::Confirm);
+        let mut mode = Mode::ALL[0];
+        let mut seen = Vec::new();
+        for _ in Mode::ALL {
+            seen.push(mode);
+            mode = mode.next();
+        }
+        assert_eq!(seen, Mode::ALL);
+        assert_eq!(mode, Mode::ALL[0], "the cycle closes");
     }
 }

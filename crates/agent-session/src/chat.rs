@@ -18,7 +18,7 @@ use agent_tools::grep::cut;
 use agent_tools::Approver;
 use anyhow::{bail, Result};
 
-use crate::settings::Mode;
+use crate::settings::{mode_name, Mode};
 use crate::{Ask, CommandInfo, Notice, Say};
 
 /// An agent in a chat, the approver its mode calls for, and the chat's totals.
@@ -66,6 +66,40 @@ impl ChatSession {
             self.yolo_accepted = true;
         }
         self.agent.cycle_mode()
+    }
+
+    /// After a request that ended with a plan for the user's approval
+    /// ([`Outcome::planned`]): asks; on yes, plan mode gives way to the
+    /// mode planned from and the request that carries the plan out is
+    /// returned, for the front end to send. On no, the chat stays in plan
+    /// mode for the user to say what to change.
+    pub fn approve_plan(
+        &mut self,
+        outcome: &Outcome,
+        ask: &mut dyn Ask,
+        say: Say<'_>,
+    ) -> Option<String> {
+        if !outcome.planned {
+            return None;
+        }
+        let mode = self.agent.planned_from();
+        let question = format!(
+            "Carry out this plan now, in {} mode? (no: keep planning)",
+            mode_name(&mode)
+        );
+        if !ask.confirm(&question) {
+            say(Notice::Quiet(
+                "the plan waits: say what to change, or /plan to leave plan mode".into(),
+            ));
+            return None;
+        }
+        match self.agent.carry_out(outcome) {
+            Ok(request) => Some(request),
+            Err(why) => {
+                say(Notice::Failed(why));
+                None
+            }
+        }
     }
 
     /// One request: its `@` mentions attached, the agent's outcome counted.
@@ -123,6 +157,7 @@ impl ChatSession {
                 });
             }
             "rewind" => rewind(agent, rest, ask, cancel, say),
+            "plan" => return plan_command(agent, rest, say),
             "model" => {
                 let (_, window) = agent.context_usage();
                 say(Notice::Plain(format!(
@@ -155,6 +190,35 @@ const QUIT: &[&str] = &["/exit", "/quit", "/q"];
 pub fn quit_command(line: &str) -> Option<&'static str> {
     let name = line.split_whitespace().next()?;
     QUIT.iter().copied().find(|q| *q == name)
+}
+
+/// What `/plan` says as plan mode begins.
+pub const PLAN_ON: &str = "plan mode: the agent reads and writes a plan, and changes nothing until you approve it (/plan again leaves)";
+
+/// `/plan`: into plan mode, or (alone, in it) back to the mode planned
+/// from; `/plan REQUEST` plans that request.
+fn plan_command(agent: &mut Agent, rest: &str, say: Say<'_>) -> Reply {
+    let to = if agent.mode() != Mode::Plan {
+        Mode::Plan
+    } else if rest.is_empty() {
+        agent.planned_from()
+    } else {
+        return Reply::Send(rest.to_string());
+    };
+    if let Err(why) = agent.set_mode(to) {
+        say(Notice::Failed(why));
+        return Reply::Done;
+    }
+    say(Notice::Plain(if to == Mode::Plan {
+        PLAN_ON.to_string()
+    } else {
+        format!("{} mode", mode_name(&to))
+    }));
+    if rest.is_empty() {
+        Reply::Done
+    } else {
+        Reply::Send(rest.to_string())
+    }
 }
 
 /// `/clear`: a new conversation; the last one stays saved.
@@ -276,13 +340,14 @@ const CHAT_HELP: &str = "commands:
   /tokens           tokens used so far, and how full the context is
   /compact [focus]  replace the conversation so far by the model's summary of it
   /init             write AGENTS.md for this repository (shown as a diff first)
+  /plan [request]   plan mode: read and plan, change nothing until you approve (again: leave it)
   /exit             quit (also /quit, Ctrl-D)
 anything else goes to the agent; Ctrl-C stops the current step";
 
 /// The built-in commands' names: a prompt file of one of these names is shadowed.
 const BUILT_IN: &[&str] = &[
     "help", "?", "exit", "quit", "q", "clear", "new", "undo", "rewind", "model", "tokens",
-    "compact", "init",
+    "compact", "init", "plan",
 ];
 
 /// What `/` lists: the built-in commands (from [`CHAT_HELP`]), then the
@@ -634,8 +699,8 @@ mod tests {
         assert_eq!(
             names,
             [
-                "help", "clear", "undo", "rewind", "model", "tokens", "compact", "init", "exit",
-                "review"
+                "help", "clear", "undo", "rewind", "model", "tokens", "compact", "init", "plan",
+                "exit", "review"
             ]
         );
         let rewind = &list[3];
@@ -645,7 +710,7 @@ mod tests {
         );
         assert_eq!(rewind.hint.as_deref(), Some("[N [--files]]"));
         assert_eq!(list[0].hint, None);
-        assert_eq!(list[9].description, "review a file");
+        assert_eq!(list[10].description, "review a file");
         let help = help(dir.path());
         assert!(help[1].text().contains("/help"), "{help:?}");
         assert!(
@@ -713,10 +778,141 @@ mod tests {
         assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Yolo);
         assert_eq!(ask.1, [YOLO_WARNING, YOLO_WARNING]);
         // Round the cycle again: yolo is not asked a second time.
+        assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Plan);
         assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Human);
         assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Confirm);
         assert_eq!(chat.cycle_mode(&mut ask).0, Mode::Yolo);
         assert_eq!(ask.1.len(), 2);
+    }
+
+    fn call(tool: &str, args: serde_json::Value) -> String {
+        serde_json::json!({"thought": "t", "tool": tool, "args": args}).to_string()
+    }
+
+    #[test]
+    fn plan_mode_changes_nothing_and_an_approved_plan_is_carried_out_in_the_mode_planned_from() {
+        let dir = workspace();
+        let write = call(
+            "write_file",
+            serde_json::json!({"path": "src/sub.py", "content": "def sub(a, b):\n    return a - b\n"}),
+        );
+        let todo = call(
+            "todo",
+            serde_json::json!({"items": [{"text": "add sub to src/sub.py", "status": "pending"}]}),
+        );
+        let turns = [
+            // Planning: a write is not among the tools, so it is refused.
+            write.as_str(),
+            todo.as_str(),
+            &finish("Plan: add sub() in src/sub.py"),
+            // Carrying it out.
+            write.as_str(),
+            &finish("Added sub()."),
+        ];
+        let mut chat = chat(dir.path(), &turns);
+        let (reply, said) = run(&mut chat, "plan");
+        assert!(matches!(reply, Reply::Done) && said == [Notice::Plain(PLAN_ON.into())]);
+        assert_eq!(chat.agent.mode(), Mode::Plan);
+        let quiet = &mut QuietUi;
+        let cancel = CancelToken::new();
+        let outcome = chat
+            .request(
+                "Add a sub function in src/sub.py",
+                quiet,
+                &cancel,
+                &mut |_| {},
+            )
+            .unwrap();
+        assert!(outcome.planned, "{outcome:?}");
+        assert_eq!(outcome.plan.len(), 1);
+        assert!(
+            !dir.path().join("src/sub.py").exists(),
+            "plan mode wrote a file"
+        );
+
+        // No: the plan waits, in plan mode.
+        let mut said = Vec::new();
+        let mut no = Answers(vec![false], Vec::new());
+        assert!(chat
+            .approve_plan(&outcome, &mut no, &mut |n| said.push(n))
+            .is_none());
+        assert!(no.1[0].contains("in confirm mode"), "{:?}", no.1);
+        assert_eq!(chat.agent.mode(), Mode::Plan);
+
+        // Yes: back to confirm, and the plan's items are the request.
+        let mut yes = Answers(vec![true], Vec::new());
+        let request = chat.approve_plan(&outcome, &mut yes, &mut |_| {}).unwrap();
+        assert!(request.contains("1. add sub to src/sub.py"), "{request}");
+        assert_eq!(chat.agent.mode(), Mode::Confirm);
+        let done = chat
+            .request(request.as_str(), quiet, &cancel, &mut |_| {})
+            .unwrap();
+        assert!(!done.planned);
+        assert!(dir.path().join("src/sub.py").exists(), "{done:?}");
+    }
+
+    #[test]
+    fn an_administrator_who_requires_plans_gets_every_coding_task_planned_first() {
+        let dir = workspace();
+        agent_base::paths::isolate_for_tests();
+        let write = call(
+            "write_file",
+            serde_json::json!({"path": "src/sub.py", "content": "x = 1\n"}),
+        );
+        let turns = [
+            write.clone(),
+            finish("Plan: write src/sub.py"),
+            write,
+            finish("Added src/sub.py."),
+        ];
+        let provider = ScriptedProvider::new(turns.to_vec());
+        let config = AgentConfig {
+            repo_map: false,
+            managed: agent_policy::managed::Managed {
+                require_plan: true,
+                ..Default::default()
+            },
+            ..AgentConfig::new(dir.path())
+        };
+        let agent = Agent::new(Box::new(provider), config, None).unwrap();
+        let mut chat = ChatSession::new(agent, Box::new(AlwaysApprove));
+        let (quiet, cancel) = (&mut QuietUi, CancelToken::new());
+        let planned = chat
+            .request("Create src/sub.py with x = 1", quiet, &cancel, &mut |_| {})
+            .unwrap();
+        assert!(
+            planned.planned && !dir.path().join("src/sub.py").exists(),
+            "{planned:?}"
+        );
+        assert_eq!(chat.agent.mode(), Mode::Confirm, "the mode is the user's");
+        let mut yes = Answers(vec![true], Vec::new());
+        let request = chat.approve_plan(&planned, &mut yes, &mut |_| {}).unwrap();
+        assert!(
+            request.contains("Plan: write src/sub.py"),
+            "no todo: the answer is the plan"
+        );
+        let done = chat
+            .request(request.as_str(), quiet, &cancel, &mut |_| {})
+            .unwrap();
+        assert!(
+            dir.path().join("src/sub.py").exists() && done.steps == 2,
+            "{done:?}"
+        );
+    }
+
+    #[test]
+    fn plan_alone_leaves_plan_mode_and_with_words_plans_them() {
+        let dir = workspace();
+        let mut chat = chat(dir.path(), &[]);
+        chat.agent.set_mode(Mode::Yolo).unwrap();
+        match run(&mut chat, "plan add a flag") {
+            (Reply::Send(request), _) => assert_eq!(request, "add a flag"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(chat.agent.mode(), Mode::Plan);
+        let (_, said) = run(&mut chat, "plan");
+        assert_eq!(said, [Notice::Plain("yolo mode".into())]);
+        assert_eq!(chat.agent.mode(), Mode::Yolo);
     }
 
     #[test]
@@ -726,7 +922,7 @@ mod tests {
         chat.agent.set_mode(Mode::Yolo).unwrap();
         let mut chat = ChatSession::new(chat.agent, Box::new(AlwaysApprove));
         let mut ask = Answers(Vec::new(), Vec::new());
-        for wanted in [Mode::Human, Mode::Confirm, Mode::Yolo] {
+        for wanted in [Mode::Plan, Mode::Human, Mode::Confirm, Mode::Yolo] {
             assert_eq!(chat.cycle_mode(&mut ask).0, wanted);
         }
         assert!(ask.1.is_empty(), "{:?}", ask.1);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub use agent_engine::offload::GpuLayers;
 pub use agent_index::SearchMode;
 pub use agent_llm::{Sampling, Think};
-pub use agent_policy::managed::mode_name;
+pub use agent_policy::managed::{mode_help, mode_name};
 pub use agent_policy::Mode;
 
 /// Which model answers, and how it runs.

@@ -42,6 +42,7 @@ pub(crate) fn line(
     };
     let mode_style = match status.mode.as_str() {
         "yolo" => Style::default().fg(Color::Red),
+        "plan" => Style::default().fg(Color::Magenta),
         _ => Style::default().fg(Color::Cyan),
     };
     let mut spans = vec![

@@ -7,7 +7,6 @@ use anyhow::Result;
 
 use super::exit;
 use crate::session;
-use crate::terminal::LineAsk;
 use agent_base::cancel::CancelToken;
 use agent_cli::{AskArgs, OutputFormat};
 use agent_line::{JsonLinesUi, TerminalUi};
@@ -72,9 +71,13 @@ fn answer(args: &AskArgs, request: Request, cancel: &CancelToken, verbose: bool)
         OutputFormat::Text => {
             session::print_outcome(&outcome);
             print_result(&outcome);
-            // Plan mode: the plan is put to the user on the terminal.
+            // Plan mode: the plan is put to the user, on a terminal only
+            // (as every approval is).
             let say = &mut crate::terminal::print;
-            while let Some(next) = session.approve_plan(&outcome, &mut LineAsk, say) {
+            while let Some(next) = match crate::terminal::ask() {
+                Some(mut ask) => session.approve_plan(&outcome, &mut ask, say),
+                None => None,
+            } {
                 session.approver = session::terminal_approver(session.agent.mode());
                 let request = Request::new(next, Vec::new());
                 outcome = session

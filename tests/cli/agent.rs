@@ -472,6 +472,17 @@ fn on_a_terminal(
     key: &str,
     limit: std::time::Duration,
 ) -> (Option<i32>, String) {
+    answering_on_a_terminal(dir, cmd, &[(prompt, key)], limit)
+}
+
+/// As [`on_a_terminal`], with answers typed in turn: each key once its
+/// prompt shows after the previous answer.
+fn answering_on_a_terminal(
+    dir: &Path,
+    cmd: &str,
+    answers: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> (Option<i32>, String) {
     use std::io::{Read, Write};
     let mut child = Command::new("script")
         .args(["-qfec", cmd, "/dev/null"])
@@ -501,15 +512,18 @@ fn on_a_terminal(
     };
     let mut stdin = child.stdin.take().unwrap();
     let started = std::time::Instant::now();
-    let mut typed = false;
+    let (mut answered, mut from) = (0, 0);
     let code = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status.code();
         }
-        if !typed && seen.lock().unwrap().contains(prompt) {
-            stdin.write_all(key.as_bytes()).unwrap();
-            stdin.flush().unwrap();
-            typed = true;
+        let shown = seen.lock().unwrap().clone();
+        if let Some((prompt, key)) = answers.get(answered) {
+            if shown[from..].contains(prompt) {
+                stdin.write_all(key.as_bytes()).unwrap();
+                stdin.flush().unwrap();
+                (answered, from) = (answered + 1, shown.len());
+            }
         }
         if started.elapsed() > limit {
             let _ = child.kill();
@@ -1309,4 +1323,90 @@ fn a_session_is_titled_with_the_request_not_its_attached_files() {
     let sessions = json_of(&list);
     assert_eq!(sessions[0]["id"], id);
     assert_eq!(sessions[0]["title"], request);
+}
+
+/// A planned task's turns: a write the plan mode does not offer, the plan,
+/// its summary; then, carried out, the write and its answer.
+fn plans_then_writes_new_py(dir: &Path) -> std::path::PathBuf {
+    let write = r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#;
+    write_script(
+        dir,
+        serde_json::json!([
+            write,
+            r#"{"thought": "t", "tool": "todo", "args": {"items": [{"text": "Create new.py holding x = 1", "status": "pending"}]}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Plan: create new.py with x = 1."}}"#,
+            write,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    )
+}
+
+/// `agent ask --mode plan` (issue 56): for a script, the plan as JSON
+/// (`planned`, `plan`), nothing written, and how to carry it out on stderr;
+/// on a terminal, the plan is asked about, and yes carries it out in
+/// confirm mode, whose write is asked for too.
+#[test]
+fn ask_in_plan_mode_prints_the_plan_and_carries_it_out_on_a_yes() {
+    let dir = repo();
+    let script = plans_then_writes_new_py(dir.path());
+    let script = script.to_str().unwrap();
+    let out = agent_in(dir.path())
+        .args(["ask", "--mode", "plan", "--json", "--script", script])
+        .arg("Create new.py with x = 1")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["planned"], true, "{report}");
+    assert_eq!(report["plan"][0]["text"], "Create new.py holding x = 1");
+    assert_eq!(report["tools"], "plan", "the write was not offered: {report}");
+    assert!(!dir.path().join("new.py").exists());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("plan mode: nothing was changed") && stderr.contains("agent chat --resume"),
+        "{stderr}"
+    );
+
+    // On a terminal: a yes to the plan (a line), then to its write (a key).
+    let cmd = format!(
+        "{} ask --mode plan --script {script} 'Create new.py with x = 1'",
+        env!("CARGO_BIN_EXE_agent"),
+    );
+    let (code, text) = answering_on_a_terminal(
+        dir.path(),
+        &cmd,
+        &[("in confirm mode?", "y\n"), ("[a]lways", "y")],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 1\n",
+        "{text}"
+    );
+    assert!(!text.contains("plan mode: nothing was changed"), "{text}");
+    assert!(
+        text.contains("plan mode: the agent reads and writes a plan") && !text.contains("read-only"),
+        "{text}"
+    );
+}
+
+/// The administrator's `require_plan`: a coding task in confirm mode is
+/// planned first, and a script (no one to approve) gets the plan only.
+#[test]
+fn an_administrator_who_requires_plans_gets_the_plan_first() {
+    let dir = repo();
+    let managed = dir.path().join(".git/managed.toml");
+    std::fs::write(&managed, "require_plan = true\n").unwrap();
+    let script = plans_then_writes_new_py(dir.path());
+    let out = agent_in(dir.path())
+        .env("AGENT_MANAGED_CONFIG", &managed)
+        .args(["ask", "--json", "--script", script.to_str().unwrap()])
+        .arg("Create new.py with x = 1")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["planned"], true, "{report}");
+    assert!(!dir.path().join("new.py").exists());
 }

@@ -947,9 +947,51 @@ fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
         "x = 1\n"
     );
     term.send(SHIFT_TAB);
+    term.wait_for(" · mode plan");
+    term.send(SHIFT_TAB);
     term.wait_for(" · mode human");
     term.send(SHIFT_TAB);
     term.wait_for(" · mode confirm");
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}
+
+/// Plan mode in the chat (issue 56): `/plan` enters it; the task's write is
+/// not among the tools, so nothing changes; the plan is pinned and put to
+/// the user; yes returns to confirm mode, where the carried-out write is
+/// asked for as ever.
+#[test]
+fn plan_mode_plans_asks_and_carries_out_the_approved_plan_in_confirm_mode() {
+    let dir = repo();
+    let write = r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#;
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            write,
+            r#"{"thought": "t", "tool": "todo", "args": {"items": [{"text": "Create new.py holding x = 1", "status": "pending"}]}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Plan: create new.py with x = 1."}}"#,
+            write,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    term.submit("/plan");
+    wait_for_status(&term, " · mode plan");
+    term.wait_for("changes nothing until you approve it");
+    term.submit("Create new.py with x = 1");
+    let screen = term.wait_for("Carry out this plan now, in confirm mode?");
+    assert!(screen.contains("Create new.py holding x = 1"), "{screen}");
+    assert!(!dir.path().join("new.py").exists(), "{screen}");
+    term.send("y");
+    wait_for_status(&term, " · mode confirm");
+    term.wait_for("apply this change to new.py?");
+    term.send("y");
+    term.wait_for("wrote new.py");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+        "x = 1\n"
+    );
     term.send("\x04");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
@@ -988,6 +1030,8 @@ fn shift_tab_into_yolo_asks_once_a_chat_and_no_keeps_the_mode() {
     wait_for_status(&term, " · mode yolo");
     term.wait_for("Switch to yolo for this chat? yes");
     // Round the cycle: yolo again, unasked.
+    term.send(SHIFT_TAB);
+    wait_for_status(&term, " · mode plan");
     term.send(SHIFT_TAB);
     wait_for_status(&term, " · mode human");
     term.send(SHIFT_TAB);
@@ -1034,6 +1078,10 @@ fn shift_tab_skips_a_mode_the_administrator_forbids_and_says_why_once() {
         screen.contains("Your administrator does not allow --mode yolo"),
         "{screen}"
     );
+    assert!(
+        screen.contains("Your administrator does not allow --mode plan"),
+        "a list without plan forbids it: {screen}"
+    );
     assert!(screen.contains(message), "{screen}");
     term.send(SHIFT_TAB);
     term.wait_for(" · mode confirm");
@@ -1041,8 +1089,8 @@ fn shift_tab_skips_a_mode_the_administrator_forbids_and_says_why_once() {
     let screen = term.wait_for(" · mode human");
     assert_eq!(
         screen.matches("Your administrator does not allow").count(),
-        1,
-        "{screen}"
+        2,
+        "each said once: {screen}"
     );
     assert!(!screen.contains(" · mode yolo"), "{screen}");
     term.send("\x04");

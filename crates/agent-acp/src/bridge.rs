@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::protocol::*;
 use crate::rpc::Peer;
 use agent_base::cancel::CancelToken;
-use agent_protocol::event::{compaction_line, read_only_note, Ui};
+use agent_protocol::event::{access_note, compaction_line, Ui};
 use agent_protocol::Compaction;
 use agent_protocol::Intent;
 use agent_protocol::ToolAccess;
@@ -68,9 +68,9 @@ pub(crate) struct AcpUi(pub Rc<RefCell<Turn>>);
 
 impl Ui for AcpUi {
     fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
-        if tools == ToolAccess::ReadOnly {
+        if let Some(note) = access_note(intent, tools) {
             // A user who asked for a change must know it cannot happen.
-            self.notice(&read_only_note(intent));
+            self.notice(&note);
         }
     }
 

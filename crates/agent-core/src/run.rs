@@ -179,7 +179,7 @@ impl Agent {
         }
         let planning = self.plans(intent.label, carrying_out);
         let (tools, access) = if planning {
-            (ToolAccess::ReadOnly, PLANNING)
+            (ToolAccess::Plan, PLANNING)
         } else {
             tools_for(intent.label)
         };

@@ -14,7 +14,7 @@ use agent_base::term::{
     cut, escape_controls, escape_line, spinner, timed_spinner, untrusted, untrusted_text,
 };
 use agent_protocol::diff::colored;
-use agent_protocol::event::{compaction_line, plan_title, read_only_note, summarize_args};
+use agent_protocol::event::{access_note, compaction_line, plan_title, summarize_args};
 use agent_protocol::proposal::{editor_command, run_editor, Edits};
 use agent_protocol::{
     plan, Approval, Approver, Compaction, Decision, Intent, ToolAccess, ToolCall, ToolOutput, Ui,
@@ -129,9 +129,9 @@ impl TerminalUi {
 
 impl Ui for TerminalUi {
     fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
-        if tools == ToolAccess::ReadOnly {
+        if let Some(note) = access_note(intent, tools) {
             // Say so: a user who asked for a change must know it cannot happen.
-            eprintln!("{}", style(read_only_note(intent)).dim());
+            eprintln!("{}", style(note).dim());
         }
         if self.verbose {
             eprintln!(

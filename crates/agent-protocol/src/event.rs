@@ -97,13 +97,21 @@ pub struct Compaction {
     pub tokens_after: usize,
 }
 
-/// The line shown when a request gets read-only tools.
-pub fn read_only_note(intent: &Intent) -> String {
-    format!(
-        "read-only: this looks like a question ({}), so no files will change; \
+/// What a request's tools mean for the user, when they limit it: a
+/// question reads only, a task in plan mode plans only.
+pub fn access_note(intent: &Intent, tools: ToolAccess) -> Option<String> {
+    match tools {
+        ToolAccess::ReadOnly => Some(format!(
+            "read-only: this looks like a question ({}), so no files will change; \
 to change code, say what to change (\"Make X do Y in path\")",
-        intent.label.as_str()
-    )
+            intent.label.as_str()
+        )),
+        ToolAccess::Plan => Some(
+            "plan mode: the agent reads and writes a plan; nothing changes until you approve it"
+                .into(),
+        ),
+        ToolAccess::None | ToolAccess::All => None,
+    }
 }
 
 /// The plan's heading: `plan 1/3 done`, or that it was cleared.

@@ -48,4 +48,7 @@ pub enum ToolAccess {
     ReadOnly,
     /// Everything, writes and commands included: coding tasks.
     All,
+    /// Reading and the plan: a coding task in plan mode, changed nothing
+    /// until the user approves its plan.
+    Plan,
 }

@@ -60,7 +60,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_base::cancel::CancelToken;
 use agent_base::term::escape_controls;
-use agent_protocol::event::{compaction_line, read_only_note, summarize_args, Ui};
+use agent_protocol::event::{access_note, compaction_line, summarize_args, Ui};
 use agent_protocol::Compaction;
 use agent_protocol::Intent;
 use agent_protocol::ToolAccess;
@@ -296,8 +296,7 @@ pub struct TuiUi {
 
 impl Ui for TuiUi {
     fn intent(&mut self, intent: &Intent, tools: ToolAccess) {
-        if tools == ToolAccess::ReadOnly {
-            let note = read_only_note(intent);
+        if let Some(note) = access_note(intent, tools) {
             self.link
                 .send(Event::Cell(vec![cells::styled(&note, cells::dim())]));
         }

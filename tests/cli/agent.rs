@@ -1359,7 +1359,10 @@ fn ask_in_plan_mode_prints_the_plan_and_carries_it_out_on_a_yes() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["planned"], true, "{report}");
     assert_eq!(report["plan"][0]["text"], "Create new.py holding x = 1");
-    assert_eq!(report["tools"], "plan", "the write was not offered: {report}");
+    assert_eq!(
+        report["tools"], "plan",
+        "the write was not offered: {report}"
+    );
     assert!(!dir.path().join("new.py").exists());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1386,7 +1389,8 @@ fn ask_in_plan_mode_prints_the_plan_and_carries_it_out_on_a_yes() {
     );
     assert!(!text.contains("plan mode: nothing was changed"), "{text}");
     assert!(
-        text.contains("plan mode: the agent reads and writes a plan") && !text.contains("read-only"),
+        text.contains("plan mode: the agent reads and writes a plan")
+            && !text.contains("read-only"),
         "{text}"
     );
 }

@@ -72,6 +72,7 @@ impl crate::Index {
             text: text_hits,
             definitions,
             defining,
+            referencing,
             coverage,
         } = legs?;
         if vector_hits.is_empty()
@@ -86,7 +87,9 @@ impl crate::Index {
         let ranked = code_first(ranked, &query.text, |h| h.row.path.as_str());
         let ranked = match &plan.relation {
             Some((query::Relation::Chooses, chosen)) => deciders_first(ranked, chosen),
-            Some((relation, name)) => references_first(ranked, defining, *relation, name),
+            Some((relation, name)) => {
+                references_first(ranked, defining, referencing, *relation, name)
+            }
             None => definitions_first(ranked, defining, &query.text),
         };
         let mut signals = FileSignals::default();
@@ -163,7 +166,7 @@ impl crate::Index {
             let words = s.spawn(|| -> Result<_> {
                 let started = Instant::now();
                 let (mut text, mut definitions) = (Vec::new(), HashMap::new());
-                let mut defining = Vec::new();
+                let (mut defining, mut referencing) = (Vec::new(), Vec::new());
                 let names = match (&plan.long, query.mode, &plan.relation) {
                     // "how does X choose a strategy": no name to look up.
                     (_, _, Some((query::Relation::Chooses, _))) => Vec::new(),
@@ -182,6 +185,14 @@ impl crate::Index {
                         .definitions(&names, MAX_DEFINITIONS, filter)
                         .context(UNREADABLE)?;
                     defining.extend(mine(*changes, hits));
+                    if let Some((query::Relation::Callers | query::Relation::Tests, name)) =
+                        &plan.relation
+                    {
+                        let hits = store
+                            .text_search(last_part(name), REFERENCES_DEPTH, filter)
+                            .context(UNREADABLE)?;
+                        referencing.extend(mine(*changes, hits));
+                    }
                     if query.mode != SearchMode::Vector {
                         let hits = text_leg(store, query, plan).context(UNREADABLE)?;
                         text.extend(mine(*changes, hits));
@@ -200,7 +211,7 @@ impl crate::Index {
                     }
                 }
                 tracing::debug!("search: BM25 leg and symbols in {:?}", started.elapsed());
-                Ok((text, definitions, defining))
+                Ok((text, definitions, defining, referencing))
             });
             let vector = || -> Result<Vec<store::Hit>> {
                 let Some(embedder) = embedder else {
@@ -223,7 +234,7 @@ impl crate::Index {
             let vector = vector();
             (vector, words.join())
         });
-        let (mut text, definitions, defining) = match words {
+        let (mut text, definitions, defining, referencing) = match words {
             Ok(words) => words?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
@@ -255,6 +266,7 @@ impl crate::Index {
             text,
             definitions,
             defining,
+            referencing,
             coverage,
         })
     }
@@ -268,6 +280,10 @@ struct Legs {
     definitions: HashMap<String, HashSet<String>>,
     /// For a one-line query that names identifiers, the chunks defining them.
     defining: Vec<store::Hit>,
+    /// For a question by relation, the chunks whose words hold the name,
+    /// deeper than the BM25 leg: a caller is often a long function that
+    /// names it once ("what calls minimize": `build_from_nfa`).
+    referencing: Vec<store::Hit>,
     /// The share of the tables' chunks that have vectors (0 to 1).
     coverage: f32,
 }
@@ -1067,6 +1083,8 @@ pub fn wants_tests(query: &str) -> bool {
 
 /// Most chunks a one-line query's definition lookup returns per table.
 const MAX_DEFINITIONS: usize = 50;
+/// Chunks searched for the name of a question by relation.
+const REFERENCES_DEPTH: usize = 200;
 
 /// Puts the chunks that define what a one-line query names above every
 /// other result: asked for `getfixturevalue`, the user wants its `def`, not
@@ -1170,12 +1188,24 @@ fn is_test_chunk(hit: &Hit) -> bool {
 /// its definitions, then the rest, each group in fused order. The name's definition is what a plain
 /// search ranks first, and the one thing the question does not ask for.
 pub fn references_first(
-    ranked: Vec<(Hit, f32)>,
+    mut ranked: Vec<(Hit, f32)>,
     defining: Vec<Hit>,
+    referencing: Vec<Hit>,
     relation: query::Relation,
     name: &str,
 ) -> Vec<(Hit, f32)> {
     let bare = last_part(name);
+    // Callers the legs did not rank join at the bottom of the fused order.
+    let ranked_ids: HashSet<String> = ranked.iter().map(|(h, _)| h.row.id.clone()).collect();
+    let mut joined: HashSet<String> = HashSet::new();
+    for hit in referencing {
+        if !ranked_ids.contains(&hit.row.id)
+            && joined.insert(hit.row.id.clone())
+            && uses_in_code(&hit.row.text, bare)
+        {
+            ranked.push((hit, 0.0));
+        }
+    }
     let top = ranked
         .iter()
         .map(|(_, s)| s.abs())
@@ -1670,14 +1700,25 @@ mod tests {
             (defining.clone(), 0.8),
             (unrelated, 0.7),
             (a_test.clone(), 0.3),
-            (caller.clone(), 0.2),
         ];
+        // The caller is a long function that names it once: not in the
+        // legs' lists, only in the deeper search for the name, with a
+        // chunk that mentions it in a comment only.
+        let mention = with_text(
+            hit("src/dfa/onepass.rs", 40, "Builder::build"),
+            "// no minimize() here\nfn build() {}",
+        );
         let out = order(&references_first(
             ranked.clone(),
             vec![defining.clone()],
+            vec![caller.clone(), mention],
             query::Relation::Callers,
             "minimize",
         ));
+        assert!(
+            !out.contains(&"src/dfa/onepass.rs:40".to_string()),
+            "{out:?}"
+        );
         // regex-automata's tests call the config's `minimize(true)` over
         // and over; the library's one call is what the question is after.
         assert_eq!(
@@ -1692,6 +1733,7 @@ mod tests {
         let out = order(&references_first(
             ranked,
             vec![defining],
+            vec![caller],
             query::Relation::Tests,
             "minimize",
         ));

@@ -1414,3 +1414,38 @@ fn an_administrator_who_requires_plans_gets_the_plan_first() {
     assert_eq!(report["planned"], true, "{report}");
     assert!(!dir.path().join("new.py").exists());
 }
+
+/// Found running the quick start: "What does this project do?" was
+/// answered (exit 3, the evidence) with a test fixture's list of such
+/// questions, which repeats the question's words; the README, which
+/// answers it, came fourth. A question about the whole workspace reads the
+/// README's opening first.
+#[test]
+fn a_question_about_the_whole_project_reads_its_readme_first() {
+    let dir = repo();
+    std::fs::write(
+        dir.path().join("test_intents.py"),
+        "PHRASES = ['what does this project do', 'what does this project do here']\n",
+    )
+    .unwrap();
+    let echo =
+        r#"{"thought": "t", "tool": "finish", "args": {"answer": "What does this project do?"}}"#;
+    let script = write_script(dir.path(), serde_json::json!([echo, echo]));
+    let out = agent_in(dir.path())
+        .args(["ask", "--json", "--script"])
+        .arg(&script)
+        .arg("What does this project do?")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("What was found:"), "{answer}");
+    assert!(answer.contains("A tiny calculator."), "{answer}");
+    assert!(!answer.contains("PHRASES"), "{answer}");
+}

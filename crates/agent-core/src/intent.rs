@@ -30,6 +30,13 @@ pub struct Knowledge<'a> {
     pub tools: &'a [ToolSpec],
 }
 
+/// Whether a request asks about the workspace as a whole ("what does this
+/// project do?", "give me an overview"), which its README answers better
+/// than a search by the request's words.
+pub(crate) fn about_the_whole(request: &str) -> bool {
+    Cues::read(request, &Knowledge::default()).workspace
+}
+
 /// Heuristic confidence at or above which the model is not consulted.
 pub const CONFIDENT: f32 = 0.6;
 

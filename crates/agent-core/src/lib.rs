@@ -304,6 +304,9 @@ pub struct Agent {
 /// shows, as the loop needs room for tool output.
 const MAP_SHARE: f64 = 0.08;
 
+/// Lines of the README read for a question about the whole workspace.
+const README_LINES: usize = 40;
+
 /// Most lines of search results given as a fallback answer.
 const EVIDENCE_LINES: usize = 30;
 
@@ -318,10 +321,7 @@ fn evidence_answer(why: &str, found: &str) -> String {
     if found.lines().count() > EVIDENCE_LINES {
         lines.push("…".into());
     }
-    format!(
-        "(No answer: {why}. What the search found:)\n{}",
-        lines.join("\n")
-    )
+    format!("(No answer: {why}. What was found:)\n{}", lines.join("\n"))
 }
 
 /// What the loop itself says to the model (besides the system prompt and
@@ -1251,6 +1251,42 @@ a larger --model does better)"
         let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
         if !output.ok {
             tracing::info!("no prefetch: {}", output.content);
+            return Ok(None);
+        }
+        ui.tool_call(&call);
+        ui.tool_result(&call, &output);
+        self.log.audit(
+            "prefetch",
+            json!({"tool": call.tool, "args": call.args, "content": truncate(&output.content, 2000)}),
+        );
+        self.push(Turn::new(Kind::Call, serde_json::to_string(&call)?))?;
+        self.observe(&observation_text(&call.tool, &output), false)?;
+        Ok(Some((call, output.content)))
+    }
+
+    /// For a question about the workspace as a whole: the opening of its
+    /// README, read before anything else. A search by the question's
+    /// words ranks what repeats them (a test's list of such questions)
+    /// above the README that answers them.
+    fn prefetch_readme(
+        &mut self,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<(ToolCall, String)>> {
+        let root = self.workspace.root();
+        let Some(name) = ["README.md", "README.rst", "README.txt", "README"]
+            .into_iter()
+            .find(|n| root.join(n).is_file())
+        else {
+            return Ok(None);
+        };
+        let call = ToolCall {
+            thought: "The question is about the project as a whole: read its README first.".into(),
+            tool: "read_file".into(),
+            args: json!({"path": name, "end_line": README_LINES}),
+        };
+        let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
+        if !output.ok {
             return Ok(None);
         }
         ui.tool_call(&call);

@@ -212,7 +212,17 @@ impl Agent {
             && asked.attachments.is_empty()
             && self.is_no_project();
         if self.prefetch_results > 0 && access.contains(&Access::Read) && !nothing_to_read {
-            if let Some((call, content)) = self.prefetch(request, ui, cancel)? {
+            let whole = intent.label == Label::RepoQuestion && intent::about_the_whole(request);
+            let read = if whole {
+                self.prefetch_readme(ui, cancel)?
+            } else {
+                None
+            };
+            let read = match read {
+                Some(read) => Some(read),
+                None => self.prefetch(request, ui, cancel)?,
+            };
+            if let Some((call, content)) = read {
                 calls_seen.insert((call.tool, call.args.to_string()), 1);
                 found = Some(content);
             }

@@ -1011,10 +1011,12 @@ fn the_mode_changes_within_what_the_administrator_allows_and_is_audited() {
     let refusal = agent.set_mode(Mode::Yolo).unwrap_err();
     assert!(refusal.ends_with("Ask IT."), "{refusal}");
     assert_eq!(agent.mode(), Mode::Confirm);
-    // The cycle skips yolo, and says why.
+    // The cycle skips yolo and plan, and says why.
     let (mode, refusals) = agent.cycle_mode();
     assert_eq!((mode, agent.mode()), (Mode::Human, Mode::Human));
-    assert_eq!(refusals, [refusal]);
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert_eq!(refusals[0], refusal);
+    assert!(refusals[1].contains("--mode plan"), "{refusals:?}");
     assert_eq!(agent.cycle_mode(), (Mode::Confirm, Vec::new()));
     ask(&mut agent, "What does add do?").unwrap();
     let changes: Vec<(String, String)> = events(dir.path(), "audit.jsonl")

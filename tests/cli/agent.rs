@@ -1327,7 +1327,7 @@ fn a_session_is_titled_with_the_request_not_its_attached_files() {
 
 /// A planned task's turns: a write the plan mode does not offer, the plan,
 /// its summary; then, carried out, the write and its answer.
-fn plans_then_writes_new_py(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn plans_then_writes_new_py(dir: &Path) -> std::path::PathBuf {
     let write = r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#;
     write_script(
         dir,

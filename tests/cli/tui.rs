@@ -963,17 +963,7 @@ fn shift_tab_cycles_the_mode_and_yolo_writes_without_asking() {
 #[test]
 fn plan_mode_plans_asks_and_carries_out_the_approved_plan_in_confirm_mode() {
     let dir = repo();
-    let write = r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#;
-    let script = write_script(
-        dir.path(),
-        serde_json::json!([
-            write,
-            r#"{"thought": "t", "tool": "todo", "args": {"items": [{"text": "Create new.py holding x = 1", "status": "pending"}]}}"#,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "Plan: create new.py with x = 1."}}"#,
-            write,
-            r#"{"thought": "t", "tool": "finish", "args": {"answer": "wrote new.py"}}"#
-        ]),
-    );
+    let script = crate::agent::plans_then_writes_new_py(dir.path());
     let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
     term.wait_for("mode confirm");
     term.submit("/plan");

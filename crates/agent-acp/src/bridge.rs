@@ -325,15 +325,9 @@ impl Approver for AcpApprover {
         };
         let peer = turn.peer.clone();
         drop(turn);
-        let answer = peer.ask("session/request_permission", &request, &self.cancel);
-        let chosen = answer
-            .ok()
-            .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok());
-        let decision = match chosen.map(|r| r.outcome) {
-            Some(PermissionOutcome::Selected { option_id }) if option_id == ALLOW_ONCE => {
-                Decision::Approve
-            }
-            Some(PermissionOutcome::Selected { option_id }) if option_id == ALLOW_ALWAYS => {
+        let decision = match chosen(&peer, &request, &self.cancel).as_deref() {
+            Some(ALLOW_ONCE) => Decision::Approve,
+            Some(ALLOW_ALWAYS) => {
                 self.always.borrow_mut().insert(class);
                 Decision::Approve
             }
@@ -393,11 +387,21 @@ impl agent_protocol::Ask for PlanAsk {
         };
         let peer = turn.peer.clone();
         drop(turn);
-        let answer = peer.ask("session/request_permission", &request, &self.cancel);
-        let chosen = answer
-            .ok()
-            .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok());
-        matches!(chosen.map(|r| r.outcome),
-            Some(PermissionOutcome::Selected { option_id }) if option_id == ALLOW_ONCE)
+        chosen(&peer, &request, &self.cancel).as_deref() == Some(ALLOW_ONCE)
+    }
+}
+
+/// The option the user chose in the client, None when the client answered
+/// none (cancelled, or an answer that is no choice).
+fn chosen(peer: &Peer, request: &RequestPermissionRequest, cancel: &CancelToken) -> Option<String> {
+    let answer = peer
+        .ask("session/request_permission", request, cancel)
+        .ok()?;
+    match serde_json::from_value::<RequestPermissionResponse>(answer)
+        .ok()?
+        .outcome
+    {
+        PermissionOutcome::Selected { option_id } => Some(option_id),
+        _ => None,
     }
 }

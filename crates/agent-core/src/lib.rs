@@ -1248,6 +1248,18 @@ a larger --model does better)"
             tool: "search_semantic".into(),
             args: json!({"query": request, "k": self.prefetch_results}),
         };
+        self.prefetched(call, ui, cancel)
+    }
+
+    /// Runs a call of the loop's own before the model's first step: shown,
+    /// audited and in the conversation as the model's, its result observed.
+    /// None when it failed (the model goes on without it).
+    fn prefetched(
+        &mut self,
+        call: ToolCall,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<(ToolCall, String)>> {
         let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
         if !output.ok {
             tracing::info!("no prefetch: {}", output.content);
@@ -1285,19 +1297,7 @@ a larger --model does better)"
             tool: "read_file".into(),
             args: json!({"path": name, "end_line": README_LINES}),
         };
-        let output = self.call_tool(&call.tool, &call.args, &mut AlwaysApprove, cancel);
-        if !output.ok {
-            return Ok(None);
-        }
-        ui.tool_call(&call);
-        ui.tool_result(&call, &output);
-        self.log.audit(
-            "prefetch",
-            json!({"tool": call.tool, "args": call.args, "content": truncate(&output.content, 2000)}),
-        );
-        self.push(Turn::new(Kind::Call, serde_json::to_string(&call)?))?;
-        self.observe(&observation_text(&call.tool, &output), false)?;
-        Ok(Some((call, output.content)))
+        self.prefetched(call, ui, cancel)
     }
 
     /// Runs an allowed tool; in `human` mode reads are confirmed here (the

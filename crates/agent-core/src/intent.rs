@@ -32,9 +32,17 @@ pub struct Knowledge<'a> {
 
 /// Whether a request asks about the workspace as a whole ("what does this
 /// project do?", "give me an overview"), which its README answers better
-/// than a search by the request's words.
-pub(crate) fn about_the_whole(request: &str) -> bool {
-    Cues::read(request, &Knowledge::default()).workspace
+/// than a search by the request's words: a question, or a request for the
+/// shape, that names the workspace and nothing in it ("grep the code for
+/// add" names the code, and asks for something in it).
+pub(crate) fn about_the_whole(request: &str, knowledge: &Knowledge<'_>) -> bool {
+    let cues = Cues::read(request, knowledge);
+    let shape = SHAPE_PHRASES.iter().any(|p| cues.text.contains(p));
+    cues.workspace
+        && (cues.question || shape)
+        && cues.anchors.is_empty()
+        && !cues.code
+        && !cues.target
 }
 
 /// Heuristic confidence at or above which the model is not consulted.
@@ -938,6 +946,31 @@ class SecureCookieSessionInterface(SessionInterface):\n    def get_signing_seria
             label("add an overview section to README.md"),
             Label::CodingTask
         );
+    }
+
+    #[test]
+    fn a_question_about_the_whole_workspace_is_told_from_one_about_a_part() {
+        let vocabulary = flask();
+        let knowledge = Knowledge {
+            vocabulary: Some(&vocabulary),
+            tools: &[],
+        };
+        for whole in [
+            "What does this project do?",
+            "What is in this folder?",
+            "give me an overview",
+            "how is the code organized?",
+        ] {
+            assert!(about_the_whole(whole, &knowledge), "{whole}");
+        }
+        for part in [
+            "Grep the code for the definition of add",
+            "What does this project do in src/flask/app.py?",
+            "what does make_response do in this project?",
+            "Add an overview section to README.md",
+        ] {
+            assert!(!about_the_whole(part, &knowledge), "{part}");
+        }
     }
 
     #[test]

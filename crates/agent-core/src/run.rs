@@ -177,6 +177,9 @@ impl Agent {
             intent.label = Label::CodingTask;
             intent.reason = "carries out the approved plan".into();
         }
+        // Asked about the whole workspace: its README is read first.
+        let whole =
+            intent.label == Label::RepoQuestion && intent::about_the_whole(request, &knowledge);
         let planning = self.plans(intent.label, carrying_out);
         let (tools, access) = if planning {
             (ToolAccess::Plan, PLANNING)
@@ -212,7 +215,6 @@ impl Agent {
             && asked.attachments.is_empty()
             && self.is_no_project();
         if self.prefetch_results > 0 && access.contains(&Access::Read) && !nothing_to_read {
-            let whole = intent.label == Label::RepoQuestion && intent::about_the_whole(request);
             let read = if whole {
                 self.prefetch_readme(ui, cancel)?
             } else {

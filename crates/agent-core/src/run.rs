@@ -215,16 +215,7 @@ impl Agent {
             && asked.attachments.is_empty()
             && self.is_no_project();
         if self.prefetch_results > 0 && access.contains(&Access::Read) && !nothing_to_read {
-            let read = if whole {
-                self.prefetch_readme(ui, cancel)?
-            } else {
-                None
-            };
-            let read = match read {
-                Some(read) => Some(read),
-                None => self.prefetch(request, ui, cancel)?,
-            };
-            if let Some((call, content)) = read {
+            if let Some((call, content)) = self.first_read(request, whole, ui, cancel)? {
                 calls_seen.insert((call.tool, call.args.to_string()), 1);
                 found = Some(content);
             }
@@ -256,6 +247,23 @@ impl Agent {
             max_steps,
             outcome,
         })
+    }
+
+    /// What a request reads before the model's first step: the README for
+    /// a question about the whole workspace, else a search for the request.
+    fn first_read(
+        &mut self,
+        request: &str,
+        whole: bool,
+        ui: &mut dyn Ui,
+        cancel: &CancelToken,
+    ) -> Result<Option<(ToolCall, String)>> {
+        if whole {
+            if let Some(read) = self.prefetch_readme(ui, cancel)? {
+                return Ok(Some(read));
+            }
+        }
+        self.prefetch(request, ui, cancel)
     }
 
     /// A request's outcome before its first step.

@@ -560,6 +560,12 @@ impl Agent {
         &self.plan
     }
 
+    /// The session's background commands (`run_cmd` with `background`),
+    /// oldest first; they are stopped when the agent is dropped.
+    pub fn jobs(&self) -> Vec<agent_protocol::Job> {
+        self.toolbox.jobs().list()
+    }
+
     /// Starts the session on the first request: the system prompt is fixed
     /// from here on. Returns the session's context (the environment and the
     /// repo map focused on that request) for the first request's message;
@@ -1363,7 +1369,11 @@ a larger --model does better)"
             self.refused += 1;
             self.last_refusal = output.content.lines().next().map(str::to_string);
         }
-        if matches!(spec.access, Access::Write | Access::Execute) && output.ok {
+        // A background command's changes arrive with the call that reports
+        // its end (`command_output`, `command_stop`).
+        if (matches!(spec.access, Access::Write | Access::Execute) && output.ok)
+            || !output.changed.is_empty()
+        {
             self.acted = true;
         }
         if output.error == Some(agent_tools::ErrorClass::PolicyDenied) {

@@ -655,6 +655,7 @@ fn tools_for(label: Label) -> (ToolAccess, &'static [Access]) {
                 Access::Execute,
                 Access::Control,
                 Access::Plan,
+                Access::Job,
             ],
         ),
         Label::RepoQuestion | Label::Uncertain => {

@@ -20,6 +20,12 @@ pub enum Access {
     /// Keeps the session's plan (`todo`): touches nothing, never asks;
     /// given to coding tasks only.
     Plan,
+    /// Follows the session's own background commands (`command_output`,
+    /// `command_stop`): never asks, as the command was judged and approved
+    /// when it started, reading what it printed touches nothing and
+    /// stopping it only takes away (what it wrote is admitted as every
+    /// command's is); given with `Execute`, to coding tasks only.
+    Job,
 }
 
 /// How much the agent asks before it acts (`--mode`); the command policy
@@ -65,7 +71,7 @@ impl Policy {
     /// Whether an action of this class asks the user first.
     pub fn needs_approval(&self, access: Access) -> bool {
         match self.mode {
-            Mode::Human => !matches!(access, Access::Control | Access::Plan),
+            Mode::Human => !matches!(access, Access::Control | Access::Plan | Access::Job),
             Mode::Confirm => matches!(access, Access::Write | Access::Execute),
             Mode::Yolo => false,
             // Nothing that writes or runs is offered; were it asked for, the
@@ -91,6 +97,7 @@ mod tests {
         let plan = Policy::builtin(Mode::Plan);
         assert!(!plan.needs_approval(Access::Read) && !plan.needs_approval(Access::Plan));
         assert!(plan.needs_approval(Access::Write) && plan.needs_approval(Access::Execute));
+        assert!(!Policy::builtin(Mode::Human).needs_approval(Access::Job));
     }
 
     #[test]

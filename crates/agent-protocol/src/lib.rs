@@ -4,7 +4,8 @@
 //! ([`Approval`], answered by an [`Approver`] with a [`Decision`]), the
 //! intent it gave a request, how a request ended ([`Finish`]), what a
 //! session says and asks besides ([`Notice`], [`Ask`]), a request with its
-//! attachments ([`Request`]), and where the tools read and write files
+//! attachments ([`Request`]), the session's background commands
+//! ([`Job`]), and where the tools read and write files
 //! ([`FileAccess`], an editor's buffers under ACP).
 //!
 //! Front ends depend on this crate and on `agent-session`, never on the
@@ -16,6 +17,7 @@ pub mod diff;
 pub mod event;
 pub mod files;
 pub mod intent;
+pub mod job;
 pub mod notice;
 pub mod outcome;
 pub mod plan;
@@ -27,6 +29,7 @@ pub use approval::{AlwaysApprove, AlwaysDecline, Approval, Approver, Decision};
 pub use event::{Compaction, Trigger, Ui};
 pub use files::{Disk, FileAccess};
 pub use intent::{Intent, Label};
+pub use job::{Job, JobState};
 pub use notice::{Ask, CommandInfo, NoAnswers, Notice, Say};
 pub use outcome::{Finish, ToolAccess};
 pub use request::{Attachment, Request};

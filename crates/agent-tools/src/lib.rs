@@ -21,6 +21,7 @@ pub mod fence;
 mod fs;
 pub mod git;
 pub mod grep;
+pub mod jobs;
 mod patch;
 pub mod search;
 pub mod shell;
@@ -128,11 +129,14 @@ pub trait Tool: Send + Sync {
 pub struct Toolbox {
     tools: Vec<Box<dyn Tool>>,
     files: Arc<dyn FileAccess>,
+    /// The session's background commands (`run_cmd`'s, stopped with it).
+    jobs: Arc<jobs::Jobs>,
 }
 
 impl Toolbox {
     /// All built-in tools, in the order the system prompt lists them.
     pub fn standard() -> Self {
+        let jobs = Arc::new(jobs::Jobs::default());
         Self {
             tools: vec![
                 Box::new(fs::ListDir),
@@ -144,12 +148,22 @@ impl Toolbox {
                 Box::new(patch::ApplyPatch),
                 Box::new(fs::WriteFile),
                 Box::new(undo::Undo),
-                Box::new(shell::RunCmd),
+                Box::new(shell::RunCmd {
+                    jobs: Arc::clone(&jobs),
+                }),
+                Box::new(jobs::CommandOutput(Arc::clone(&jobs))),
+                Box::new(jobs::CommandStop(Arc::clone(&jobs))),
                 Box::new(todo::Todo),
                 Box::new(Finish),
             ],
             files: Arc::new(files::Disk),
+            jobs,
         }
+    }
+
+    /// The session's background commands.
+    pub fn jobs(&self) -> &jobs::Jobs {
+        &self.jobs
     }
 
     /// Reads and writes file contents through `files` (an editor's buffers)
@@ -173,6 +187,7 @@ impl Toolbox {
                 .filter(|t| allowed.contains(&t.spec().access))
                 .collect(),
             files: self.files,
+            jobs: self.jobs,
         }
     }
 

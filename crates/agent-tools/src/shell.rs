@@ -37,6 +37,7 @@ use super::args::Args;
 use super::fence;
 use super::fs::{not_found, resolve};
 use super::grep::cut;
+use super::jobs::{self, Jobs, Launch};
 use super::state_guard::{ConfigGuard, StateGuard};
 use super::{Access, Approval, Decision, ErrorClass, Tool, ToolContext, ToolOutput, ToolSpec};
 use agent_base::cancel::CancelToken;
@@ -64,7 +65,7 @@ extern "C" {
 
 const SIGKILL: i32 = 9;
 
-fn kill_group(pgid: u32) {
+pub(crate) fn kill_group(pgid: u32) {
     // SAFETY: kill(2) has no memory effects; a negative pid names the
     // process group the child leads (set up by `process_group(0)`).
     unsafe {
@@ -105,7 +106,7 @@ fn processes_with_env(entry: &[u8]) -> Vec<i32> {
 }
 
 /// Kills every process still carrying this run's id; returns how many.
-fn end_run(run_id: &str) -> usize {
+pub(crate) fn end_run(run_id: &str) -> usize {
     end_processes_with(&format!("{RUN_ID_VAR}={run_id}"))
 }
 
@@ -264,6 +265,67 @@ fn capture(
     (capture, done_rx)
 }
 
+/// A shell started by [`spawn_shell`]: the child, leading its own process
+/// group, the run id every process it starts carries, and its private temp
+/// folder (removed when dropped, once the command has ended).
+pub(crate) struct Spawned {
+    pub child: std::process::Child,
+    pub run_id: String,
+    pub tmp: Option<tempfile::TempDir>,
+}
+
+/// Starts `sh -c command` in `cwd` with exactly `env` (plus the fixed
+/// variables and a run id), in its own process group, inside `sandbox` when
+/// given (with a private `TMPDIR`), else still dying with the agent.
+///
+/// The sandbox's death signal follows the thread that forks: call it on
+/// the thread that waits for the child.
+pub(crate) fn spawn_shell(
+    command: &str,
+    cwd: &Path,
+    env: Vec<(OsString, OsString)>,
+    sandbox: Option<&Sandbox>,
+    stdin: Stdio,
+    stdout: std::io::PipeWriter,
+    stderr: std::io::PipeWriter,
+) -> std::io::Result<Spawned> {
+    let run_id = next_run_id();
+    // A sandboxed command gets a temp dir of its own, writable, removed when
+    // the command ends with whatever it left there.
+    let (tmp, mut cmd) = match sandbox {
+        Some(sandbox) => {
+            let tmp = tempfile::Builder::new().prefix("agent-cmd-").tempdir()?;
+            let mut sandbox = sandbox.clone();
+            sandbox.writable.push(tmp.path().to_path_buf());
+            let prepared = sandbox.prepare().map_err(std::io::Error::other)?;
+            (Some(tmp), sandbox::command(prepared, "sh"))
+        }
+        None => (None, unsandboxed("sh")),
+    };
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
+        .env_clear()
+        .envs(env)
+        .envs(FIXED_ENV.iter().copied())
+        .env("PWD", cwd)
+        .env(RUN_ID_VAR, &run_id)
+        .process_group(0);
+    if let Some(tmp) = &tmp {
+        for var in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(var, tmp.path());
+        }
+    }
+    let child = cmd.spawn()?;
+    // Our copies of the write ends close with `cmd`, or the readers would
+    // never see EOF.
+    drop(cmd);
+    Ok(Spawned { child, run_id, tmp })
+}
+
 /// [`run_command`] with a given stdin, and stderr kept apart when asked.
 pub fn run_command_with(
     command: &str,
@@ -275,19 +337,6 @@ pub fn run_command_with(
     io: Io,
 ) -> std::io::Result<CmdResult> {
     let start = Instant::now();
-    let run_id = next_run_id();
-    // A sandboxed command gets a temp dir of its own, writable, removed when
-    // the command ends with whatever it left there.
-    let (private_tmp, mut cmd) = match sandbox {
-        Some(sandbox) => {
-            let tmp = tempfile::Builder::new().prefix("agent-cmd-").tempdir()?;
-            let mut sandbox = sandbox.clone();
-            sandbox.writable.push(tmp.path().to_path_buf());
-            let prepared = sandbox.prepare().map_err(std::io::Error::other)?;
-            (Some(tmp), sandbox::command(prepared, "sh"))
-        }
-        None => (None, unsandboxed("sh")),
-    };
     let (reader, writer) = std::io::pipe()?;
     let (err_reader, err_writer) = if io.split_stderr {
         let (r, w) = std::io::pipe()?;
@@ -295,30 +344,16 @@ pub fn run_command_with(
     } else {
         (None, writer.try_clone()?)
     };
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(if io.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(writer)
-        .stderr(err_writer)
-        .env_clear()
-        .envs(env)
-        .envs(FIXED_ENV.iter().copied())
-        .env("PWD", cwd)
-        .env(RUN_ID_VAR, &run_id)
-        .process_group(0);
-    if let Some(tmp) = &private_tmp {
-        for var in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(var, tmp.path());
-        }
-    }
-    let mut child = cmd.spawn()?;
-    // Our copies of the write ends must close, or the readers never see EOF.
-    drop(cmd);
+    let stdin = if io.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let Spawned {
+        mut child,
+        run_id,
+        tmp: _private_tmp,
+    } = spawn_shell(command, cwd, env, sandbox, stdin, writer, err_writer)?;
     if let (Some(input), Some(mut stdin)) = (io.stdin, child.stdin.take()) {
         // On a thread: a command that does not read its input must not
         // block us; one that exits early only breaks the pipe.
@@ -559,19 +594,23 @@ const NO_SANDBOX: &str =
 /// there is none.
 pub const NO_SANDBOX_REQUIRED: &str = "Your administrator does not allow commands outside the sandbox, and this system cannot set one up (Landlock, sandbox-exec). Do not retry commands; answer from the files, or ask the user";
 
-pub struct RunCmd;
+/// `run_cmd`; its background jobs go to the session's [`Jobs`].
+pub struct RunCmd {
+    pub jobs: Arc<Jobs>,
+}
 
 impl Tool for RunCmd {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_cmd",
-            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. .git, .agent/, .mcp.json and AGENTS.md are read-only; a git command that writes the repository (git commit) asks the user. The files it changes are shown to the user and undo reverts them.",
+            description: "Run a shell command (sh -c) in the workspace, e.g. tests or a build; returns the exit code and output. Each call is a fresh shell (use cwd instead of cd). No network, no sudo. .git, .agent/, .mcp.json and AGENTS.md are read-only; a git command that writes the repository (git commit) asks the user. The files it changes are shown to the user and undo reverts them. background: true starts it and returns a job id at once (a dev server, a watcher): then command_output and command_stop.",
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "command": {"type": "string"},
                     "cwd": {"type": "string", "description": "folder relative to the workspace root (default \".\")"},
-                    "timeout_s": {"type": "integer", "description": "seconds before the command is killed (default 60, max 600)"}
+                    "timeout_s": {"type": "integer", "description": "seconds before the command is killed (default 60, max 600; in the background: none unless given)"},
+                    "background": {"type": "boolean"}
                 },
                 "required": ["command"]
             }),
@@ -588,6 +627,10 @@ impl Tool for RunCmd {
             Ok(a) => a,
             Err(e) => return e,
         };
+        let background = match a.opt_bool("background") {
+            Ok(b) => b.unwrap_or(false),
+            Err(e) => return e,
+        };
         let result = command_args(&a, ctx).and_then(|(command, cwd, timeout_s)| {
             let gate = Gate::judge(ctx, &command)?;
             let dir = command_dir(ctx, &a, &cwd)?;
@@ -595,6 +638,20 @@ impl Tool for RunCmd {
             // `--verify` judges the change; what it writes is not kept (its
             // rollback undoes the last change set, which must be the edit's).
             let keep = args.get("discard_changes") != Some(&Value::Bool(true));
+            if background && keep {
+                // The same gate, approval, fence and layer; only the wait differs.
+                let timeout = args
+                    .get("timeout_s")
+                    .is_some()
+                    .then(|| Duration::from_secs(timeout_s));
+                let launch = Launch {
+                    prepared: gate.prepare(ctx, &command),
+                    command,
+                    dir,
+                    timeout,
+                };
+                return Ok(jobs::start(&self.jobs, ctx, launch));
+            }
             let (r, admitted) = gate.execute(ctx, &command, &dir, timeout_s, keep)?;
             let mut output = report(ctx, r, timeout_s);
             if let Some(admitted) = admitted {
@@ -735,27 +792,18 @@ impl Gate {
         ))
     }
 
-    /// Runs the command with the policy's environment. In the sandbox it
-    /// writes a layer, whose changes are then admitted ([`admit`]); where
-    /// there is no layer, the agent's settings are guarded instead, and a
-    /// command that changed them is an error.
-    fn execute(
-        &self,
-        ctx: &mut ToolContext<'_>,
-        command: &str,
-        dir: &Path,
-        timeout_s: u64,
-        keep: bool,
-    ) -> Result<(CmdResult, Option<admit::Admitted>), ToolOutput> {
+    /// What the command runs with: the policy's environment and the fence,
+    /// with a layer to write in the sandbox, else guards on the agent's
+    /// settings. A line that only reads (`git status`, `grep`) gets the
+    /// workspace read-only instead of a layer: nothing to admit, and no
+    /// layer's cost on a large tree.
+    pub(crate) fn prepare(&self, ctx: &ToolContext<'_>, command: &str) -> Prepared {
         let mut env = ctx.policy.command_env();
         if self.git_writer.is_some() {
             env.extend(fence::git_hardening_env());
         }
         let root = ctx.workspace.root().to_path_buf();
         let mut sandbox = self.sandbox.clone();
-        // A line that only reads (`git status`, `grep`) gets the workspace
-        // read-only instead of a layer: nothing to admit, and no layer's
-        // cost on a large tree.
         let reads_only = self.git_writer.is_none() && ctx.policy.reads_only(command);
         if let Some(s) = sandbox.as_mut().filter(|_| reads_only) {
             s.writable.retain(|w| *w != root);
@@ -778,6 +826,27 @@ impl Gate {
                 ConfigGuard::snapshot(&root),
             )
         });
+        Prepared {
+            env,
+            sandbox,
+            after: After { layer, guards },
+        }
+    }
+
+    /// Runs the command, then admits its changes ([`After::settle`]).
+    fn execute(
+        &self,
+        ctx: &mut ToolContext<'_>,
+        command: &str,
+        dir: &Path,
+        timeout_s: u64,
+        keep: bool,
+    ) -> Result<(CmdResult, Option<admit::Admitted>), ToolOutput> {
+        let Prepared {
+            env,
+            sandbox,
+            after,
+        } = self.prepare(ctx, command);
         let r = run_command(
             command,
             dir,
@@ -787,34 +856,79 @@ impl Gate {
             sandbox.as_ref(),
         )
         .map_err(|e| ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")))?;
-        match layer {
-            Some(layer) if keep => return Ok((r, Some(admit::admit(ctx, &layer, command)))),
+        match after.settle(ctx, command, keep) {
+            Ok(admitted) => Ok((r, admitted)),
+            Err(tampered) => {
+                let output = ctx.policy.redact(r.output.trim_end());
+                Err(ToolOutput::error(
+                    ErrorClass::PolicyDenied,
+                    format!(
+                        "{tampered}\nexit code {}\n{output}",
+                        r.exit_code.unwrap_or(-1)
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// A command ready to start ([`Gate::prepare`]).
+pub(crate) struct Prepared {
+    pub env: Vec<(OsString, OsString)>,
+    pub sandbox: Option<Sandbox>,
+    pub after: After,
+}
+
+/// What is done once a command has ended: its layer admitted, or the
+/// agent's settings put back where it had no layer.
+pub(crate) struct After {
+    layer: Option<admit::Layer>,
+    guards: Option<(StateGuard, ConfigGuard)>,
+}
+
+impl After {
+    /// Nothing to do afterwards (a command with no layer and no guards).
+    #[cfg(test)]
+    pub(crate) fn nothing() -> After {
+        After {
+            layer: None,
+            guards: None,
+        }
+    }
+
+    /// In the sandbox, the layer's changes admitted ([`admit`]; with `keep`
+    /// false, only a new build folder is kept); without a layer, the
+    /// agent's settings put back, and an error (what it changed) when the
+    /// command had changed them.
+    pub(crate) fn settle(
+        self,
+        ctx: &mut ToolContext<'_>,
+        command: &str,
+        keep: bool,
+    ) -> Result<Option<admit::Admitted>, String> {
+        match self.layer {
+            Some(layer) if keep => return Ok(Some(admit::admit(ctx, &layer, command))),
             Some(layer) => {
                 // Nothing it wrote is kept but a new build folder, which the
                 // next run would otherwise build again from nothing.
                 admit::move_build_output(ctx.workspace, ctx.policy, &layer);
-                return Ok((r, None));
+                return Ok(None);
             }
             None => {}
         }
-        let Some((guard, config_guard)) = guards else {
-            return Ok((r, None));
+        let Some((guard, config_guard)) = self.guards else {
+            return Ok(None);
         };
         let mut tampered = guard.restore();
         tampered.extend(config_guard.restore());
-        if !tampered.is_empty() {
-            let what = tampered.join("; ");
-            tracing::warn!(command = %command, "a command changed the agent's settings: {what}");
-            let output = ctx.policy.redact(r.output.trim_end());
-            return Err(ToolOutput::error(
-                ErrorClass::PolicyDenied,
-                format!(
-                    "commands may not change the agent's own settings: {what}. Do not do this again; the user's settings are theirs to change.\nexit code {}\n{output}",
-                    r.exit_code.unwrap_or(-1)
-                ),
-            ));
+        if tampered.is_empty() {
+            return Ok(None);
         }
-        Ok((r, None))
+        let what = tampered.join("; ");
+        tracing::warn!(command = %command, "a command changed the agent's settings: {what}");
+        Err(format!(
+            "commands may not change the agent's own settings: {what}. Do not do this again; the user's settings are theirs to change."
+        ))
     }
 }
 

@@ -143,6 +143,8 @@ fn standard_toolbox_has_every_tool_in_order_and_grammar_compatible_schemas() {
             "write_file",
             "undo",
             "run_cmd",
+            "command_output",
+            "command_stop",
             "todo",
             "finish"
         ]
@@ -1745,6 +1747,146 @@ if __name__ == '__main__':
         unix.accept().is_ok(),
         "the Unix socket probe never connected"
     );
+}
+
+/// Why commands write no copy-on-write layer here, or `None` when they do.
+fn layer_missing() -> Option<String> {
+    let s = agent_sandbox::support();
+    if s.landlock.is_none() || !s.mounts() {
+        return Some("no Landlock or no user namespace here".into());
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    agent_sandbox::overlay_support(scratch.path()).err()
+}
+
+/// `command_output` until its text holds `needle`.
+fn output_until(h: &mut Harness, id: &str, needle: &str) -> ToolOutput {
+    let start = Instant::now();
+    loop {
+        let out = h.call("command_output", json!({"id": id, "since": 0}));
+        ok(&out);
+        if out.content.contains(needle) {
+            return out;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no {needle:?} in {}",
+            out.content
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_background_command_passes_the_same_gate_and_its_changes_wait_for_its_stop() {
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
+    }
+    let mut h = Harness::new();
+    // The policy first: a denied command is not even offered for approval.
+    let mut rec = Recorder::default();
+    let out = h.call_with(
+        "run_cmd",
+        json!({"command": "sudo true", "background": true}),
+        &mut rec,
+        None,
+    );
+    err(&out, ErrorClass::PolicyDenied);
+    assert!(rec.0.is_empty());
+    // Confirm mode asks before it starts; declined, nothing starts.
+    let out = h.call_with(
+        "run_cmd",
+        json!({"command": "touch x.txt; sleep 30", "background": true}),
+        &mut AlwaysDecline,
+        None,
+    );
+    err(&out, ErrorClass::Declined);
+    err(
+        &h.call("command_output", json!({"id": "job-1"})),
+        ErrorClass::NotFound,
+    );
+    // Approved, it returns at once with an id.
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    let t = Instant::now();
+    let out = h.call_with(
+        "run_cmd",
+        json!({"command": format!("echo started; echo made > made.txt; echo x > {} || echo refused; while true; do sleep 0.1; done", escaped.display()), "background": true}),
+        &mut rec,
+        None,
+    );
+    ok(&out);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(out.content.contains("started job-1"), "{}", out.content);
+    assert!(
+        matches!(&rec.0[..], [Approval::Command { .. }]),
+        "{:?}",
+        rec.0
+    );
+    // Its output is read while it runs; the same fence holds it.
+    let out = output_until(&mut h, "job-1", "refused");
+    assert!(
+        out.content.contains("job-1 (`echo started;"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains(": running"), "{}", out.content);
+    assert!(!escaped.exists());
+    // What it wrote waits in its layer ...
+    assert!(!h.exists("made.txt"));
+    let again = h.call("command_output", json!({"id": "job-1"}));
+    assert!(
+        again.content.contains("(no new output)"),
+        "{}",
+        again.content
+    );
+    // ... until it is stopped: then admitted as one change set, undoable.
+    let out = h.call("command_stop", json!({"id": "job-1"}));
+    ok(&out);
+    assert!(
+        out.content.contains("job-1 (`echo started;") && out.content.contains(": stopped"),
+        "{}",
+        out.content
+    );
+    assert_eq!(out.changed, ["made.txt"], "{}", out.content);
+    assert!(
+        out.diff.as_deref().unwrap_or("").contains("+made"),
+        "{:?}",
+        out.diff
+    );
+    assert_eq!(h.read("made.txt"), "made\n");
+    ok(&h.call("undo", json!({})));
+    assert!(!h.exists("made.txt"));
+}
+
+#[test]
+fn a_background_command_that_ends_is_reported_and_admitted_once() {
+    if let Some(why) = layer_missing() {
+        agent_test_support::skip!("{why}");
+    }
+    let mut h = Harness::with_mode(Mode::Yolo);
+    let out = h.call(
+        "run_cmd",
+        json!({"command": "echo hi > done.txt; echo bye; exit 3", "background": true}),
+    );
+    ok(&out);
+    let out = output_until(&mut h, "1", "exit code 3");
+    assert_eq!(out.exit_code, Some(3));
+    assert!(out.content.contains("bye"), "{}", out.content);
+    assert_eq!(out.changed, ["done.txt"], "{}", out.content);
+    assert_eq!(h.read("done.txt"), "hi\n");
+    let out = h.call("command_output", json!({"id": "job-1"}));
+    assert!(
+        out.changed.is_empty() && out.diff.is_none(),
+        "{}",
+        out.content
+    );
+    let jobs = h.toolbox.jobs().list();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].state_text(), "exit 3");
+    // Stopping one that ended says how it ended.
+    let out = h.call("command_stop", json!({"id": "job-1"}));
+    assert!(out.content.contains("exit code 3"), "{}", out.content);
 }
 
 #[test]

@@ -210,6 +210,8 @@ fn describe(tool: &str, args: &Value) -> (String, ToolKind) {
         "todo" => ("Update the plan".to_string(), ToolKind::Other),
         "undo" => ("Undo the last change".to_string(), ToolKind::Edit),
         "run_cmd" => (format!("Run `{}`", arg("command")), ToolKind::Execute),
+        "command_output" => (format!("Read the output of {}", arg("id")), ToolKind::Read),
+        "command_stop" => (format!("Stop {}", arg("id")), ToolKind::Execute),
         "grep" => (format!("Search for `{}`", arg("pattern")), ToolKind::Search),
         "glob" => (format!("Find files {}", arg("pattern")), ToolKind::Search),
         "search_semantic" => (

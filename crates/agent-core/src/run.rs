@@ -517,7 +517,7 @@ Another copy of this call ends the request.",
             .cloned()
             .collect();
         outcome.changed_files.extend(newly_changed.iter().cloned());
-        if call.tool == "run_cmd" {
+        if agent_protocol::job::changes_are_a_commands(&call.tool) {
             for path in &output.changed {
                 if !outcome.command_changes.contains(path) {
                     outcome.command_changes.push(path.clone());

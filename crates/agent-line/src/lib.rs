@@ -78,7 +78,7 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
         let mut fields = serde_json::to_value(output).unwrap_or_default();
         if let Some(map) = fields.as_object_mut() {
             map.insert("tool".into(), call.tool.clone().into());
-            if call.tool == "run_cmd" {
+            if agent_protocol::job::changes_are_a_commands(&call.tool) {
                 // What the command changed, admitted from its layer.
                 map.insert("command_changes".into(), output.changed.clone().into());
             }
@@ -215,7 +215,7 @@ impl Ui for TerminalUi {
         }
         // A command's admitted changes were asked for by no prompt that
         // showed them: shown here in every mode.
-        let shown = self.show_diffs || call.tool == "run_cmd";
+        let shown = self.show_diffs || agent_protocol::job::changes_are_a_commands(&call.tool);
         if let Some(diff) = output.diff.as_ref().filter(|_| shown) {
             eprint!("{}", colored(&escape_controls(diff)));
         }

@@ -3,6 +3,17 @@
 
 use serde::Serialize;
 
+/// The tools whose results carry a command's admitted changes (from its
+/// layer, in no approval): `run_cmd`, and a background command's
+/// `command_output` and `command_stop`, which admit them once it has ended.
+pub const COMMAND_TOOLS: &[&str] = &["run_cmd", "command_output", "command_stop"];
+
+/// Whether `tool`'s changes are a command's ([`COMMAND_TOOLS`]): shown in
+/// every mode, counted as `command_changes`.
+pub fn changes_are_a_commands(tool: &str) -> bool {
+    COMMAND_TOOLS.contains(&tool)
+}
+
 /// Where a background command stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

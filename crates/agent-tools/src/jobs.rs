@@ -505,7 +505,7 @@ impl Tool for CommandOutput {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "command_output",
-            description: "Read the new output of a background command (run_cmd with background: true) and whether it has ended.",
+            description: "Read the new output of a background command (run_cmd with background: true) and whether it has ended; once it has, its file changes are admitted.",
             parameters: json!({
                 "type": "object",
                 "properties": {

@@ -409,7 +409,7 @@ impl App {
         let diff = done
             .diff
             .as_deref()
-            .filter(|_| self.show_diffs || tool == "run_cmd");
+            .filter(|_| self.show_diffs || agent_protocol::job::changes_are_a_commands(&tool));
         let (full, short) = cells::tool_done(
             &tool,
             &summary,

@@ -231,6 +231,13 @@ impl Chat {
             context_window: window,
             generated: self.session.totals.generated,
             mode: mode_name(&self.mode),
+            jobs: self
+                .session
+                .agent
+                .jobs()
+                .iter()
+                .filter(|j| j.running())
+                .count(),
         }
     }
 

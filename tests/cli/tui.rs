@@ -1794,3 +1794,74 @@ fn the_status_line_never_passes_the_window_whatever_is_mentioned() {
     term.submit("/exit");
     assert_eq!(term.exit_code(), 0, "{}", term.screen());
 }
+
+/// Live processes whose command line holds `token`.
+fn running_with(token: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
+        })
+        .count()
+}
+
+#[test]
+fn the_status_line_counts_background_jobs_and_slash_jobs_lists_them() {
+    let dir = repo();
+    // Unique to this test: its processes are found by it.
+    let token = format!(
+        "bgjob{}",
+        dir.path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace('.', "")
+    );
+    let command = format!("echo serving; sleep 300; : {token}");
+    let call = serde_json::json!({"thought": "t", "tool": "run_cmd", "args": {"command": command, "background": true}});
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            call.to_string(),
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "the server runs in the background"}}"#
+        ]),
+    );
+    let mut term = open!(dir.path(), &format!("chat --script {}", script.display()));
+    term.wait_for("mode confirm");
+    let status = status_line(&term);
+    assert!(!status.contains("running"), "{status}");
+    term.submit("Run the server in the background and fix calc.py");
+    // Asked first, as any command.
+    term.wait_for("[y]es / [n]o / [a]lways");
+    term.send("y");
+    term.wait_for("the server runs in the background");
+    wait_for_status(&term, "mode confirm · 1 job running");
+    term.submit("/jobs");
+    let screen = term.wait_for("background commands (stopped when the session ends):");
+    let row = screen
+        .lines()
+        .find(|r| r.trim_start().starts_with("job-1 "))
+        .unwrap_or_else(|| panic!("no job-1 row:\n{screen}"));
+    assert!(
+        row.contains("running") && row.contains("bytes") && row.contains("echo serving; sleep 300"),
+        "{row}"
+    );
+    assert!(running_with(&token) > 0, "the job is not running");
+    term.submit("/exit");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+    let start = Instant::now();
+    while running_with(&token) > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the job outlived the chat"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -171,6 +171,7 @@ impl ChatSession {
                 say(Notice::Plain(self.totals.report(used, window)));
                 say(Notice::Plain(budget_report(&agent.budget())));
             }
+            "jobs" => say(Notice::Plain(jobs_report(&agent.jobs()))),
             _ => return team_command(agent, name, rest, say),
         }
         Reply::Done
@@ -219,6 +220,24 @@ fn plan_command(agent: &mut Agent, rest: &str, say: Say<'_>) -> Reply {
     } else {
         Reply::Send(rest.to_string())
     }
+}
+
+/// `/jobs`: each background command, how it stands and how much it printed.
+pub fn jobs_report(jobs: &[agent_protocol::Job]) -> String {
+    if jobs.is_empty() {
+        return "no background commands in this session (the agent starts one with run_cmd and background: true)".into();
+    }
+    let mut text = "background commands (stopped when the session ends):".to_string();
+    for j in jobs {
+        text.push_str(&format!(
+            "\n  {:<7} {:<8} {:>9} bytes  {}",
+            j.id,
+            j.state_text(),
+            thousands(j.output_bytes as usize),
+            untrusted(&cut(&j.command, 80))
+        ));
+    }
+    text
 }
 
 /// `/clear`: a new conversation; the last one stays saved.
@@ -338,6 +357,7 @@ const CHAT_HELP: &str = "commands:
   /rewind [N [--files]]  go back to before request N (listed, and asked, without N); --files: the files too
   /model            the model and its context window
   /tokens           tokens used so far, and how full the context is
+  /jobs             the background commands the agent started, and how each stands
   /compact [focus]  replace the conversation so far by the model's summary of it
   /init             write AGENTS.md for this repository (shown as a diff first)
   /plan [request]   plan mode: read and plan, change nothing until you approve (again: leave it)
@@ -346,7 +366,7 @@ anything else goes to the agent; Ctrl-C stops the current step";
 
 /// The built-in commands' names: a prompt file of one of these names is shadowed.
 const BUILT_IN: &[&str] = &[
-    "help", "?", "exit", "quit", "q", "clear", "new", "undo", "rewind", "model", "tokens",
+    "help", "?", "exit", "quit", "q", "clear", "new", "undo", "rewind", "model", "tokens", "jobs",
     "compact", "init", "plan",
 ];
 
@@ -699,8 +719,8 @@ mod tests {
         assert_eq!(
             names,
             [
-                "help", "clear", "undo", "rewind", "model", "tokens", "compact", "init", "plan",
-                "exit", "review"
+                "help", "clear", "undo", "rewind", "model", "tokens", "jobs", "compact", "init",
+                "plan", "exit", "review"
             ]
         );
         let rewind = &list[3];
@@ -710,7 +730,7 @@ mod tests {
         );
         assert_eq!(rewind.hint.as_deref(), Some("[N [--files]]"));
         assert_eq!(list[0].hint, None);
-        assert_eq!(list[10].description, "review a file");
+        assert_eq!(list[11].description, "review a file");
         let help = help(dir.path());
         assert!(help[1].text().contains("/help"), "{help:?}");
         assert!(
@@ -1017,6 +1037,33 @@ mod tests {
             ["could not compact: stopped by Esc; the conversation is unchanged"]
         );
         assert_eq!(chat.agent.turns().len(), turns);
+    }
+
+    #[test]
+    fn jobs_lists_each_background_command_and_says_when_there_is_none() {
+        use agent_protocol::{Job, JobState};
+        assert!(jobs_report(&[]).starts_with("no background commands"));
+        let jobs = [
+            Job {
+                id: "job-1".into(),
+                command: "python3 -m http.server\x1b[2J".into(),
+                state: JobState::Running,
+                output_bytes: 12_345,
+            },
+            Job {
+                id: "job-2".into(),
+                command: "pytest -q".into(),
+                state: JobState::Exited(1),
+                output_bytes: 0,
+            },
+        ];
+        let text = jobs_report(&jobs);
+        assert!(
+            text.contains("job-1   running     12,345 bytes  python3 -m http.server"),
+            "{text}"
+        );
+        assert!(text.contains("job-2   exit 1"), "{text}");
+        assert!(!text.contains('\x1b'), "{text}");
     }
 
     #[test]

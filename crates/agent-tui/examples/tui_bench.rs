@@ -190,6 +190,7 @@ fn stream_child(seconds: u64, rate: u64, lines: u64) {
             context_window: 8192,
             generated: 0,
             mode: "confirm".into(),
+            jobs: 0,
         },
         cancel: agent_base::cancel::CancelToken::new(),
         show_diffs: false,

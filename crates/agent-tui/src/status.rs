@@ -15,6 +15,8 @@ pub struct Status {
     pub generated: usize,
     /// `confirm`, `human` or `yolo`.
     pub mode: String,
+    /// Background commands running (`/jobs` lists them).
+    pub jobs: usize,
 }
 
 use agent_base::tokens::thousands;
@@ -72,8 +74,19 @@ pub(crate) fn line(
         ),
         Span::styled(" · ", dim),
         Span::styled(format!("mode {}", status.mode), mode_style),
-        Span::styled(format!("  {hint}"), dim),
     ]);
+    if status.jobs > 0 {
+        spans.push(Span::styled(" · ", dim));
+        spans.push(Span::styled(
+            format!(
+                "{} job{} running",
+                status.jobs,
+                if status.jobs == 1 { "" } else { "s" }
+            ),
+            Style::default().fg(Color::Cyan),
+        ));
+    }
+    spans.push(Span::styled(format!("  {hint}"), dim));
     Line::from(spans)
 }
 
@@ -89,6 +102,7 @@ mod tests {
             context_window: 8192,
             generated: 50,
             mode: "confirm".into(),
+            jobs: 0,
         };
         let text: String = line(&status, 6, None, "Esc stops")
             .spans
@@ -108,5 +122,12 @@ mod tests {
             text.contains("(15%) · 12.0 tokens/s · 56 tokens · mode"),
             "{text}"
         );
+        let jobs = Status { jobs: 2, ..status };
+        let text: String = line(&jobs, 0, None, "")
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert!(text.ends_with("mode confirm · 2 jobs running  "), "{text}");
     }
 }

@@ -22,6 +22,7 @@ mod bundle;
 mod conventions;
 mod deps;
 mod first_prompt;
+mod jobs;
 mod languages;
 mod mcp_http;
 mod mcp_serve;

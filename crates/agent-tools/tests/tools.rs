@@ -1824,7 +1824,8 @@ fn a_background_command_passes_the_same_gate_and_its_changes_wait_for_its_stop()
         rec.0
     );
     // Its output is read while it runs; the same fence holds it.
-    let out = output_until(&mut h, "job-1", "refused");
+    // A line of its output: the headline quotes the command, "refused" too.
+    let out = output_until(&mut h, "job-1", "\nrefused");
     assert!(
         out.content.contains("job-1 (`echo started;"),
         "{}",

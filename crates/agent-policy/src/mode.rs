@@ -60,11 +60,6 @@ impl Mode {
 
     /// Every mode, in the cycle's order from the default.
     pub const ALL: [Mode; 4] = [Mode::Confirm, Mode::Yolo, Mode::Plan, Mode::Human];
-
-    /// Whether a request in this mode may change files or run commands.
-    pub fn acts(self) -> bool {
-        self != Mode::Plan
-    }
 }
 
 impl Policy {

@@ -155,24 +155,33 @@ fn remove_all(dir: &Path) -> std::io::Result<()> {
 
 /// Removes the layers of agents that are gone (killed before they could).
 fn sweep(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.split('-').next()?.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: kill with signal 0 only asks whether the process exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
-            let _ = remove_all(&entry.path());
-        }
+    for path in left_by_gone_agents(base) {
+        let _ = remove_all(&path);
     }
+}
+
+/// The entries of `dir` named `PID-...` whose agent process is gone: what
+/// an agent killed before it could clean up left in the state folder.
+pub(crate) fn left_by_gone_agents(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.split('-').next()?.parse::<i32>().ok())
+            else {
+                return false;
+            };
+            // SAFETY: kill with signal 0 only asks whether the process exists.
+            let signalled = unsafe { libc::kill(pid, 0) };
+            signalled != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        })
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// The layer's contents, by workspace-relative path.

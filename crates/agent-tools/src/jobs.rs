@@ -185,20 +185,8 @@ fn log_path(state_dir: &Path, n: u64) -> PathBuf {
 }
 
 fn sweep(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.split('-').next()?.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(entry.path());
-        }
+    for path in super::admit::left_by_gone_agents(dir) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -660,15 +648,7 @@ mod tests {
         }
     }
 
-    fn alive(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-    }
+    use crate::shell::tests::alive;
 
     #[test]
     fn a_job_runs_on_while_its_output_is_read_by_offset() {

@@ -991,7 +991,7 @@ fn report(ctx: &ToolContext<'_>, r: CmdResult, timeout_s: u64) -> ToolOutput {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn run(cmd: &str, timeout: u64) -> CmdResult {
@@ -1085,7 +1085,7 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(5));
     }
 
-    fn alive(pid: i32) -> bool {
+    pub(crate) fn alive(pid: i32) -> bool {
         // A zombie waiting for init to reap it counts as ended.
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             !s.rsplit(')')

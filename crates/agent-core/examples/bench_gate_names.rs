@@ -65,6 +65,7 @@ fn main() {
     let knowledge = Knowledge {
         vocabulary: Some(&vocabulary),
         tools: &[],
+        dependencies: &[],
     };
     let missed: Vec<(&str, &str)> = sample
         .iter()

@@ -225,6 +225,7 @@ fn main() {
             let knowledge = Knowledge {
                 vocabulary: Some(&ws.vocabulary),
                 tools: &tools,
+                dependencies: &[],
             };
             let started = Instant::now();
             let guess = heuristic(&row.request, &knowledge);

@@ -28,7 +28,111 @@ pub struct Knowledge<'a> {
     pub vocabulary: Option<&'a Vocabulary>,
     /// Tools beyond the built-in ones (MCP servers'), by name and description.
     pub tools: &'a [ToolSpec],
+    /// The project's dependencies whose indices can be searched, by name.
+    pub dependencies: &'a [String],
 }
+
+/// The indexed dependency a request names ("how do I set a timeout with
+/// reqwest?"), if any: a name written as code (`tokio::select!`, `serde_json`,
+/// `` `log` ``), or one that is no English word, or one after "with",
+/// "using", "in", "from" or before "crate", "library", "package". A name
+/// that is also a word ("which", "log", "ignore") needs one of those cues:
+/// "which function logs this" names no library.
+pub(crate) fn library_named(request: &str, dependencies: &[String]) -> Option<String> {
+    let text = request.to_lowercase();
+    let words: Vec<&str> = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let norm = |s: &str| s.to_lowercase().replace('-', "_");
+    dependencies.iter().find_map(|dep| {
+        let name = norm(dep);
+        let at = words.iter().position(|w| norm(w) == name)?;
+        let coded = name.contains('_')
+            || name.chars().any(|c| c.is_ascii_digit())
+            || [format!("{name}::"), format!("`{name}`"), format!("{name}.")]
+                .iter()
+                .any(|p| text.replace('-', "_").contains(p.as_str()));
+        let before = at.checked_sub(1).map(|i| words[i]);
+        let after = words.get(at + 1).copied();
+        let cued = before.is_some_and(|w| LIBRARY_BEFORE.contains(&w))
+            || after.is_some_and(|w| LIBRARY_AFTER.contains(&w));
+        let english = ENGLISH_NAMES.contains(&name.as_str()) || name.len() < 3;
+        (coded || cued || !english).then(|| dep.clone())
+    })
+}
+
+/// Words before a library's name that make it one ("with tokio").
+const LIBRARY_BEFORE: &[&str] = &["with", "using", "in", "from", "via", "use", "uses"];
+/// Words after it ("the log crate").
+const LIBRARY_AFTER: &[&str] = &[
+    "crate",
+    "crates",
+    "library",
+    "lib",
+    "package",
+    "module",
+    "api",
+    "dependency",
+];
+/// Package names that are also everyday words: named only with a cue.
+const ENGLISH_NAMES: &[&str] = &[
+    "which",
+    "either",
+    "log",
+    "time",
+    "ignore",
+    "bytes",
+    "once",
+    "home",
+    "glob",
+    "same",
+    "console",
+    "image",
+    "url",
+    "http",
+    "json",
+    "test",
+    "path",
+    "file",
+    "files",
+    "walk",
+    "env",
+    "base",
+    "core",
+    "text",
+    "click",
+    "six",
+    "packaging",
+    "requests",
+    "rich",
+    "black",
+    "mock",
+    "select",
+    "color",
+    "colors",
+    "open",
+    "future",
+    "futures",
+    "regex",
+    "lazy",
+    "static",
+    "signal",
+    "ring",
+    "tracing",
+    "arrow",
+    "tar",
+    "zip",
+    "date",
+    "version",
+    "semver",
+    "tempfile",
+    "dirs",
+    "filetime",
+    "anyhow",
+    "cc",
+    "windows",
+];
 
 /// Whether a request asks about the workspace as a whole ("what does this
 /// project do?", "give me an overview"), which its README answers better
@@ -41,6 +145,7 @@ pub(crate) fn about_the_whole(request: &str, knowledge: &Knowledge<'_>) -> bool 
     cues.workspace
         && (cues.question || shape)
         && cues.anchors.is_empty()
+        && cues.library.is_none()
         && !cues.code
         && !cues.target
 }
@@ -538,6 +643,8 @@ struct Cues {
     repo_words: usize,
     /// What it names of the workspace.
     anchors: Vec<vocabulary::Anchor>,
+    /// The indexed dependency it names ("with tokio").
+    library: Option<String>,
     /// Something definite of the workspace to act on ("the confirm prompt").
     target: bool,
     /// Asks about the workspace as a whole: "this folder", "what does this
@@ -573,7 +680,8 @@ impl Cues {
             .vocabulary
             .map(|v| v.anchors(request))
             .unwrap_or_default();
-        let specific = anchors.iter().any(|a| a.kind.is_specific());
+        let library = library_named(request, knowledge.dependencies);
+        let specific = anchors.iter().any(|a| a.kind.is_specific()) || library.is_some();
         let target = code
             || anchors
                 .iter()
@@ -645,6 +753,7 @@ impl Cues {
             code,
             repo_words,
             anchors,
+            library,
             target,
             workspace,
             general,
@@ -728,6 +837,21 @@ impl Tally {
             self.add(Label::RepoQuestion, 4.0);
             self.because("asks about this folder or project as a whole");
         }
+        // The code around the code: answered from the version the project
+        // locks, not from what the model remembers of another.
+        if let Some(library) = &cues.library {
+            let acting =
+                cues.imperative || cues.later_imperative.is_some() || cues.polite_task || cues.wish;
+            self.add(
+                if acting {
+                    Label::CodingTask
+                } else {
+                    Label::RepoQuestion
+                },
+                4.0,
+            );
+            self.because(format!("names the dependency `{library}`, indexed"));
+        }
         if cues.repo_words > 0 {
             self.add(Label::RepoQuestion, 1.0 + cues.repo_words as f32 * 0.5);
             self.add(Label::CodingTask, 0.5);
@@ -781,6 +905,7 @@ impl Tally {
             && !cues.workspace
             && cues.repo_words == 0
             && cues.anchors.is_empty()
+            && cues.library.is_none()
         {
             self.add(Label::GeneralChat, 1.0);
             self.because(if knowledge.vocabulary.is_some() {
@@ -922,6 +1047,59 @@ class SecureCookieSessionInterface(SessionInterface):\n    def get_signing_seria
     }
 
     #[test]
+    fn a_question_naming_an_indexed_dependency_is_answered_from_it() {
+        let deps: Vec<String> = [
+            "tokio",
+            "serde_json",
+            "log",
+            "which",
+            "ignore",
+            "crossbeam-channel",
+        ]
+        .map(String::from)
+        .to_vec();
+        for (request, library) in [
+            ("How do I set a timeout with tokio?", Some("tokio")),
+            (
+                "what does serde_json::from_str return on bad input?",
+                Some("serde_json"),
+            ),
+            ("How do I filter records with the log crate?", Some("log")),
+            (
+                "using crossbeam-channel, how do I select over two receivers?",
+                Some("crossbeam-channel"),
+            ),
+            ("How does `which` search the PATH?", Some("which")),
+            ("which function logs this?", None),
+            ("How do I ignore whitespace in a diff?", None),
+            ("What time is it in Tokyo?", None),
+        ] {
+            assert_eq!(
+                library_named(request, &deps).as_deref(),
+                library,
+                "{request}"
+            );
+        }
+        // A general-knowledge opening that names a locked, indexed library
+        // is asked of its code; without the index it stays a chat.
+        let knowing = Knowledge {
+            dependencies: &deps,
+            ..Knowledge::default()
+        };
+        let question = "How do I set a timeout with tokio?";
+        let i = heuristic(question, &knowing);
+        assert_eq!(i.label, Label::RepoQuestion, "{i:?}");
+        assert!(i.reason.contains("`tokio`"), "{i:?}");
+        assert_eq!(
+            heuristic(question, &Knowledge::default()).label,
+            Label::GeneralChat
+        );
+        // An imperative naming it stays a task.
+        let task = heuristic("Add a timeout to the tokio client", &knowing);
+        assert_eq!(task.label, Label::CodingTask, "{task:?}");
+    }
+
+    #[test]
     fn general_knowledge_is_chat() {
         let i = heuristic("What is the capital of France?", &Knowledge::default());
         assert_eq!(i.label, Label::GeneralChat, "{i:?}");
@@ -954,6 +1132,7 @@ class SecureCookieSessionInterface(SessionInterface):\n    def get_signing_seria
         let knowledge = Knowledge {
             vocabulary: Some(&vocabulary),
             tools: &[],
+            dependencies: &[],
         };
         for whole in [
             "What does this project do?",
@@ -979,6 +1158,7 @@ class SecureCookieSessionInterface(SessionInterface):\n    def get_signing_seria
         let here = Knowledge {
             vocabulary: Some(&vocabulary),
             tools: &[],
+            dependencies: &[],
         };
         for question in [
             "Where is the secret key used to sign sessions?",
@@ -1029,6 +1209,7 @@ class SecureCookieSessionInterface(SessionInterface):\n    def get_signing_seria
         let with_tools = Knowledge {
             vocabulary: None,
             tools: &tools,
+            dependencies: &[],
         };
         let zebra = heuristic("What is the zebra code for abc?", &with_tools);
         assert_eq!(zebra.label, Label::RepoQuestion, "{zebra:?}");

@@ -284,6 +284,8 @@ pub struct Agent {
     /// vocabulary. Opened on first use.
     map: Option<agent_repomap::RepoMap>,
     vocabulary: Option<vocabulary::Vocabulary>,
+    /// The indexed dependencies' names, for the gate (see [`Self::dependency_names`]).
+    dependencies: Option<Vec<String>>,
     /// Search results prefetched per request: `config.prefetch`, or fewer
     /// for a slow model ([`first_prompt`]).
     prefetch_results: usize,
@@ -502,6 +504,7 @@ impl Agent {
             extra_tools: Vec::new(),
             map: None,
             vocabulary: None,
+            dependencies: None,
             prefetch_results: config.prefetch,
             first_prompt: None,
             plan,
@@ -1240,21 +1243,47 @@ a larger --model does better)"
     /// had searched first: one step saved, and even a small model starts from
     /// the right files. The synthetic call also shows the call format by
     /// example. Nothing happens without an index. Returns the call made.
+    /// A request that names an indexed dependency (`library`) searches
+    /// that dependency's index beside the project's.
     fn prefetch(
         &mut self,
         request: &str,
+        library: Option<&str>,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> Result<Option<(ToolCall, String)>> {
         if self.search.is_none() {
             return Ok(None);
         }
+        let mut args = json!({"query": request, "k": self.prefetch_results});
+        let thought = match library {
+            Some(name) => {
+                args["scope"] = "all".into();
+                args["package"] = name.into();
+                format!("Search the code index and the locked {name} for the request first.")
+            }
+            None => "Search the code index for the request first.".into(),
+        };
         let call = ToolCall {
-            thought: "Search the code index for the request first.".into(),
+            thought,
             tool: "search_semantic".into(),
-            args: json!({"query": request, "k": self.prefetch_results}),
+            args,
         };
         self.prefetched(call, ui, cancel)
+    }
+
+    /// The project's dependencies with an index, by name (asked of the
+    /// search once per session: resolving reads the lockfiles).
+    fn dependency_names(&mut self) -> Vec<String> {
+        if self.dependencies.is_none() {
+            let names = self
+                .search
+                .as_deref_mut()
+                .map(|s| s.dependencies())
+                .unwrap_or_default();
+            self.dependencies = Some(names);
+        }
+        self.dependencies.clone().unwrap_or_default()
     }
 
     /// Runs a call of the loop's own before the model's first step: shown,

@@ -150,9 +150,11 @@ impl Agent {
         // labels.
         let system = self.turns.first().map(|t| t.message.clone());
         let gate_started = Instant::now();
+        let dependencies = self.dependency_names();
         let knowledge = intent::Knowledge {
             vocabulary: self.vocabulary.as_ref(),
             tools: &self.extra_tools,
+            dependencies: &dependencies,
         };
         let carrying_out = std::mem::take(&mut self.carrying_out);
         let mut intent = if self.provider.answers_side_requests() {
@@ -215,7 +217,10 @@ impl Agent {
             && asked.attachments.is_empty()
             && self.is_no_project();
         if self.prefetch_results > 0 && access.contains(&Access::Read) && !nothing_to_read {
-            if let Some((call, content)) = self.first_read(request, whole, ui, cancel)? {
+            let library = intent::library_named(request, &dependencies);
+            if let Some((call, content)) =
+                self.first_read(request, whole, library.as_deref(), ui, cancel)?
+            {
                 calls_seen.insert((call.tool, call.args.to_string()), 1);
                 found = Some(content);
             }
@@ -250,11 +255,13 @@ impl Agent {
     }
 
     /// What a request reads before the model's first step: the README for
-    /// a question about the whole workspace, else a search for the request.
+    /// a question about the whole workspace, else a search for the request
+    /// (and in the indexed dependency it names, if any).
     fn first_read(
         &mut self,
         request: &str,
         whole: bool,
+        library: Option<&str>,
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> Result<Option<(ToolCall, String)>> {
@@ -263,7 +270,7 @@ impl Agent {
                 return Ok(Some(read));
             }
         }
-        self.prefetch(request, ui, cancel)
+        self.prefetch(request, library, ui, cancel)
     }
 
     /// A request's outcome before its first step.

@@ -66,15 +66,17 @@ pub struct ToolSpec {
 pub trait SemanticSearch {
     fn search(&mut self, query: &str, k: usize) -> anyhow::Result<Vec<search::Hit>>;
     /// A search of the project's index (`project`), of its dependencies'
-    /// (`deps`: hits cited `NAME@VERSION/path`) or of both (`all`).
+    /// (`deps`: hits cited `NAME@VERSION/path`) or of both (`all`); with
+    /// `package`, of that dependency's only (`NAME` or `NAME@VERSION`).
     fn search_in(
         &mut self,
         query: &str,
         k: usize,
         scope: &str,
+        package: Option<&str>,
     ) -> anyhow::Result<Vec<search::Hit>> {
-        match scope {
-            "project" => self.search(query, k),
+        match (scope, package) {
+            ("project", None) => self.search(query, k),
             _ => anyhow::bail!(
                 "this workspace has no index of its dependencies (the user can build it with `agent index --deps`)"
             ),
@@ -86,6 +88,11 @@ pub trait SemanticSearch {
     fn dependency_file(&mut self, cited: &str) -> Option<Result<std::path::PathBuf, String>> {
         let _ = cited;
         None
+    }
+    /// The names of the project's dependencies whose indices can be
+    /// searched (the intent gate tells a question about one of them).
+    fn dependencies(&mut self) -> Vec<String> {
+        Vec::new()
     }
     /// A caveat for the results, such as a partial index.
     fn note(&mut self) -> Option<String> {

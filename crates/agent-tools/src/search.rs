@@ -36,7 +36,8 @@ impl Tool for SearchSemantic {
                 "properties": {
                     "query": {"type": "string"},
                     "k": {"type": "integer", "description": "how many results (default 5, max 20)"},
-                    "scope": {"type": "string", "enum": ["project", "deps", "all"], "description": "project (default); deps: the project's dependencies at their locked versions, hits cited NAME@VERSION/path (read_file reads them); all: both"}
+                    "scope": {"type": "string", "enum": ["project", "deps", "all"], "description": "project (default); deps: the project's dependencies at their locked versions, hits cited NAME@VERSION/path (read_file reads them); all: both"},
+                    "package": {"type": "string", "description": "one dependency only (NAME or NAME@VERSION), with scope deps (the default then) or all"}
                 },
                 "required": ["query"]
             }),
@@ -57,7 +58,15 @@ impl Tool for SearchSemantic {
             (Ok(q), Ok(k), Ok(s)) => (q, k.unwrap_or(5).clamp(1, 20) as usize, s),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
         };
-        let scope = scope.unwrap_or_else(|| "project".into());
+        let package = match a.opt_str("package") {
+            Ok(p) => p.filter(|p| !p.trim().is_empty()),
+            Err(e) => return e,
+        };
+        let scope =
+            scope.unwrap_or_else(|| if package.is_some() { "deps" } else { "project" }.into());
+        if scope == "project" && package.is_some() {
+            return a.error("`package` names a dependency: use it with scope deps or all");
+        }
         if !["project", "deps", "all"].contains(&scope.as_str()) {
             return a.error(format_args!(
                 "`scope` is project, deps or all, not {scope:?}"
@@ -76,7 +85,7 @@ impl Tool for SearchSemantic {
         // window has room for decides how many.
         let asked = k;
         let k = k.min((ctx.room / HIT_CHARS).max(1));
-        let hits = match search.search_in(&query, k, &scope) {
+        let hits = match search.search_in(&query, k, &scope, package.as_deref()) {
             Ok(h) => h,
             Err(e) => {
                 return ToolOutput::error(

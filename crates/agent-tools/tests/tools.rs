@@ -2130,8 +2130,17 @@ impl SemanticSearch for DepsIndex {
         Ok(Vec::new())
     }
 
-    fn search_in(&mut self, query: &str, k: usize, scope: &str) -> anyhow::Result<Vec<Hit>> {
-        self.scopes.push(scope.to_string());
+    fn search_in(
+        &mut self,
+        query: &str,
+        k: usize,
+        scope: &str,
+        package: Option<&str>,
+    ) -> anyhow::Result<Vec<Hit>> {
+        self.scopes.push(format!(
+            "{scope}{}",
+            package.map(|p| format!(":{p}")).unwrap_or_default()
+        ));
         if scope == "project" {
             return self.search(query, k);
         }
@@ -2223,5 +2232,21 @@ fn read_file_reads_a_dependency_path_only_within_the_resolved_set() {
         Some(&mut index),
     );
     err(&out, ErrorClass::InvalidArgs);
-    assert_eq!(index.scopes, vec!["deps"]);
+    // One dependency: `package` alone means its scope is deps; with
+    // scope project it names nothing to search.
+    let out = h.call_with(
+        "search_semantic",
+        json!({"query": "shout", "package": "demo"}),
+        &mut AlwaysApprove,
+        Some(&mut index),
+    );
+    ok(&out);
+    let out = h.call_with(
+        "search_semantic",
+        json!({"query": "shout", "scope": "project", "package": "demo"}),
+        &mut AlwaysApprove,
+        Some(&mut index),
+    );
+    err(&out, ErrorClass::InvalidArgs);
+    assert_eq!(index.scopes, vec!["deps", "deps:demo"]);
 }

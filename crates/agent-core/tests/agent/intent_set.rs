@@ -58,6 +58,7 @@ fn the_labelled_set_is_large_and_the_gate_gets_workspace_free_requests_right() {
     let knowledge = Knowledge {
         vocabulary: None,
         tools: &tools,
+        dependencies: &[],
     };
     let (mut total, mut right) = (0, 0);
     let mut wrong = Vec::new();

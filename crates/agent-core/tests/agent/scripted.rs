@@ -727,6 +727,70 @@ fn with_an_index_a_request_starts_from_its_best_matches() {
     assert_eq!(prefetches, 1);
 }
 
+/// A project index whose project locks an indexed `tokio`: it records
+/// the scopes searched.
+struct IndexWithDeps(std::rc::Rc<std::cell::RefCell<Vec<String>>>);
+impl SemanticSearch for IndexWithDeps {
+    fn search(&mut self, _query: &str, _k: usize) -> anyhow::Result<Vec<agent_tools::search::Hit>> {
+        self.0.borrow_mut().push("project".into());
+        Ok(Vec::new())
+    }
+
+    fn search_in(
+        &mut self,
+        _query: &str,
+        _k: usize,
+        scope: &str,
+        package: Option<&str>,
+    ) -> anyhow::Result<Vec<agent_tools::search::Hit>> {
+        self.0
+            .borrow_mut()
+            .push(format!("{scope}:{}", package.unwrap_or("")));
+        Ok(vec![agent_tools::search::Hit {
+            path: "tokio@1.47.1/src/time/timeout.rs".into(),
+            start_line: 1,
+            end_line: 1,
+            symbol: "timeout".into(),
+            score: 0.8,
+            text: "pub fn timeout<F>(duration: Duration, future: F) -> Timeout<F>".into(),
+        }])
+    }
+
+    fn dependencies(&mut self) -> Vec<String> {
+        vec!["tokio".into()]
+    }
+}
+
+#[test]
+fn a_question_naming_an_indexed_dependency_searches_it_at_its_locked_version() {
+    let dir = repo();
+    let searched = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let index: Option<Box<dyn SemanticSearch>> = Some(Box::new(IndexWithDeps(searched.clone())));
+    let (mut agent, model) = start(
+        dir.path(),
+        Mode::Confirm,
+        &[&finish("tokio::time::timeout")],
+        index,
+        |_| {},
+    );
+    let outcome = ask(&mut agent, "How do I set a timeout with tokio?").unwrap();
+    assert_eq!(
+        outcome.intent.label,
+        Label::RepoQuestion,
+        "{:?}",
+        outcome.intent
+    );
+    assert_eq!(*searched.borrow(), vec!["all:tokio"]);
+    let messages = &model.requests()[0].messages;
+    assert!(
+        messages[3]
+            .content
+            .contains("tokio@1.47.1/src/time/timeout.rs"),
+        "{}",
+        messages[3].content
+    );
+}
+
 #[test]
 fn a_request_after_an_unfinished_one_keeps_turns_alternating() {
     let dir = repo();

@@ -14,7 +14,7 @@ use agent_session::mcp::{self, ServerState};
 pub(crate) fn run(args: &McpArgs) -> Result<i32> {
     if let McpCommand::Serve { repo } = &args.command {
         let root = agent_base::paths::repo_root(repo.as_deref())?;
-        agent_mcp_server::serve(&root, protocol_output()?)?;
+        agent_mcp_server::serve(&root, protocol_output()?, Some(deps_search(&root)))?;
         return Ok(crate::cmd::exit::OK);
     }
     let root = agent_base::paths::repo_root(None)?;
@@ -23,6 +23,24 @@ pub(crate) fn run(args: &McpArgs) -> Result<i32> {
         McpCommand::Trust { names, revoke } => trust(&root, names, *revoke),
         McpCommand::Serve { .. } => unreachable!("served above"),
     }
+}
+
+/// The served `search`'s scopes "deps" and "all": the project's
+/// dependencies at their locked versions, as `agent search --deps` reads them.
+fn deps_search(root: &Path) -> agent_mcp_server::tools::DepsSearch {
+    let root = root.to_path_buf();
+    Box::new(move |query, scope, package| {
+        let query = agent_session::search::Query {
+            text: query.text.clone(),
+            k: query.k,
+            mode: query.mode,
+            path_glob: query.path_glob.clone(),
+            lang: query.lang.clone(),
+            scope: agent_session::deps::Scope::parse(scope).unwrap_or_default(),
+            package: package.map(str::to_string),
+        };
+        agent_session::search::search(&root, query)
+    })
 }
 
 /// The real stdout, for the protocol alone: file descriptor 1 is pointed at

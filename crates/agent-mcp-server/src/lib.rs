@@ -97,7 +97,8 @@ impl ServerHandler for Server {
 /// Serves the index and map of the repository at `root` over stdin and
 /// `output` (the process's real stdout, which nothing else writes to)
 /// until the client closes stdin.
-pub fn serve(root: &Path, output: std::fs::File) -> Result<()> {
+/// `deps` searches the project's dependencies (`search`'s scope "deps").
+pub fn serve(root: &Path, output: std::fs::File, deps: Option<tools::DepsSearch>) -> Result<()> {
     let root = root
         .canonicalize()
         .with_context(|| format!("cannot open {}", root.display()))?;
@@ -110,7 +111,7 @@ pub fn serve(root: &Path, output: std::fs::File) -> Result<()> {
     std::thread::Builder::new()
         .name("mcp-tools".into())
         .spawn(move || {
-            let mut tools = Tools::open(&worker_root, watching);
+            let mut tools = Tools::open(&worker_root, watching).with_deps(deps);
             for job in queue {
                 let answer = tools.call(&job.name, job.args);
                 let _ = job.reply.send(answer);

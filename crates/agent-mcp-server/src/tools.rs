@@ -23,7 +23,8 @@ use crate::{Answer, Failure};
 /// What the server tells a client about itself at the handshake.
 pub const INSTRUCTIONS: &str =
     "The code index and repo map of one repository, kept live as files change. \
-Use `search` to find the code a question or an issue text is about (hybrid: meaning and keywords), \
+Use `search` to find the code a question or an issue text is about (hybrid: meaning and keywords; \
+`scope: \"deps\"` searches the project's dependencies at their locked versions), \
 `definitions` to find where a symbol is defined, `map` for a ranked outline of the repository's \
 definitions (focused on paths or symbols), and `index_status` to see how complete the index is.";
 
@@ -53,7 +54,25 @@ pub struct SearchArgs {
     /// "src/**/*.rs".
     #[serde(default)]
     pub path: Option<String>,
+    /// What to search: "project" (default), "deps" (the project's
+    /// dependencies at the versions it locks, indexed by `agent index
+    /// --deps`, results cited NAME@VERSION/path) or "all" (both).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Only this dependency ("tokio" or "tokio@1.47.1"); implies "deps"
+    /// unless scope is "all".
+    #[serde(default)]
+    pub package: Option<String>,
 }
+
+/// A search of the project's dependencies: the query, its scope ("deps" or
+/// "all") and package; the results (paths cited NAME@VERSION/path) and
+/// notes on what is not indexed. Given by the binary, which knows where
+/// dependencies are resolved and indexed; this crate only serves.
+pub type DepsSearch = Box<
+    dyn FnMut(&SearchQuery, &str, Option<&str>) -> anyhow::Result<(Vec<SearchResult>, Vec<String>)>
+        + Send,
+>;
 
 /// Arguments of `map`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -143,6 +162,8 @@ pub struct Tools {
     map: RepoMap,
     /// Whether this server's watcher keeps the index live.
     watching: bool,
+    /// The dependencies' search, where the binary gives one.
+    deps: Option<DepsSearch>,
 }
 
 impl Tools {
@@ -152,7 +173,14 @@ impl Tools {
             index: None,
             map: RepoMap::open(root, &default_cache_path(root)),
             watching,
+            deps: None,
         }
+    }
+
+    /// With `search`'s scopes "deps" and "all".
+    pub fn with_deps(mut self, deps: Option<DepsSearch>) -> Self {
+        self.deps = deps;
+        self
     }
 
     /// Runs one call. Arguments that do not parse are the tool's error, said
@@ -202,6 +230,14 @@ impl Tools {
             lang: args.lang.clone(),
             ..SearchQuery::new("", 0)
         };
+        let scope = match (args.scope.as_deref(), &args.package) {
+            (None | Some("project"), Some(_)) => "deps",
+            (None, None) => "project",
+            (Some(s), _) => s,
+        };
+        if scope != "project" {
+            return self.search_deps(&query, scope, args.package.as_deref());
+        }
         let index = self.reader().map_err(Failure::Tool)?;
         let results = index.search(&query);
         let notes = index.notes().unwrap_or_default();
@@ -212,6 +248,24 @@ impl Tools {
         })?;
         let mut out = notes_text(&notes);
         out.push_str(&format_results(&query, &results));
+        Ok(out)
+    }
+
+    fn search_deps(&mut self, query: &SearchQuery, scope: &str, package: Option<&str>) -> Answer {
+        if !["deps", "all"].contains(&scope) {
+            return Err(Failure::Tool(format!(
+                "`scope` is {scope:?}: use \"project\", \"deps\" or \"all\""
+            )));
+        }
+        let Some(deps) = self.deps.as_mut() else {
+            return Err(Failure::Tool(
+                "this server searches the project only (started without its dependencies)".into(),
+            ));
+        };
+        let (results, notes) = deps(query, scope, package)
+            .map_err(|e| Failure::Tool(format!("the search of the dependencies failed: {e:#}")))?;
+        let mut out = notes_text(&notes);
+        out.push_str(&format_results(query, &results));
         Ok(out)
     }
 
@@ -508,6 +562,66 @@ mod tests {
         assert!(
             found.contains("- a.py:1 function: `def add(a, b):`"),
             "{found}"
+        );
+    }
+
+    #[test]
+    fn dependencies_are_searched_through_the_binarys_search() {
+        agent_base::paths::isolate_for_tests();
+        let dir = tempfile::tempdir().unwrap();
+        let mut tools = Tools::open(dir.path(), false);
+        let Err(Failure::Tool(e)) = tools.call(
+            "search",
+            serde_json::json!({"query": "timeout", "scope": "deps"}),
+        ) else {
+            panic!("a server without dependencies searched them");
+        };
+        assert!(e.contains("project only"), "{e}");
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let deps: DepsSearch = Box::new(move |q, scope, package| {
+            seen.lock()
+                .unwrap()
+                .push(format!("{}|{scope}|{}", q.text, package.unwrap_or("-")));
+            let hit = SearchResult {
+                path: "tokio@1.47.1/src/time/timeout.rs".into(),
+                start_line: 3,
+                end_line: 4,
+                symbol: "timeout".into(),
+                kind: "function".into(),
+                score: 0.7,
+                text: "pub fn timeout() {}\n".into(),
+            };
+            Ok((
+                vec![hit],
+                vec!["2 direct dependencies are not indexed yet".into()],
+            ))
+        });
+        let mut tools = tools.with_deps(Some(deps));
+        let out = tools
+            .call(
+                "search",
+                serde_json::json!({"query": "timeout", "package": "tokio"}),
+            )
+            .unwrap();
+        assert!(
+            out.contains("tokio@1.47.1/src/time/timeout.rs:3-4"),
+            "{out}"
+        );
+        assert!(out.contains("not indexed yet"), "{out}");
+        tools
+            .call(
+                "search",
+                serde_json::json!({"query": "timeout", "scope": "all"}),
+            )
+            .unwrap();
+        assert!(matches!(
+            tools.call("search", serde_json::json!({"query": "t", "scope": "web"})),
+            Err(Failure::Tool(e)) if e.contains("\"deps\"")
+        ));
+        assert_eq!(
+            *asked.lock().unwrap(),
+            vec!["timeout|deps|tokio", "timeout|all|-"]
         );
     }
 

@@ -98,6 +98,7 @@ fn deps(root: &Path, which: DepsWhich, args: &IndexArgs, cancel: &CancelToken) -
                 bar.reset();
                 let pass = match pass {
                     index::deps::Pass::Keywords => "rows",
+                    index::deps::Pass::Surface => "used surface",
                     index::deps::Pass::Vectors => "vectors",
                 };
                 bar.set_prefix(format!(

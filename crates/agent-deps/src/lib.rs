@@ -253,6 +253,56 @@ pub fn is_test_symbol(symbol: &str) -> bool {
         .any(|m| *m == "tests" || *m == "test" || m.starts_with("tests_"))
 }
 
+/// Whether a chunk of a dependency is part of its public API, as far as
+/// the chunk says: Rust items declared without `pub` (or `pub(crate)`),
+/// Python names and modules with a leading `_` (not dunders), Go names
+/// starting lower-case are not. An `impl` block, a module's header or a
+/// JavaScript chunk counts as public: nothing says otherwise.
+pub fn is_public(ecosystem: Ecosystem, rel: &str, symbol: &str, text: &str) -> bool {
+    let name = symbol.rsplit([':', '.']).next().unwrap_or(symbol);
+    match ecosystem {
+        Ecosystem::Cargo => {
+            let code = text.lines().map(str::trim_start).find(|l| {
+                !l.is_empty()
+                    && !l.starts_with("//")
+                    && !l.starts_with("#[")
+                    && !l.starts_with("#!")
+            });
+            let Some(code) = code else {
+                return true;
+            };
+            const PRIVATE: &[&str] = &[
+                "fn ",
+                "struct ",
+                "enum ",
+                "const ",
+                "static ",
+                "type ",
+                "trait ",
+                "mod ",
+                "async fn ",
+                "unsafe fn ",
+                "const fn ",
+                "union ",
+                "macro_rules! ",
+                "pub(",
+            ];
+            !PRIVATE.iter().any(|k| code.starts_with(k))
+        }
+        Ecosystem::Python => {
+            let hidden = |part: &str| part.starts_with('_') && !part.starts_with("__");
+            let module_hidden = rel
+                .trim_end_matches(".py")
+                .trim_end_matches(".pyi")
+                .split('/')
+                .any(|part| part.starts_with('_') && part != "__init__" && part != "__main__");
+            !(hidden(name) || module_hidden)
+        }
+        Ecosystem::Go => !name.starts_with(|c: char| c.is_ascii_lowercase()),
+        Ecosystem::Npm => true,
+    }
+}
+
 /// A package manager's name as its registry compares it: PEP 503 for
 /// Python (case, `-`, `_` and `.` alike); npm, Cargo and Go as written.
 pub fn normalize(ecosystem: Ecosystem, name: &str) -> String {
@@ -300,6 +350,53 @@ mod tests {
         );
         assert_eq!(split_cited("src/lib.rs"), None);
         assert_eq!(split_cited("tokio@1.0"), None);
+    }
+
+    #[test]
+    fn public_items_are_told_from_private_ones_per_ecosystem() {
+        use Ecosystem::*;
+        let rs = |text: &str| is_public(Cargo, "src/lib.rs", "f", text);
+        assert!(rs("/// Docs.\n#[inline]\npub fn f() {}"));
+        assert!(rs("impl Foo {\n    fn f() {}\n}"));
+        assert!(!rs("/// Docs.\nfn f() {}"));
+        assert!(!rs("pub(crate) struct S;"));
+        assert!(is_public(
+            Python,
+            "core.py",
+            "Command.invoke",
+            "def invoke(self):"
+        ));
+        assert!(is_public(
+            Python,
+            "core.py",
+            "Command.__init__",
+            "def __init__(self):"
+        ));
+        assert!(!is_public(
+            Python,
+            "core.py",
+            "Command._parse",
+            "def _parse(self):"
+        ));
+        assert!(!is_public(
+            Python,
+            "_compat.py",
+            "is_ascii",
+            "def is_ascii():"
+        ));
+        assert!(is_public(Python, "__init__.py", "echo", "def echo():"));
+        assert!(is_public(
+            Go,
+            "client.go",
+            "Client.Do",
+            "func (c *Client) Do()"
+        ));
+        assert!(!is_public(
+            Go,
+            "client.go",
+            "Client.send",
+            "func (c *Client) send()"
+        ));
     }
 
     #[test]

@@ -885,6 +885,30 @@ impl Index {
         cancel: &CancelToken,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
+        self.fill(priority, false, stats, cancel, on_progress)
+    }
+
+    /// Embeds the missing vectors of `files` only (a dependency's used
+    /// surface before the rest of it): the vector index is left for the
+    /// fill that completes the table.
+    pub fn fill_vectors_of(
+        &mut self,
+        files: &[String],
+        stats: &mut UpdateStats,
+        cancel: &CancelToken,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        self.fill(files, true, stats, cancel, on_progress)
+    }
+
+    fn fill(
+        &mut self,
+        priority: &[String],
+        only: bool,
+        stats: &mut UpdateStats,
+        cancel: &CancelToken,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
         let started = Instant::now();
         if self.writer_lock.is_none() {
             bail!("this index was opened read-only");
@@ -895,6 +919,9 @@ impl Index {
             .enumerate()
             .map(|(i, p)| (p.as_str(), i))
             .collect();
+        if only {
+            pending.retain(|(path, _)| rank.contains_key(path.as_str()));
+        }
         pending.sort_by_key(|(path, _)| {
             (
                 rank.get(path.as_str()).copied().unwrap_or(usize::MAX),
@@ -946,6 +973,15 @@ impl Index {
             group_chunks = 0;
         }
         stats.chunks_unembedded = progress.chunks_unembedded;
+        if only {
+            if filled_any {
+                self.store.tidy()?;
+                self.store.reopen()?;
+                self.publish(true)?;
+            }
+            stats.seconds += started.elapsed().as_secs_f64();
+            return Ok(());
+        }
         if filled_any || !stats.interrupted {
             progress.building_indices = true;
             on_progress(&progress);

@@ -85,7 +85,9 @@ pub enum Which {
 pub enum Pass {
     /// Every package's rows: searchable by keyword.
     Keywords,
-    /// Their vectors.
+    /// The vectors of the files the project uses ([`used_surface`]).
+    Surface,
+    /// The rest of their vectors.
     Vectors,
 }
 
@@ -123,6 +125,9 @@ pub struct Report {
     /// Resolved, but without a source file to index.
     pub empty: Vec<String>,
     pub missing: Vec<Missing>,
+    /// Chunks embedded in the used-surface pass (also counted in their
+    /// package's `built`, once its last pass began).
+    pub surface_embedded: usize,
     pub interrupted: bool,
     pub seconds: f64,
 }
@@ -142,8 +147,16 @@ impl Report {
         let done: Vec<&Built> = self.built.iter().filter(|b| b.complete).collect();
         let chunks: usize = done.iter().map(|b| b.chunks).sum();
         let embedded: usize = self.built.iter().map(|b| b.embedded).sum();
+        let surface = if self.surface_embedded > 0 {
+            format!(
+                "; {} of the files the project imports first",
+                self.surface_embedded
+            )
+        } else {
+            String::new()
+        };
         let mut lines = vec![format!(
-            "dependencies: {} indexed now ({} chunks, {} embedded), {} already indexed, {} without source files, {} missing; in {:.1}s",
+            "dependencies: {} indexed now ({} chunks, {} embedded{surface}), {} already indexed, {} without source files, {} missing; in {:.1}s",
             done.len(),
             chunks,
             embedded,
@@ -229,6 +242,27 @@ pub fn index(
     // large ones (libc's bindings, a big framework) take.
     pending.sort_by_key(|(p, (_, chunks))| (*chunks, p.id()));
     let mut embedder: Option<Embedder> = None;
+    // First what the project uses of each: a large package's few files
+    // the code imports answer most questions about it, long before the
+    // rest of it (libc's bindings) is embedded.
+    let names = imported_names(root);
+    let mut first = std::collections::HashMap::new();
+    for (i, (p, _)) in pending.iter().enumerate() {
+        let surface = used_surface(&source_files(p), &names);
+        if cancel.is_cancelled() || surface.is_empty() {
+            continue;
+        }
+        let id = p.id();
+        on_event(Event::Package {
+            n: i + 1,
+            of: pending.len(),
+            id: &id,
+            pass: Pass::Surface,
+        });
+        let embedded = fill_surface(p, &surface, threads, cancel, &mut embedder, on_event)?;
+        report.surface_embedded += embedded;
+        first.insert(id, embedded);
+    }
     for (i, (p, (files, _))) in pending.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
@@ -240,9 +274,9 @@ pub fn index(
             id: &id,
             pass: Pass::Vectors,
         });
-        report
-            .built
-            .push(fill(p, *files, threads, cancel, &mut embedder, on_event)?);
+        let mut built = fill(p, *files, threads, cancel, &mut embedder, on_event)?;
+        built.embedded += first.get(&id).copied().unwrap_or(0);
+        report.built.push(built);
     }
     report.interrupted = cancel.is_cancelled();
     report.seconds = started.elapsed().as_secs_f64();
@@ -258,6 +292,67 @@ pub fn source_files(p: &Package) -> HashSet<String> {
         .map(|f| f.rel)
         .filter(|rel| p.owns(rel) && !agent_deps::is_auxiliary(rel) && is_source(p.ecosystem, rel))
         .collect()
+}
+
+/// The names the project's code imports or reaches through a path:
+/// the words of its `use`/`import`/`from`/`require` lines and the parts of
+/// its `a::b` paths, lower-cased. A dependency's files of those names are
+/// its used surface ([`used_surface`]).
+pub fn imported_names(root: &Path) -> HashSet<String> {
+    let (files, _) = walk::walk(root, &WalkOptions::default());
+    let mut names = HashSet::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f.path) else {
+            continue;
+        };
+        for line in text.lines() {
+            let t = line.trim_start();
+            let importing = ["use ", "pub use ", "import ", "from ", "extern crate "]
+                .iter()
+                .any(|k| t.starts_with(k))
+                || t.contains("require(");
+            let pathed = t.contains("::");
+            if !importing && !pathed {
+                continue;
+            }
+            let words =
+                t.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '.'));
+            for word in words {
+                let parts: Vec<&str> = word.split([':', '.']).filter(|w| !w.is_empty()).collect();
+                if importing || parts.len() > 1 {
+                    names.extend(parts.iter().map(|p| p.to_lowercase()));
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The files of `p` the project uses, by their names: a file whose stem
+/// is an imported name (`time/timeout.rs` for `tokio::time::timeout`), a
+/// module's entry (`mod.rs`, `__init__.py`, `index.*`) whose folder is one,
+/// and the package's own entry files. Their vectors come first.
+pub fn used_surface(files: &HashSet<String>, names: &HashSet<String>) -> Vec<String> {
+    const ENTRIES: &[&str] = &["mod", "lib", "__init__", "index", "main"];
+    let mut used: Vec<String> = files
+        .iter()
+        .filter(|rel| {
+            let path = Path::new(rel.as_str());
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            let stem = stem.trim_end_matches(".d").to_lowercase();
+            let folder = path
+                .parent()
+                .and_then(|d| d.to_str())
+                .map(|d| d.rsplit('/').next().unwrap_or(d).to_lowercase())
+                .unwrap_or_default();
+            names.contains(&stem)
+                || (ENTRIES.contains(&stem.as_str())
+                    && (folder.is_empty() || folder == "src" || names.contains(&folder)))
+        })
+        .cloned()
+        .collect();
+    used.sort();
+    used
 }
 
 fn is_source(ecosystem: Ecosystem, rel: &str) -> bool {
@@ -307,6 +402,29 @@ fn write_rows(
     let chunks = index.status()?.chunks;
     agent_base::files::atomic_write(&dir.join(ROWS_MARKER), chunks.to_string().as_bytes(), None)?;
     Ok(Some((files, chunks)))
+}
+
+/// The vectors of `surface`, files of `p`; how many chunks were embedded.
+fn fill_surface(
+    p: &Package,
+    surface: &[String],
+    threads: Option<usize>,
+    cancel: &CancelToken,
+    embedder: &mut Option<Embedder>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<usize> {
+    let mut index =
+        Index::open_writer_at(&p.root, &package_dir(p), options(threads, source_files(p)))?;
+    if let Some(e) = embedder.take() {
+        index.lend_embedder(e);
+    }
+    let mut stats = agent_index::UpdateStats::default();
+    let filled = index.fill_vectors_of(surface, &mut stats, cancel, &mut |pr| {
+        on_event(Event::Progress(pr))
+    });
+    *embedder = index.take_embedder();
+    filled?;
+    Ok(stats.chunks_embedded)
 }
 
 /// A package's vectors filled in (type declarations first), and the
@@ -454,6 +572,9 @@ pub fn searchable(
     Ok((ready.into_iter().cloned().collect(), notes))
 }
 
+/// What a private item's score is multiplied by in a dependency's results.
+const PRIVATE_FACTOR: f32 = 0.9;
+
 /// Searches the dependencies' indices: `query` in each, the embedder
 /// loaded once, results merged by [`comparable`] scores, their paths cited
 /// as `NAME@VERSION/path`.
@@ -477,18 +598,22 @@ pub fn search_packages(
         *embedder = index.take_embedder().or(embedder.take());
         let id = p.id();
         // A dependency's own tests answer how to test it, not how to use it.
-        all.extend(
-            found?
-                .into_iter()
-                .filter(|r| {
-                    !agent_deps::is_test_symbol(&r.symbol) && !agent_deps::is_auxiliary(&r.path)
-                })
-                .take(query.k)
-                .map(|mut r| {
-                    r.path = format!("{id}/{}", r.path);
-                    r
-                }),
-        );
+        let mut found: Vec<SearchResult> = found?
+            .into_iter()
+            .filter(|r| {
+                !agent_deps::is_test_symbol(&r.symbol) && !agent_deps::is_auxiliary(&r.path)
+            })
+            .map(|mut r| {
+                // Its API answers how to use it: a private helper ranks lower.
+                if !agent_deps::is_public(p.ecosystem, &r.path, &r.symbol, &r.text) {
+                    r.score *= PRIVATE_FACTOR;
+                }
+                r.path = format!("{id}/{}", r.path);
+                r
+            })
+            .collect();
+        found.sort_by(|a, b| b.score.total_cmp(&a.score));
+        all.extend(found.into_iter().take(query.k));
     }
     all.sort_by(|a, b| b.score.total_cmp(&a.score));
     all.truncate(query.k);
@@ -539,6 +664,61 @@ pub fn comparable(index: &mut Index, query: &SearchQuery) -> Result<Vec<SearchRe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_used_surface_is_the_files_the_project_imports_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "src/main.rs",
+            "use tokio::time::timeout;\nfn main() { let _ = serde_json::from_str::<u8>(\"1\"); }\n// the net module is not used\n",
+        );
+        write(
+            "app.py",
+            "from click.core import Command\nimport pathspec\n",
+        );
+        let names = imported_names(dir.path());
+        for name in [
+            "tokio",
+            "time",
+            "timeout",
+            "serde_json",
+            "from_str",
+            "click",
+            "core",
+            "pathspec",
+        ] {
+            assert!(names.contains(name), "{name}: {names:?}");
+        }
+        assert!(!names.contains("net"), "a comment's word is no import");
+        let files: HashSet<String> = [
+            "src/lib.rs",
+            "src/time/mod.rs",
+            "src/time/timeout.rs",
+            "src/time/interval.rs",
+            "src/net/tcp.rs",
+            "src/net/mod.rs",
+            "core.py",
+            "__init__.py",
+            "termui.py",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            used_surface(&files, &names),
+            vec![
+                "__init__.py",
+                "core.py",
+                "src/lib.rs",
+                "src/time/mod.rs",
+                "src/time/timeout.rs"
+            ]
+        );
+    }
 
     #[test]
     fn the_report_counts_what_was_done_and_says_why_packages_are_missing() {

@@ -48,8 +48,13 @@ impl IndexSearch {
         self.resolution().packages.iter().any(deps::searchable_now)
     }
 
-    fn deps_hits(&mut self, query: &str, k: usize) -> Result<Vec<SearchResult>> {
-        let (packages, _) = deps::searchable(self.resolution(), None)?;
+    fn deps_hits(
+        &mut self,
+        query: &str,
+        k: usize,
+        package: Option<&str>,
+    ) -> Result<Vec<SearchResult>> {
+        let (packages, _) = deps::searchable(self.resolution(), package)?;
         deps::search_packages(&packages, &SearchQuery::new(query, k), &mut self.embedder)
     }
 
@@ -78,16 +83,25 @@ impl SemanticSearch for IndexSearch {
             .collect())
     }
 
-    fn search_in(&mut self, query: &str, k: usize, scope: &str) -> Result<Vec<Hit>> {
+    fn search_in(
+        &mut self,
+        query: &str,
+        k: usize,
+        scope: &str,
+        package: Option<&str>,
+    ) -> Result<Vec<Hit>> {
         let scope = Scope::parse(scope).unwrap_or_default();
         if scope == Scope::Project {
+            if let Some(p) = package {
+                bail!("`package` ({p}) is searched with scope deps or all");
+            }
             return self.search(query, k);
         }
         // One embedder for both: the project's index lends its own.
         if let (Some(index), None) = (&mut self.index, &self.embedder) {
             self.embedder = index.take_embedder();
         }
-        let found = self.deps_hits(query, k);
+        let found = self.deps_hits(query, k, package);
         if let (Some(index), Some(e)) = (&mut self.index, self.embedder.take()) {
             index.lend_embedder(e);
         }
@@ -117,6 +131,19 @@ impl SemanticSearch for IndexSearch {
             .iter()
             .any(|p| p.name == name)
             .then(|| resolution.locate(cited).map(|(_, path)| path))
+    }
+
+    fn dependencies(&mut self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .resolution()
+            .packages
+            .iter()
+            .filter(|p| deps::searchable_now(p))
+            .map(|p| p.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     fn note(&mut self) -> Option<String> {

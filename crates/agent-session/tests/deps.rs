@@ -60,7 +60,10 @@ fn project(root: &Path, tinyjson: &str) {
         "[package]\nname = \"app\"\nversion = \"0.1.0\"\n",
     );
     write(&root.join("Cargo.lock"), &lock(tinyjson));
-    write(&root.join("src/main.rs"), "fn main() {}\n");
+    write(
+        &root.join("src/main.rs"),
+        "use tinyjson::escape_string;\nfn main() {}\n",
+    );
     // The venv: one distribution, installed as pip lays it out.
     let site = root.join(".venv/lib/python3.12/site-packages");
     write(&root.join(".venv/pyvenv.cfg"), "home = /usr/bin\n");
@@ -221,7 +224,7 @@ fn dependencies_are_indexed_once_per_version_searched_and_read_within_bounds() {
         if matches!(
             e,
             deps::Event::Package {
-                pass: deps::Pass::Vectors,
+                pass: deps::Pass::Surface,
                 ..
             }
         ) {
@@ -265,6 +268,8 @@ fn dependencies_are_indexed_once_per_version_searched_and_read_within_bounds() {
         first.built
     );
     assert!(first.built.iter().map(|b| b.embedded).sum::<usize>() > 0);
+    // The files the project imports were embedded before the rest.
+    assert!(first.surface_embedded > 0, "{:?}", first.lines());
     assert_eq!(
         files_under(&cargo_home),
         registry_before,
@@ -310,9 +315,36 @@ fn dependencies_are_indexed_once_per_version_searched_and_read_within_bounds() {
     }
     assert!(tools.dependency_file("src/main.rs").is_none());
     let hits = tools
-        .search_in("circular buffer that overwrites the oldest", 3, "deps")
+        .search_in(
+            "circular buffer that overwrites the oldest",
+            3,
+            "deps",
+            None,
+        )
         .unwrap();
     assert_eq!(hits[0].path, "ringbuf@1.0.0/src/lib.rs");
+    // The gate is told which dependencies can be searched; one named is
+    // searched alone.
+    assert_eq!(
+        tools.dependencies(),
+        vec!["ringbuf", "slugify-lite", "tiny-fmt", "tinyjson"]
+    );
+    let hits = tools
+        .search_in(
+            "escape quotes for a JSON string",
+            3,
+            "deps",
+            Some("ringbuf"),
+        )
+        .unwrap();
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h.path.starts_with("ringbuf@1.0.0/")),
+        "{:?}",
+        hits.iter().map(|h| &h.path).collect::<Vec<_>>()
+    );
+    assert!(tools
+        .search_in("escape quotes", 3, "project", Some("ringbuf"))
+        .is_err());
 
     // A lockfile change: only the new version is indexed, and searches follow.
     write(&a.join("Cargo.lock"), &lock("0.3.0"));

@@ -108,3 +108,155 @@ fn index_deps_then_search_them_and_share_them_with_another_workspace() {
     assert_eq!(second["built"].as_array().unwrap().len(), 0, "{second}");
     assert_eq!(second["reused"].as_array().unwrap().len(), 2, "{second}");
 }
+
+/// Runs `cmd` in `dir`; its output on failure.
+fn run_in(dir: &Path, cmd: &mut Command) {
+    let out = cmd.current_dir(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A real wheel, `tinyslug 0.3.0` (a package of two modules, its RECORD
+/// hashed as pip checks it), written by Python's zipfile into `dir`.
+fn build_wheel(dir: &Path) -> std::path::PathBuf {
+    let script = r#"
+import base64, hashlib, sys, zipfile
+files = {
+    "tinyslug/__init__.py": "from .core import slugify\n",
+    "tinyslug/core.py": 'def slugify(title):\n    """Turn a title into a lower-case URL slug joined by hyphens."""\n    return "-".join(title.lower().split())\n',
+    "tinyslug-0.3.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinyslug\nVersion: 0.3.0\n",
+    "tinyslug-0.3.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for name, text in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    record.append(f"{name},sha256={digest},{len(text.encode())}")
+record.append("tinyslug-0.3.0.dist-info/RECORD,,")
+files["tinyslug-0.3.0.dist-info/RECORD"] = "\n".join(record) + "\n"
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for name, text in files.items():
+        z.writestr(name, text)
+"#;
+    let wheel = dir.join("tinyslug-0.3.0-py3-none-any.whl");
+    run_in(
+        dir,
+        Command::new("python3").args(["-c", script]).arg(&wheel),
+    );
+    wheel
+}
+
+/// `tiny-pad 1.2.0` packed by npm into a tarball in `dir`.
+fn pack_npm_package(dir: &Path) -> std::path::PathBuf {
+    let src = dir.join("tiny-pad");
+    write(
+        &src.join("package.json"),
+        r#"{"name": "tiny-pad", "version": "1.2.0", "main": "index.js", "types": "index.d.ts"}"#,
+    );
+    write(
+        &src.join("index.d.ts"),
+        "/** Pads a number with leading zeros to the given width. */\nexport declare function zeroPad(n: number, width: number): string;\n",
+    );
+    write(
+        &src.join("index.js"),
+        "function zeroPad(n, width) { return String(n).padStart(width, '0'); }\nmodule.exports = { zeroPad };\n",
+    );
+    run_in(
+        dir,
+        Command::new("npm").args(["pack", "--silent", "./tiny-pad"]),
+    );
+    dir.join("tiny-pad-1.2.0.tgz")
+}
+
+fn search_deps(cargo_home: &Path, root: &Path, args: &[&str]) -> Vec<String> {
+    let out = agent(cargo_home)
+        .args(["search", "--deps", "--json", "-k", "3", "--root"])
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn packages_installed_by_pip_and_npm_are_resolved_indexed_and_searched() {
+    common::tiny_model(); // the models folder is in place
+    for tool in ["python3", "npm"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            agent_test_support::skip!("{tool} is not installed");
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("app");
+    write(
+        &root.join("pyproject.toml"),
+        "[project]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"tinyslug>=0.3\"]\n",
+    );
+    write(&root.join("app.py"), "from tinyslug import slugify\n");
+    write(
+        &root.join("package.json"),
+        r#"{"name": "app", "version": "0.1.0"}"#,
+    );
+    let wheel = build_wheel(tmp.path());
+    let tarball = pack_npm_package(tmp.path());
+    // A real venv, the wheel installed by its pip (offline); a real
+    // node_modules and package-lock.json, written by npm.
+    run_in(&root, Command::new("python3").args(["-m", "venv", ".venv"]));
+    run_in(
+        &root,
+        Command::new(root.join(".venv/bin/pip"))
+            .args(["install", "-q", "--no-index", "--no-deps"])
+            .arg(&wheel),
+    );
+    run_in(
+        &root,
+        Command::new("npm")
+            .args([
+                "install",
+                "--offline",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+            ])
+            .arg(&tarball),
+    );
+    assert!(root.join("package-lock.json").is_file());
+
+    let cargo_home = tmp.path().join("cargo");
+    let report = index(&cargo_home, &root);
+    let mut built: Vec<&str> = report["built"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    built.sort();
+    // pip itself is in the venv too, but not a dependency the project names.
+    assert_eq!(built, vec!["tiny-pad@1.2.0", "tinyslug@0.3.0"], "{report}");
+
+    let hits = search_deps(&cargo_home, &root, &["turn a title into a url slug"]);
+    assert_eq!(
+        hits.first().map(String::as_str),
+        Some("tinyslug@0.3.0/core.py"),
+        "{hits:?}"
+    );
+    let hits = search_deps(
+        &cargo_home,
+        &root,
+        &["--package", "tiny-pad", "pad a number with zeros"],
+    );
+    assert_eq!(
+        hits.first().map(String::as_str),
+        Some("tiny-pad@1.2.0/index.d.ts"),
+        "{hits:?}"
+    );
+}

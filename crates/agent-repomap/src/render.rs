@@ -8,10 +8,20 @@
 //!   pub fn system_info() -> String
 //! ```
 //!
-//! Rendering the top `k` definitions shows them grouped by file, files in the
-//! order their best definition is ranked, definitions in line order under
-//! their scope headers. The order of files does not depend on `k`, so a
-//! bigger budget extends the map rather than reshuffling it.
+//! The outline is laid out once for the whole ranking, and a budget only
+//! says where it ends: the map for a smaller budget is the map for a larger
+//! one cut at the end of a line. A busier machine sizes the first prompt
+//! smaller (`agent-core`'s `first_prompt`); cut rather than laid out
+//! afresh, that prompt shares all of its map with the one the prompt cache
+//! on disk holds.
+//!
+//! The ranking is laid out in tiers of [`TIER_DEFS`] definitions, best
+//! first. A tier shows its definitions grouped by file, files in the order
+//! their best definition in the tier is ranked, definitions in line order
+//! under their scope headers; a file with definitions in several tiers is
+//! named again in each (but where one tier ends with it and the next opens
+//! with it). So a cut anywhere keeps the ranking but within one
+//! tier, and the map reads as a file-by-file outline.
 
 use super::rank::Ranking;
 use super::tags::FileTags;
@@ -25,29 +35,61 @@ pub struct Fitted {
     pub defs_shown: usize,
 }
 
-/// Precomputed for rendering any prefix of the ranking.
+/// Ranked definitions per tier of the outline (see the module's doc). Each
+/// tier names its files again: smaller tiers keep the ranking more closely,
+/// larger ones repeat fewer headers. At 24, a 655-token map of this
+/// repository's crates shows 90-95% as many of the top definitions as one
+/// laid out afresh for its budget (16 and 32 do a little worse, pure rank
+/// order about 80%).
+pub(crate) const TIER_DEFS: usize = 24;
+
+/// Precomputed for rendering any prefix of the outline.
 struct Layout<'a> {
     files: &'a [(&'a str, &'a FileTags)],
     ranking: &'a Ranking,
-    /// Per file: position of its best definition in the ranking (`u32::MAX` if none).
-    first_pos: Vec<u32>,
-    /// `approx_chars[k]`: rough size of the rendering of the top `k` definitions,
-    /// used only to guess which `k` to measure next.
+    /// Indices into `ranking.defs` in the order the outline shows them:
+    /// tier after tier of ranked definitions, each grouped by file
+    /// (files in the order of their best definition in the tier) and in
+    /// line order within a file.
+    order: Vec<u32>,
+    /// `approx_chars[k]`: rough size of the rendering of the first `k`
+    /// definitions of `order`, used only to guess which `k` to measure next.
     approx_chars: Vec<usize>,
 }
 
 const INDENT: &str = "  ";
 
 impl<'a> Layout<'a> {
-    fn new(files: &'a [(&'a str, &'a FileTags)], ranking: &'a Ranking) -> Self {
-        let mut first_pos = vec![u32::MAX; files.len()];
-        let mut approx_chars = Vec::with_capacity(ranking.defs.len() + 1);
+    fn new(files: &'a [(&'a str, &'a FileTags)], ranking: &'a Ranking, tier: usize) -> Self {
+        let tier = tier.max(1);
+        let mut order = Vec::with_capacity(ranking.defs.len());
+        // Per file: the tier (+1) in which `first_pos` was set, and the
+        // position of the file's best definition in that tier.
+        let mut stamp = vec![0usize; files.len()];
+        let mut first_pos = vec![0usize; files.len()];
+        for (t, chunk) in ranking.defs.chunks(tier).enumerate() {
+            let start = t * tier;
+            let mut picked: Vec<(usize, u32, u32)> = Vec::with_capacity(chunk.len());
+            for (i, d) in chunk.iter().enumerate() {
+                let f = d.file as usize;
+                if stamp[f] != t + 1 {
+                    stamp[f] = t + 1;
+                    first_pos[f] = i;
+                }
+                picked.push((first_pos[f], d.def, (start + i) as u32));
+            }
+            // (file order, definition index): definitions are stored in line order.
+            picked.sort_unstable();
+            order.extend(picked.into_iter().map(|(_, _, pos)| pos));
+        }
+        let mut approx_chars = Vec::with_capacity(order.len() + 1);
         approx_chars.push(0);
         let mut total = 0;
-        for (pos, d) in ranking.defs.iter().enumerate() {
-            let slot = &mut first_pos[d.file as usize];
-            if *slot == u32::MAX {
-                *slot = pos as u32;
+        let mut current = u32::MAX;
+        for &pos in &order {
+            let d = &ranking.defs[pos as usize];
+            if d.file != current {
+                current = d.file;
                 total += files[d.file as usize].0.len() + 2;
             }
             total += files[d.file as usize].1.defs[d.def as usize]
@@ -60,7 +102,7 @@ impl<'a> Layout<'a> {
         Layout {
             files,
             ranking,
-            first_pos,
+            order,
             approx_chars,
         }
     }
@@ -72,30 +114,28 @@ impl<'a> Layout<'a> {
             .saturating_sub(1)
     }
 
-    /// The outline of the top `k` definitions, and how many files it shows.
+    /// The outline of the first `k` definitions of `order`, and how many
+    /// files it shows. Each line only appends to the outline of `k - 1`.
     fn render(&self, k: usize) -> (String, usize) {
-        let mut picked: Vec<(u32, u32)> = self.ranking.defs[..k]
-            .iter()
-            .map(|d| (self.first_pos[d.file as usize], d.def))
-            .collect();
-        // (file order, definition index): definitions are stored in line order.
-        picked.sort_unstable();
         let mut out = String::with_capacity(self.approx_chars[k] + 64);
+        let mut shown = vec![false; self.files.len()];
         let mut files_shown = 0;
         let mut current = u32::MAX;
         let mut open: Vec<u32> = Vec::new(); // scopes whose header is printed, outermost first
-        for (first, di) in picked {
-            let file = self.ranking.defs[first as usize].file;
-            let (rel, tags) = self.files[file as usize];
-            if file != current {
-                current = file;
-                files_shown += 1;
+        for &pos in &self.order[..k] {
+            let d = &self.ranking.defs[pos as usize];
+            let (rel, tags) = self.files[d.file as usize];
+            if d.file != current {
+                current = d.file;
+                if !std::mem::replace(&mut shown[d.file as usize], true) {
+                    files_shown += 1;
+                }
                 open.clear();
                 // A newline in a file name would read as a line of the map.
                 out.push_str(&agent_base::term::escape_line(rel));
                 out.push_str(":\n");
             }
-            let def = &tags.defs[di as usize];
+            let def = &tags.defs[d.def as usize];
             let chain = tags.scope_chain(def);
             let common = open.iter().zip(&chain).take_while(|(a, b)| a == b).count();
             open.truncate(common);
@@ -121,9 +161,11 @@ fn push_line(out: &mut String, depth: usize, text: &str) {
     out.push('\n');
 }
 
-/// The longest prefix of the ranking whose outline fits `budget` tokens as
-/// counted by `count_tokens`. Only measured renderings are returned, so the
-/// result never exceeds the budget (unless even the empty map does).
+/// The longest prefix of the outline (whole lines, the first `k`
+/// definitions of the layout) that fits `budget` tokens as counted by
+/// `count_tokens`: a prefix of what any larger budget gets. Only measured
+/// renderings are returned, so the result never exceeds the budget (unless
+/// even the empty map does).
 ///
 /// The search brackets the answer from a size estimate, then alternates
 /// interpolation (tokens per character, measured on the previous probe) with
@@ -135,7 +177,7 @@ pub fn fit(
     budget: usize,
     count_tokens: &dyn Fn(&str) -> usize,
 ) -> Fitted {
-    let layout = Layout::new(files, ranking);
+    let layout = Layout::new(files, ranking, TIER_DEFS);
     let total = ranking.defs.len();
     let mut best = Fitted {
         text: String::new(),
@@ -223,7 +265,7 @@ pub fn main_loop(config: &EngineConfig) {
         let v = sample();
         let files: Vec<(&str, &FileTags)> = v.iter().map(|(r, t)| (*r, t)).collect();
         let ranking = rank(&files, &Seeds::default());
-        let layout = Layout::new(&files, &ranking);
+        let layout = Layout::new(&files, &ranking, TIER_DEFS);
         let (text, n) = layout.render(ranking.defs.len());
         assert_eq!(n, 2);
         assert_eq!(
@@ -249,7 +291,7 @@ src/app.rs:
             .unwrap();
         let mut partial = ranking.clone();
         partial.defs = vec![ranking.defs[only_name]];
-        let (text, _) = Layout::new(&files, &partial).render(1);
+        let (text, _) = Layout::new(&files, &partial, TIER_DEFS).render(1);
         assert_eq!(
             text,
             "src/engine.rs:\n  pub trait Provider\n    fn name(&self) -> &str\n"
@@ -261,14 +303,18 @@ src/app.rs:
         let v = sample();
         let files: Vec<(&str, &FileTags)> = v.iter().map(|(r, t)| (*r, t)).collect();
         let ranking = rank(&files, &Seeds::default());
-        let full = Layout::new(&files, &ranking).render(ranking.defs.len()).0;
+        let full = Layout::new(&files, &ranking, TIER_DEFS)
+            .render(ranking.defs.len())
+            .0;
         for budget in 0..=approx_tokens(&full) + 5 {
             let f = fit(&files, &ranking, budget, &approx_tokens);
             assert!(f.tokens <= budget, "budget {budget}: {} tokens", f.tokens);
             assert_eq!(f.tokens, approx_tokens(&f.text));
             // Maximal: one more definition would not fit.
             if f.defs_shown < ranking.defs.len() {
-                let more = Layout::new(&files, &ranking).render(f.defs_shown + 1).0;
+                let more = Layout::new(&files, &ranking, TIER_DEFS)
+                    .render(f.defs_shown + 1)
+                    .0;
                 assert!(approx_tokens(&more) > budget);
             }
         }

@@ -198,7 +198,8 @@ fn map_ranks_used_definitions_first_and_fits() {
     assert!(out.text.contains("py/tools.py:\n"));
     assert_eq!(out.ranked_files.len(), 6);
 
-    // A small budget keeps the best definitions only.
+    // A small budget keeps the map's first lines: the file of the best
+    // definition first (the whole map is one tier, see `render`).
     let small = map.render(
         &MapOptions {
             token_budget: 50,
@@ -207,12 +208,14 @@ fn map_ranks_used_definitions_first_and_fits() {
         &approx_tokens,
     );
     assert!(small.tokens <= 50 && small.defs_shown > 0 && small.defs_shown < out.defs_total);
-    // LlamaEngine and load are used by two files; unused_config_helper by none.
-    assert!(small.text.contains("pub fn load("), "{}", small.text);
+    assert!(out.text.starts_with(&small.text), "{}", small.text);
+    // LlamaEngine and load are used by two files; unused_config_helper by
+    // none: in the ranking's first tier, not in its last lines.
+    let last_lines: Vec<&str> = out.text.lines().rev().take(4).collect();
     assert!(
-        !small.text.contains("unused_config_helper"),
+        !last_lines.iter().any(|l| l.contains("pub fn load(")),
         "{}",
-        small.text
+        out.text
     );
 }
 
@@ -242,13 +245,14 @@ fn focus_changes_the_top_file() {
             out.text
         );
     }
-    // An identifier focus brings its definition to the top even from a weak file.
+    // An identifier focus brings its definition's file to the top even
+    // from a weak file.
     let mut tight = opts(&["unused_config_helper"]);
-    tight.token_budget = 14;
+    tight.token_budget = 20;
     let out = map.render(&tight, &approx_tokens);
     assert_eq!(
         out.text,
-        "src/config.rs:\n  pub fn unused_config_helper() -> u32\n"
+        "src/config.rs:\n  pub struct EngineConfig\n  pub fn unused_config_helper() -> u32\n"
     );
 }
 
@@ -490,4 +494,68 @@ fn generated_files_get_no_tags_and_are_not_reread() {
     // Known by its stat from now on, like every other file: nothing is read.
     let stats = open(dir.path()).refresh().unwrap();
     assert_eq!((stats.parsed, stats.reused), (0, rels.len()), "{stats:?}");
+}
+
+/// A tokenizer stand-in that splits as BPE pre-tokenizers do: runs of
+/// letters or digits, single other characters.
+fn words(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut last_word = None;
+    for (i, c) in s.char_indices() {
+        let word = c.is_alphanumeric() || c == '_';
+        if i > start && !(word && last_word == Some(true)) {
+            out.push(&s[start..i]);
+            start = i;
+        }
+        last_word = Some(word);
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
+#[test]
+fn a_smaller_budget_gives_a_prefix_of_a_larger_ones_map() {
+    // Real code: the fixture's four files of this repository.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/rust");
+    let cache = tempfile::tempdir().unwrap();
+    let mut map = RepoMap::open(&root, &cache.path().join("c.sqlite"));
+    map.refresh().unwrap();
+    let count = |s: &str| words(s).len();
+    for focus in [vec![], vec!["walk".to_string(), "Chunk".to_string()]] {
+        let at = |token_budget: usize| {
+            let opts = MapOptions {
+                token_budget,
+                focus: focus.clone(),
+                recent_files: Vec::new(),
+            };
+            map.render(&opts, &count)
+        };
+        let full = at(1_000_000);
+        assert!(full.defs_shown > 100, "{}", full.defs_shown);
+        let mut last = at(0);
+        let mut grew = 0;
+        for budget in (16..count(&full.text) + 64).step_by(37) {
+            let out = at(budget);
+            assert!(out.tokens <= budget, "{budget}: {}", out.tokens);
+            assert!(
+                out.text.starts_with(&last.text),
+                "{budget}:\n{}\n--- not a prefix of ---\n{}",
+                last.text,
+                out.text
+            );
+            // Whole lines, each definition's after its headers.
+            assert!(out.text.is_empty() || out.text.ends_with('\n'));
+            assert!(!out.text.lines().last().unwrap_or("  x").ends_with(':'));
+            // As tokens too: the smaller map's are the larger one's first.
+            let (small, large) = (words(&last.text), words(&out.text));
+            assert_eq!(small[..], large[..small.len()], "{budget}");
+            grew += usize::from(out.defs_shown > last.defs_shown);
+            last = out;
+        }
+        assert_eq!(last.text, full.text);
+        assert!(grew > 20, "{grew}");
+    }
 }

@@ -9,7 +9,8 @@
 //! and tool schemas, counted with the model's tokenizer), is split between
 //! the map's budget and the prefetched results above their floors
 //! ([`MIN_MAP_TOKENS`], [`MIN_RESULTS`]) and up to their caps (a share of the
-//! context, `AgentConfig::prefetch`). Chosen once per session;
+//! context, `AgentConfig::prefetch`), at one of a few levels ([`LEVELS`]).
+//! Chosen once per session;
 //! `Outcome::first_prompt` reports it.
 //!
 //! The sizes stick ([`stick`]): a workspace keeps the sizes it chose
@@ -38,10 +39,11 @@ pub(crate) const MIN_RESULTS: usize = 2;
 /// What one prefetched result takes (a `path:lines  symbol` line and up to
 /// six snippet lines, see `agent_tools::search`), in tokens, typically.
 pub(crate) const RESULT_TOKENS: usize = 120;
-/// Below its cap the map grows in steps of this many tokens: a rate that
-/// wobbles from run to run then leaves the map as it was, and with it the
-/// prompt the prompt cache on disk holds.
-pub(crate) const MAP_STEP: usize = 64;
+/// Between the floors and the caps, map and results take a share of their
+/// room rounded down to a multiple of `1 / LEVELS`: five sizes in all, so a
+/// rate that wobbles from run to run mostly leaves the sizes as they were,
+/// and with them the prompt the prompt cache on disk holds.
+pub(crate) const LEVELS: usize = 4;
 
 /// The most the first prompt may carry (today's sizes): a share of the
 /// context for the map, the configured number of results.
@@ -49,6 +51,18 @@ pub(crate) const MAP_STEP: usize = 64;
 pub(crate) struct Caps {
     pub map_tokens: usize,
     pub results: usize,
+}
+
+/// The map's cap: `share` of the context window, counted from the largest
+/// power of two within it. A large model's window follows the free memory
+/// (`agent_engine::offload`), which a busy machine has less of; rounded so,
+/// the cap, and with it the first prompt, stays the same from run to run.
+pub(crate) fn map_cap(context_tokens: usize, share: f64) -> usize {
+    let window = match context_tokens {
+        0 => 0,
+        n => 1 << n.ilog2(),
+    };
+    agent_repomap::budget_for_context(window, share)
 }
 
 /// The sizes chosen for the first request, and what they were chosen from.
@@ -203,11 +217,12 @@ pub(crate) fn size(rate: Option<PrefillRate>, fixed_tokens: usize, caps: Caps) -
     let (map_tokens, results) = if left >= map_room + results_room {
         (caps.map_tokens, caps.results)
     } else {
-        // Both grow by the same share of their room.
+        // Both grow by the same share of their room, at one of the levels.
         let share = left as f64 / (map_room + results_room) as f64;
+        let level = (share * LEVELS as f64).floor() / LEVELS as f64;
         (
-            map_floor + (share * map_room as f64) as usize / MAP_STEP * MAP_STEP,
-            results_floor + (share * results_room as f64) as usize / RESULT_TOKENS,
+            map_floor + (level * map_room as f64) as usize,
+            results_floor + (level * results_room as f64) as usize / RESULT_TOKENS,
         )
     };
     FirstPrompt {
@@ -284,13 +299,74 @@ mod tests {
             assert!(now.0 <= CAPS.map_tokens && now.1 <= CAPS.results);
             last = now;
         }
-        // Three quarters through the room, each has three quarters of its
-        // own, in whole results and steps of the map.
+        // Nine tenths through the room, each has three quarters of its
+        // own (the level below), in whole results.
         let room = (655 - 256) + 2 * RESULT_TOKENS;
-        let rate = (fixed + 256 + 2 * RESULT_TOKENS + room * 3 / 4) as f64 / TARGET_PREFILL_SECS;
+        let rate = (fixed + 256 + 2 * RESULT_TOKENS + room * 9 / 10) as f64 / TARGET_PREFILL_SECS;
         let (map, results) = sizes(size(measured(rate), fixed, CAPS));
-        assert_eq!(map, 256 + 4 * MAP_STEP, "{map}");
+        assert_eq!(map, 256 + (655 - 256) * 3 / 4, "{map}");
         assert_eq!(results, 3);
+    }
+
+    #[test]
+    fn the_maps_cap_follows_the_window_by_powers_of_two() {
+        assert_eq!(map_cap(8192, 0.08), 655);
+        assert_eq!(map_cap(32_768, 0.08), 2621);
+        // A 7B's window on a CPU, from free memory that varies run to run.
+        for window in [8192, 11_776, 12_032, 12_288, 16_383] {
+            assert_eq!(map_cap(window, 0.08), 655, "{window}");
+        }
+        assert_eq!(map_cap(16_384, 0.08), 1310);
+        assert_eq!(map_cap(0, 0.08), 0);
+        assert_eq!(map_cap(100, 0.08), 5);
+    }
+
+    #[test]
+    fn sizing_gives_a_few_levels_only() {
+        let mut seen: Vec<(usize, usize)> = (1..=4000)
+            .map(|rate| sizes(size(measured(rate as f64 / 10.0), 2000, CAPS)))
+            .collect();
+        seen.dedup();
+        assert_eq!(seen.len(), LEVELS + 1, "{seen:?}");
+        assert_eq!(seen[0], (MIN_MAP_TOKENS, MIN_RESULTS));
+        assert_eq!(seen[LEVELS], (655, 4));
+    }
+
+    #[test]
+    fn a_level_follows_the_rate_only_after_three_runs_three_times_slower() {
+        let at = |rate: f64| size(measured(rate), 2000, CAPS);
+        // The first run chooses from its rate: a level between the floors
+        // and the caps.
+        let (first, kept) = stick(at(150.0), CAPS, None);
+        assert!(!first.kept);
+        assert_eq!(sizes(first), sizes(at(150.0)));
+        let level = sizes(first);
+        assert!(
+            level.0 > MIN_MAP_TOKENS && level.0 < CAPS.map_tokens,
+            "{level:?}"
+        );
+        // 1.5x slower, then 1.5x faster: sized afresh either would differ,
+        // kept it does not.
+        assert_ne!(sizes(at(100.0)), level);
+        assert_ne!(sizes(at(225.0)), level);
+        let (slower, kept) = stick(at(100.0), CAPS, kept);
+        let (faster, kept) = stick(at(225.0), CAPS, kept);
+        assert_eq!([sizes(slower), sizes(faster)], [level; 2]);
+        assert!(slower.kept && faster.kept);
+        // 3x slower: kept for one run and two, followed on the third.
+        let (one, kept) = stick(at(50.0), CAPS, kept);
+        let (two, kept) = stick(at(50.0), CAPS, kept);
+        assert_eq!([sizes(one), sizes(two)], [level; 2]);
+        let (three, kept) = stick(at(50.0), CAPS, kept);
+        assert_eq!(sizes(three), (MIN_MAP_TOKENS, MIN_RESULTS));
+        assert!(!three.kept);
+        // From there on the new level sticks: back near the old rate (3x
+        // away from the new one's) for a run keeps it.
+        let (back, _) = stick(at(150.0), CAPS, kept);
+        assert_eq!(
+            (sizes(back), back.kept),
+            ((MIN_MAP_TOKENS, MIN_RESULTS), true)
+        );
     }
 
     #[test]

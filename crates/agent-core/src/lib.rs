@@ -696,7 +696,7 @@ impl Agent {
             .unwrap_or((system.len() + context.len()) / 3);
         let caps = first_prompt::Caps {
             map_tokens: if self.config.repo_map {
-                agent_repomap::budget_for_context(self.provider.context_size(), MAP_SHARE)
+                first_prompt::map_cap(self.provider.context_size(), MAP_SHARE)
             } else {
                 0
             },

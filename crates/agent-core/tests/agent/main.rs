@@ -14,6 +14,7 @@
 mod common;
 
 mod conventions;
+mod first_prompt;
 mod intent_set;
 mod native;
 mod real_model;

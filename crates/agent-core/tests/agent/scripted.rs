@@ -40,6 +40,20 @@ impl Recorder {
         model
     }
 
+    /// One whose model prefills at `tokens_per_s` (measured), claiming a
+    /// context window of `context` tokens.
+    pub(crate) fn with_prefill_rate(turns: &[&str], context: usize, tokens_per_s: f64) -> Self {
+        let replay = ScriptedProvider::new(turns.iter().map(|t| t.to_string()).collect())
+            .with_context_size(context)
+            .with_prefill_rate(agent_llm::PrefillRate {
+                tokens_per_s,
+                source: agent_llm::RateSource::Measured,
+            });
+        Self {
+            inner: std::sync::Arc::new(std::sync::Mutex::new(replay)),
+        }
+    }
+
     /// Turns written in the syntax of `format`'s family.
     pub(crate) fn with_format(turns: &[String], format: agent_llm::ChatFormat) -> Self {
         let replay = ScriptedProvider::new(turns.to_vec()).with_format(format);
@@ -68,6 +82,9 @@ impl Provider for Recorder {
     }
     fn context_size(&self) -> usize {
         self.inner.lock().unwrap().context_size()
+    }
+    fn prefill_rate(&self) -> Option<agent_llm::PrefillRate> {
+        self.inner.lock().unwrap().prefill_rate()
     }
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
         self.inner.lock().unwrap().count_tokens(text)

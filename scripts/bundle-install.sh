@@ -51,6 +51,29 @@ if [ -n "$link" ]; then
 fi
 echo "installed $bin/agent; models in $models" >&2
 
+# Prebuilt dependency indices (scripts/bundle --deps): into this user's
+# cache, each package version through a temporary name, one already there
+# kept.
+if [ -d "$here/deps" ]; then
+    if [ "$mode" = system ]; then
+        echo "note: dependency indices are per user: each user copies $here/deps/* into ~/.cache/agent/deps" >&2
+    else
+        cache="${XDG_CACHE_HOME:-${HOME:-}/.cache}/agent/deps"
+        added=0
+        for package in "$here"/deps/*/*; do
+            [ -f "$package/indexed.json" ] || continue
+            dest="$cache/$(basename "$(dirname "$package")")/$(basename "$package")"
+            [ -e "$dest" ] && continue
+            mkdir -p "$(dirname "$dest")"
+            rm -rf "$dest.new"
+            cp -R "$package" "$dest.new"
+            mv "$dest.new" "$dest"
+            added=$((added + 1))
+        done
+        echo "dependency indices: $added package versions added to $cache" >&2
+    fi
+fi
+
 # The models verify (sha256 of each file against their manifest), then the
 # agent checks itself.
 "$bin/agent" models >/dev/null || {

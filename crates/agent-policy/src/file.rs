@@ -31,10 +31,36 @@ impl Rule {
     }
 }
 
+/// `allow_network`: a switch, or the hosts commands may reach.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged, expecting = "true, false, or a list of \"host:port\" rules")]
+pub(crate) enum NetworkSetting {
+    Switch(bool),
+    Hosts(Vec<String>),
+}
+
+impl NetworkSetting {
+    /// Whether it opens any network.
+    pub(crate) fn opens(&self) -> bool {
+        match self {
+            Self::Switch(on) => *on,
+            Self::Hosts(list) => !list.is_empty(),
+        }
+    }
+
+    /// As written in a file.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Self::Switch(on) => on.to_string(),
+            Self::Hosts(list) => format!("{list:?}"),
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
-    allow_network: Option<bool>,
+    allow_network: Option<NetworkSetting>,
     #[serde(default)]
     deny: Vec<String>,
     #[serde(default)]
@@ -108,8 +134,19 @@ impl Policy {
     }
 
     fn apply_file(&mut self, file: PolicyFile, path: &Path) -> anyhow::Result<()> {
-        if let Some(n) = file.allow_network {
-            self.allow_network = n;
+        match file.allow_network {
+            Some(NetworkSetting::Switch(n)) => {
+                self.allow_network = n;
+                self.network_allowlist = None;
+            }
+            Some(NetworkSetting::Hosts(list)) => {
+                crate::network::check(&list)
+                    .map_err(|e| anyhow::anyhow!("{}: allow_network: {e}", path.display()))?;
+                // No host is no network.
+                self.allow_network = !list.is_empty();
+                self.network_allowlist = (!list.is_empty()).then_some(list);
+            }
+            None => {}
         }
         if let Some(t) = file.timeout_s {
             if t == 0 || t > MAX_TIMEOUT_S {
@@ -194,15 +231,22 @@ fn parse_file(text: &str, path: &Path) -> anyhow::Result<PolicyFile> {
 
 /// Removes from `file` what loosens the built-in policy, and says what it
 /// was. Every key of policy.toml is here or restricts: `allow_network =
-/// true`, `allow` rules (they override built-in denials), `env_pass`
+/// true` or a list of hosts, `allow` rules (they override built-in denials), `env_pass`
 /// (variables handed to commands) and timeouts above
 /// the defaults loosen; `deny`, `scrub_env` and lower timeouts only restrict.
 /// A new key that widens what commands may do belongs here.
 fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
     let mut out = Vec::new();
-    if file.allow_network == Some(true) {
-        file.allow_network = None;
-        out.push("allow_network = true".to_string());
+    if file
+        .allow_network
+        .as_ref()
+        .is_some_and(NetworkSetting::opens)
+    {
+        let setting = file.allow_network.take();
+        out.push(format!(
+            "allow_network = {}",
+            setting.map(|s| s.text()).unwrap_or_default()
+        ));
     }
     for rule in std::mem::take(&mut file.allow) {
         out.push(format!("allow = {rule:?}"));
@@ -235,6 +279,51 @@ fn take_loosening(file: &mut PolicyFile) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allow_network_takes_a_list_of_hosts_checked_and_held_back_untrusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = "allow_network = [\"pypi.corp.example:443\", \"*.internal:8080\"]\n";
+        std::fs::write(dir.path().join(POLICY_FILE), list).unwrap();
+        let p = Policy::load(dir.path(), Mode::Confirm).unwrap();
+        assert!(p.allow_network);
+        assert_eq!(
+            p.network_allowlist,
+            Some(vec![
+                "pypi.corp.example:443".to_string(),
+                "*.internal:8080".to_string()
+            ])
+        );
+        // The user's own `true` over the team's list opens everything.
+        std::fs::write(dir.path().join(LOCAL_POLICY_FILE), "allow_network = true\n").unwrap();
+        let p = Policy::load(dir.path(), Mode::Confirm).unwrap();
+        assert!(p.allow_network && p.network_allowlist.is_none());
+        std::fs::remove_file(dir.path().join(LOCAL_POLICY_FILE)).unwrap();
+        // Untrusted, a list waits like `true`; an empty list is no network.
+        let p = Policy::load_for(dir.path(), Mode::Confirm, false).unwrap();
+        assert!(!p.allow_network && p.network_allowlist.is_none());
+        assert!(
+            p.held_back[0].starts_with("allow_network = [\"pypi"),
+            "{:?}",
+            p.held_back
+        );
+        std::fs::write(dir.path().join(POLICY_FILE), "allow_network = []\n").unwrap();
+        let p = Policy::load_for(dir.path(), Mode::Confirm, false).unwrap();
+        assert!(!p.allow_network && p.held_back.is_empty());
+        for bad in [
+            "allow_network = [\"pypi.corp.example\"]\n",
+            "allow_network = \"yes\"\n",
+        ] {
+            std::fs::write(dir.path().join(POLICY_FILE), bad).unwrap();
+            let e = Policy::load(dir.path(), Mode::Confirm)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("allow_network") || e.contains("host:port"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn a_policy_reached_through_a_symlink_is_refused_with_its_path() {

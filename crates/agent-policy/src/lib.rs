@@ -17,7 +17,8 @@
 //! `.agent/policy.toml`:
 //!
 //! ```toml
-//! allow_network = false          # let commands reach the network
+//! allow_network = false          # let commands reach the network: true, false, or
+//!                                # ["pypi.corp.example:443", "*.internal:8080"] (only those, via a proxy)
 //! deny = ["^docker "]            # extra regexes that refuse a command
 //! allow = ["^curl localhost"]    # regexes that override the built-in denials (not `deny` entries)
 //! scrub_env = ["MY_PRIVATE_*"]   # extra env names (glob) removed before running commands
@@ -32,7 +33,7 @@
 //! ```
 //!
 //! In a workspace the user has not trusted, only the keys that restrict apply
-//! (`deny`, `scrub_env`, lower timeouts); `allow_network = true`, `allow`
+//! (`deny`, `scrub_env`, lower timeouts); `allow_network = true` or a list, `allow`
 //! rules and higher timeouts wait for trust ([`Policy::load_for`]).
 //!
 //! `deny` and `allow` regexes are matched against each simple command in its
@@ -52,6 +53,7 @@ pub mod fence;
 mod file;
 pub mod managed;
 mod mode;
+pub mod network;
 mod opaque;
 mod rules;
 pub mod secrets;
@@ -101,6 +103,9 @@ pub struct Policy {
     pub mode: Mode,
     /// Commands may reach the network (`curl`, `git push`, `pip install`, ...).
     pub allow_network: bool,
+    /// With `allow_network`: only these `host:port` rules ([`network`]),
+    /// through the sandbox's proxy; None: the whole network.
+    pub network_allowlist: Option<Vec<String>>,
     /// Default `run_cmd` timeout in seconds.
     pub timeout_s: u64,
     /// Cap in seconds on each project checker run after an edit
@@ -155,6 +160,7 @@ impl Policy {
         Self {
             mode,
             allow_network: false,
+            network_allowlist: None,
             timeout_s: DEFAULT_TIMEOUT_S,
             check_timeout_s: DEFAULT_CHECK_TIMEOUT_S,
             sandbox: true,

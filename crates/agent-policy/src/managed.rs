@@ -16,7 +16,8 @@
 //! allowed_modes = ["human", "confirm"]   # permission modes a user may pick
 //! require_plan = true                    # every coding task is planned and approved first
 //! require_sandbox = true                 # no sandbox, no commands
-//! allow_network = false                  # commands never reach the network
+//! allow_network = false                  # commands never reach the network; or a list
+//!                                        # ["pypi.corp.example:443"]: at most those hosts
 //! allowed_models = ["<sha256>"]          # GGUF files by sha256
 //! allowed_servers = []                   # --server URLs
 //! mcp_allowlist = ["docs:<sha256>"]      # replaces per-user trust
@@ -59,6 +60,10 @@ pub struct Managed {
     pub require_sandbox: bool,
     /// `Some(false)`: commands never reach the network, whatever policy.toml says.
     pub allow_network: Option<bool>,
+    /// `allow_network = ["host:port", ...]`: commands reach at most these
+    /// hosts (a workspace's own list is narrowed to them, its `true`
+    /// becomes them).
+    pub network_allowlist: Option<Vec<String>>,
     /// GGUF files allowed, by sha256 (lowercase hex); None: any.
     pub allowed_models: Option<Vec<String>>,
     /// `--server` URLs allowed; None: any, empty: none.
@@ -84,6 +89,7 @@ impl Default for Managed {
             require_plan: false,
             require_sandbox: false,
             allow_network: None,
+            network_allowlist: None,
             allowed_models: None,
             allowed_servers: None,
             mcp_allowlist: None,
@@ -104,7 +110,7 @@ struct File {
     require_plan: bool,
     #[serde(default)]
     require_sandbox: bool,
-    allow_network: Option<bool>,
+    allow_network: Option<Spanned<crate::file::NetworkSetting>>,
     allowed_models: Option<Vec<Spanned<String>>>,
     allowed_servers: Option<Vec<String>>,
     mcp_allowlist: Option<Vec<Spanned<String>>>,
@@ -177,12 +183,20 @@ impl Managed {
                 protected_paths.push(p);
             }
         }
-        let allow_network =
+        let mut allow_network =
             if self.allow_network == Some(false) || other.allow_network == Some(false) {
                 Some(false)
             } else {
                 self.allow_network.or(other.allow_network)
             };
+        let mut network_allowlist = match (self.network_allowlist, other.network_allowlist) {
+            (Some(a), Some(b)) => Some(crate::network::intersect(&a, &b)),
+            (a, b) => a.or(b),
+        };
+        if allow_network == Some(false) || network_allowlist.as_ref().is_some_and(Vec::is_empty) {
+            allow_network = Some(false);
+            network_allowlist = None;
+        }
         Self {
             path: self.path,
             also: other.path,
@@ -190,6 +204,7 @@ impl Managed {
             require_plan: self.require_plan || other.require_plan,
             require_sandbox: self.require_sandbox || other.require_sandbox,
             allow_network,
+            network_allowlist,
             allowed_models: both(self.allowed_models, other.allowed_models),
             allowed_servers: both(self.allowed_servers, other.allowed_servers),
             mcp_allowlist: both(self.mcp_allowlist, other.mcp_allowlist),
@@ -217,7 +232,6 @@ impl Managed {
             path: Some(path.to_path_buf()),
             require_plan: file.require_plan,
             require_sandbox: file.require_sandbox,
-            allow_network: file.allow_network,
             allowed_servers: file
                 .allowed_servers
                 .map(|list| list.iter().map(|u| normal_url(u)).collect()),
@@ -225,6 +239,19 @@ impl Managed {
             message: file.message.filter(|m| !m.trim().is_empty()),
             ..Self::default()
         };
+        if let Some(n) = file.allow_network {
+            match n.get_ref() {
+                crate::file::NetworkSetting::Switch(on) => managed.allow_network = Some(*on),
+                crate::file::NetworkSetting::Hosts(list) if list.is_empty() => {
+                    managed.allow_network = Some(false);
+                }
+                crate::file::NetworkSetting::Hosts(list) => {
+                    crate::network::check(list)
+                        .map_err(|e| bad(n.span().start, format!("allow_network: {e}")))?;
+                    managed.network_allowlist = Some(list.clone());
+                }
+            }
+        }
         if let Some(list) = file.allowed_modes {
             let mut modes = Vec::new();
             for m in list {
@@ -382,6 +409,15 @@ impl Managed {
     pub fn restrict(&self, policy: &mut Policy) {
         if self.allow_network == Some(false) {
             policy.allow_network = false;
+            policy.network_allowlist = None;
+        }
+        if let (Some(bound), true) = (&self.network_allowlist, policy.allow_network) {
+            let list = match &policy.network_allowlist {
+                Some(own) => crate::network::intersect(own, bound),
+                None => bound.clone(),
+            };
+            policy.allow_network = !list.is_empty();
+            policy.network_allowlist = (!list.is_empty()).then_some(list);
         }
         if self.require_sandbox {
             policy.require_sandbox = true;
@@ -406,6 +442,12 @@ impl Managed {
         }
         if self.allow_network == Some(false) {
             out.push("commands never reach the network".into());
+        }
+        if let Some(list) = &self.network_allowlist {
+            out.push(format!(
+                "commands reach at most these hosts, through the proxy: {}",
+                list.join(", ")
+            ));
         }
         if let Some(m) = &self.allowed_models {
             out.push(format!("models: {} allowed by sha256", m.len()));
@@ -484,6 +526,60 @@ mod tests {
         policy.allow_network = true;
         m.restrict(&mut policy);
         assert!(policy.allow_network);
+    }
+
+    #[test]
+    fn a_managed_host_list_bounds_the_workspaces_network() {
+        let m =
+            parse("allow_network = [\"*.corp.example:443\", \"files.internal:8080\"]\n").unwrap();
+        assert!(m
+            .restrictions()
+            .iter()
+            .any(|r| r.contains("*.corp.example:443")));
+        // Off stays off.
+        let mut policy = Policy::builtin(Mode::Confirm);
+        m.restrict(&mut policy);
+        assert!(!policy.allow_network && policy.network_allowlist.is_none());
+        // The whole network becomes the list.
+        policy.allow_network = true;
+        m.restrict(&mut policy);
+        assert_eq!(
+            policy.network_allowlist.as_deref(),
+            Some(
+                &[
+                    "*.corp.example:443".to_string(),
+                    "files.internal:8080".to_string()
+                ][..]
+            )
+        );
+        // A workspace's own list is narrowed to what both allow.
+        policy.network_allowlist = Some(vec![
+            "pypi.corp.example:443".into(),
+            "evil.example:443".into(),
+        ]);
+        m.restrict(&mut policy);
+        assert_eq!(
+            policy.network_allowlist,
+            Some(vec!["pypi.corp.example:443".to_string()])
+        );
+        // Nothing in common: no network.
+        policy.network_allowlist = Some(vec!["evil.example:443".into()]);
+        m.restrict(&mut policy);
+        assert!(!policy.allow_network && policy.network_allowlist.is_none());
+        // Two managed files: the intersection; `false` in either wins.
+        let other = parse("allow_network = [\"pypi.corp.example:443\"]\n").unwrap();
+        let both = m.clone().narrowed(other);
+        assert_eq!(
+            both.network_allowlist,
+            Some(vec!["pypi.corp.example:443".to_string()])
+        );
+        let off = m.narrowed(parse("allow_network = false\n").unwrap());
+        assert_eq!(off.allow_network, Some(false));
+        assert!(off.network_allowlist.is_none());
+        let e = parse("\nallow_network = [\"no-port.example\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":2:") && e.contains("host:port"), "{e}");
     }
 
     #[test]

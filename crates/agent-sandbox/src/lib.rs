@@ -17,7 +17,9 @@
 //!   DNS, and no Unix sockets of the host's services (the Docker daemon, the
 //!   session bus, an ssh-agent, a database listening in the workspace),
 //!   which would let a command act outside the fence. Sockets the command
-//!   makes itself still work (test servers, multiprocessing).
+//!   makes itself still work (test servers, multiprocessing). With an
+//!   [`Allowlist`] (Linux), the same, but for one way out: the agent's
+//!   proxy ([`proxy`]), which connects only to the hosts it allows.
 //! - The workspace as a copy-on-write layer ([`Sandbox::overlay`], Linux
 //!   with overlayfs in user namespaces, 5.11+): the command's writes land in
 //!   a folder of the caller's, which decides what reaches the workspace;
@@ -42,6 +44,7 @@ use std::process::Command;
 
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod proxy;
 #[cfg(any(target_os = "macos", test))]
 mod seatbelt;
 
@@ -101,6 +104,7 @@ pub use platform::support;
 /// A sandbox made ready in the parent: everything that allocates or reads
 /// files is done there, since the child may only make system calls.
 pub use platform::Prepared;
+pub use proxy::{Allowlist, Attempt};
 
 /// The rules for one command.
 #[derive(Debug, Clone, Default)]
@@ -108,6 +112,10 @@ pub struct Sandbox {
     /// Folders the command may write under (the workspace, its temp dir).
     pub writable: Vec<PathBuf>,
     pub allow_network: bool,
+    /// The network allowlist, which wins over `allow_network`: the command
+    /// is offline but for a proxy of the agent's ([`proxy`]) that connects
+    /// only where the allowlist says (Linux; elsewhere preparing fails).
+    pub allowlist: Option<Allowlist>,
     /// Paths inside `writable` the command may read but not change, nor
     /// rename or delete (bind-mounted read-only onto themselves: a write
     /// fails with EROFS, a rename or removal with EBUSY). Missing ones are
@@ -204,6 +212,22 @@ impl Sandbox {
 
     pub fn prepare(&self) -> Result<Prepared, String> {
         platform::prepare(self)
+    }
+
+    /// Whether the command gets a network namespace of its own (no network
+    /// at all, or only the allowlist's proxy).
+    pub fn offline(&self) -> bool {
+        !self.allow_network || self.allowlist.is_some()
+    }
+
+    /// The variables that point the command's HTTP clients at the
+    /// allowlist's proxy (none without an allowlist): set them after
+    /// clearing the environment.
+    pub fn proxy_env(&self) -> Vec<(&'static str, String)> {
+        match self.allowlist {
+            Some(_) => proxy::env(),
+            None => Vec::new(),
+        }
     }
 }
 

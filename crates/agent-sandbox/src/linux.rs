@@ -45,6 +45,15 @@
 //!   listens on (read from `/proc/net/unix` before the fork) is covered by
 //!   `/dev/null`: the Docker socket would otherwise be a way out. Neither
 //!   tells hosts apart: `allow_network = false` also blocks 127.0.0.1.
+//! - *The network allowlist* ([`crate::proxy`]): offline as above, but the
+//!   child brings its namespace's loopback up, makes a socket listening on
+//!   127.0.0.1:[`crate::proxy::PORT`] there and sends it to the agent over
+//!   a socket pair (a socket belongs to the namespace it was made in); the
+//!   agent serves it from its own namespace, so nothing of the proxy runs
+//!   inside, and the command keeps no copy. Landlock allows TCP connects
+//!   to that port alone. The process that waits for the command keeps its
+//!   end of the pair, whose hang-up stops the proxy. A namespace the child
+//!   cannot configure fails the command: a list never opens everything.
 
 mod child;
 
@@ -58,7 +67,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use landlock::{
-    AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
+    AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, ABI,
 };
 
@@ -260,7 +269,7 @@ pub struct Prepared {
 pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     // SAFETY: getuid/getgid/getpid cannot fail and touch no memory.
     let (uid, gid, parent) = unsafe { (libc::getuid(), libc::getgid(), libc::getpid()) };
-    let offline = (!sandbox.allow_network).then(|| {
+    let offline = sandbox.offline().then(|| {
         let unix = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
         host_sockets(&unix)
             .iter()
@@ -269,6 +278,10 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     });
     let ruleset = ruleset(sandbox)?;
     let fail = |e: &dyn std::fmt::Display| format!("cannot set up the sandbox: {e}");
+    let proxy = match &sandbox.allowlist {
+        Some(allow) => Some(start_proxy(allow.clone())?),
+        None => None,
+    };
     let overlay = match &sandbox.overlay {
         Some(o) => Some(overlay_plan(o).map_err(|e| fail(&e))?),
         None => None,
@@ -304,6 +317,7 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             offline,
+            proxy,
             read_only: read_only(sandbox),
             hide_dirs,
             hide_files,
@@ -327,6 +341,50 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
             home: home_plan(sandbox),
         },
     })
+}
+
+/// The allowlist's proxy, started for one command: a thread that waits for
+/// the listening socket the child makes in its network namespace, then
+/// serves it until the command is done (the socket pair hangs up). Returns
+/// the child's end. Needs a network namespace the child can configure
+/// (a user namespace, or root): without one, a list fails closed.
+fn start_proxy(allow: crate::Allowlist) -> Result<OwnedFd, String> {
+    use std::os::fd::FromRawFd;
+    if !support().mounts() {
+        return Err(
+            "allow_network as a list of hosts needs a network namespace of the command's own, \
+             which this system refuses (user namespaces are off); set allow_network = true or \
+             false"
+                .into(),
+        );
+    }
+    let mut fds = [-1; 2];
+    // SAFETY: socketpair fills the array we own with two new descriptors.
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "cannot set up the network allowlist: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: both are new descriptors nothing else owns.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    std::thread::Builder::new()
+        .name("agent-netproxy".into())
+        .spawn(move || {
+            if let Some(listener) = child::receive_fd(&ours) {
+                crate::proxy::serve(std::net::TcpListener::from(listener), ours, allow);
+            }
+        })
+        .map_err(|e| format!("cannot start the network allowlist's proxy: {e}"))?;
+    Ok(theirs)
 }
 
 /// The overlay as the child mounts it: a handle held on each folder here
@@ -521,7 +579,8 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, String> {
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_write(abi))
         .map_err(|e| fail(&e))?;
-    if !sandbox.allow_network && landlock_abi().is_some_and(|v| v >= 4) {
+    let fence_tcp = sandbox.offline() && landlock_abi().is_some_and(|v| v >= 4);
+    if fence_tcp {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(|e| fail(&e))?;
@@ -531,6 +590,13 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, String> {
     // `mknod` of a disk or of `/dev/kmsg` in the workspace is refused.
     let write = AccessFs::from_write(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
+    // The allowlist's one way out: the proxy's port (the namespace holds
+    // nothing else to connect to but the command's own listeners).
+    if fence_tcp && sandbox.allowlist.is_some() {
+        created = created
+            .add_rule(NetPort::new(crate::proxy::PORT, AccessNet::ConnectTcp))
+            .map_err(|e| fail(&e))?;
+    }
     // The layer's folder gets its rule in the child, once the layer is
     // mounted (Landlock ties a rule to the folder's inode, and the mount's
     // root is another one); the folder beneath stays unwritable.

@@ -126,6 +126,15 @@ mod macos {
 
     pub fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
         describe()?;
+        // Seatbelt cannot give a command a network of its own with one way
+        // out: a list fails closed rather than open everything.
+        if sandbox.allowlist.is_some() {
+            return Err(
+                "allow_network as a list of hosts needs Linux (a network namespace of the \
+                 command's own); on macOS it is true or false"
+                    .into(),
+            );
+        }
         let writable: Vec<_> = sandbox
             .writable
             .iter()

@@ -119,6 +119,7 @@ pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
     sandbox.home = home(policy);
     sandbox.writable = vec![root.to_path_buf()];
     sandbox.allow_network = policy.allow_network;
+    sandbox.allowlist = allowlist(policy);
     sandbox.read_only = protected_paths(root);
     sandbox
         .read_only
@@ -132,6 +133,29 @@ pub fn sandbox(root: &Path, policy: &Policy) -> Sandbox {
             .filter(|p| p.exists()),
     );
     sandbox
+}
+
+/// The policy's network allowlist as the sandbox's proxy judges it: the
+/// rule that names the host and port a command asked for (None where the
+/// policy opens the whole network or none of it).
+pub fn allowlist(policy: &Policy) -> Option<agent_sandbox::Allowlist> {
+    let rules = policy
+        .network_allowlist
+        .clone()
+        .filter(|_| policy.allow_network)?;
+    Some(agent_sandbox::Allowlist::new(move |host, port| {
+        agent_policy::network::allowed_by(&rules, host, port)
+    }))
+}
+
+/// What a command's connections through the allowlist's proxy were, one
+/// line each (empty without an allowlist or connections): for its output
+/// and the audit trail.
+pub fn network_log(sandbox: Option<&Sandbox>) -> Vec<String> {
+    sandbox
+        .and_then(|s| s.allowlist.as_ref())
+        .map(|a| a.take_log().iter().map(ToString::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// The home folder as commands see it: [`HOME_ALLOW`] and the policy's
@@ -181,7 +205,11 @@ pub fn program(
         return Ok(None);
     }
     let mut fence = sandbox(root, policy);
-    fence.allow_network = allow_network || policy.allow_network;
+    // A server trusted with the network gets all of it; else the policy's.
+    if allow_network {
+        fence.allow_network = true;
+        fence.allowlist = None;
+    }
     // What its definition names by absolute path stays in sight in a hidden
     // home: its program's installation (a virtualenv's `bin/python`: the
     // environment) and the folders of the files it is given.
@@ -208,6 +236,7 @@ pub fn program(
     for var in ["TMPDIR", "TMP", "TEMP"] {
         cmd.env(var, tmp);
     }
+    cmd.envs(fence.proxy_env());
     Ok(Some(cmd))
 }
 

@@ -285,6 +285,8 @@ impl Jobs {
                         Ok(spawned) => {
                             let _ = started_tx.send(Ok(()));
                             supervise(&job, spawned, reader, started, timeout);
+                            // Its connections through the allowlist's proxy, logged.
+                            shell::note_network(&command, sandbox.as_ref(), &mut String::new());
                         }
                         Err(e) => drop(started_tx.send(Err(e))),
                     }

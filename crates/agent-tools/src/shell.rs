@@ -319,6 +319,9 @@ pub(crate) fn spawn_shell(
             cmd.env(var, tmp.path());
         }
     }
+    if let Some(sandbox) = sandbox {
+        cmd.envs(sandbox.proxy_env());
+    }
     let child = cmd.spawn()?;
     // Our copies of the write ends close with `cmd`, or the readers would
     // never see EOF.
@@ -847,7 +850,7 @@ impl Gate {
             sandbox,
             after,
         } = self.prepare(ctx, command);
-        let r = run_command(
+        let mut r = run_command(
             command,
             dir,
             env,
@@ -856,6 +859,7 @@ impl Gate {
             sandbox.as_ref(),
         )
         .map_err(|e| ToolOutput::error(ErrorClass::Io, format!("cannot start the command: {e}")))?;
+        note_network(command, sandbox.as_ref(), &mut r.output);
         match after.settle(ctx, command, keep) {
             Ok(admitted) => Ok((r, admitted)),
             Err(tampered) => {
@@ -869,6 +873,34 @@ impl Gate {
                 ))
             }
         }
+    }
+}
+
+/// Most connections through the allowlist's proxy listed in a command's
+/// output (all of them go to the log).
+const MAX_NETWORK_LINES: usize = 20;
+
+/// Each connection the command asked the allowlist's proxy for, allowed or
+/// refused: logged, and listed after its output (where the model sees why
+/// a host was refused, and the audit trail's tool result keeps it).
+pub(crate) fn note_network(command: &str, sandbox: Option<&Sandbox>, output: &mut String) {
+    let lines = super::fence::network_log(sandbox);
+    for line in &lines {
+        tracing::info!(command = %command, "network allowlist: {line}");
+    }
+    if lines.is_empty() {
+        return;
+    }
+    output.push_str("\n[network allowlist]");
+    for line in lines.iter().take(MAX_NETWORK_LINES) {
+        output.push('\n');
+        output.push_str(line);
+    }
+    if lines.len() > MAX_NETWORK_LINES {
+        output.push_str(&format!(
+            "\n... and {} more",
+            lines.len() - MAX_NETWORK_LINES
+        ));
     }
 }
 

@@ -21,6 +21,11 @@ pub(super) struct Plan {
     pub gid_map: Vec<u8>,
     /// Offline: listening Unix sockets of the host, to cover with /dev/null.
     pub offline: Option<Vec<CString>>,
+    /// The network allowlist: the agent's end of a socket pair, over which
+    /// the child sends the proxy's listening socket, made in its own
+    /// network namespace; kept open by the process that waits for the
+    /// command, so the agent's end hangs up when the command is done.
+    pub proxy: Option<OwnedFd>,
     /// Paths to bind-mount read-only onto themselves, with the mount flags
     /// to keep.
     pub read_only: Vec<(CString, libc::c_ulong)>,
@@ -191,7 +196,7 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
             return Err(errno());
         }
     } else if libc::unshare(flags) != 0 {
-        if plan.expect_mounts {
+        if plan.expect_mounts || plan.proxy.is_some() {
             return Err(errno());
         }
         if plan.offline.is_some() {
@@ -199,6 +204,9 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
             libc::unshare(libc::CLONE_NEWNET);
         }
         return Ok(applied);
+    }
+    if let Some(channel) = &plan.proxy {
+        open_proxy(channel.as_raw_fd())?;
     }
     // Our mounts must not propagate back to the host's namespace.
     let private = libc::mount(
@@ -230,10 +238,15 @@ unsafe fn isolate(plan: &Plan) -> io::Result<Applied> {
     // Fork without glibc's atfork handlers: only system calls from here.
     let child = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
     if child < 0 {
+        if plan.proxy.is_some() {
+            // The proxy stops when the waiting process ends: none, no proxy.
+            return Err(errno());
+        }
         return Ok(applied); // no PID namespace after all; the command runs here
     }
     if child > 0 {
-        wait_and_pass_on(child as libc::pid_t);
+        let keep = plan.proxy.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        wait_and_pass_on(child as libc::pid_t, keep);
     }
     // The namespace's first process: dies with the one waiting for it
     // (whose pid, outside this namespace, it cannot see to check).
@@ -679,11 +692,25 @@ unsafe fn drop_capabilities() -> io::Result<()> {
 /// reach end-of-file when the command's processes are done, and `spawn`'s
 /// exec-error pipe belongs to the child alone), waits for the namespace's
 /// first process, and exits as it did.
-unsafe fn wait_and_pass_on(child: libc::pid_t) -> ! {
-    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
-        for fd in 0..1024 {
-            libc::close(fd);
+///
+/// Only `keep` stays open (the allowlist's channel to the agent, -1 for
+/// none): its hang-up tells the agent's proxy the command is done.
+unsafe fn wait_and_pass_on(child: libc::pid_t, keep: libc::c_int) -> ! {
+    let close = |from: libc::c_int, to: libc::c_int| {
+        if from > to {
+            return;
         }
+        if libc::syscall(libc::SYS_close_range, from as u32, to as u32, 0u32) != 0 {
+            for fd in from..=to.min(1023) {
+                libc::close(fd);
+            }
+        }
+    };
+    if keep < 0 {
+        close(0, libc::c_int::MAX);
+    } else {
+        close(0, keep - 1);
+        close(keep + 1, libc::c_int::MAX);
     }
     let mut status = 0;
     loop {
@@ -702,6 +729,126 @@ unsafe fn wait_and_pass_on(child: libc::pid_t) -> ! {
         libc::_exit(128 + signal);
     }
     libc::_exit(libc::WEXITSTATUS(status))
+}
+
+/// The allowlist's proxy socket: loopback brought up in the command's new
+/// network namespace, a socket listening on 127.0.0.1:[`PORT`] made there
+/// (a socket stays in the namespace it was made in), and sent to the agent
+/// over `channel`, which serves it from its own namespace. This process's
+/// copy closes: the command never holds the listener.
+///
+/// [`PORT`]: crate::proxy::PORT
+unsafe fn open_proxy(channel: libc::c_int) -> io::Result<()> {
+    loopback_up()?;
+    let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+    if s < 0 {
+        return Err(errno());
+    }
+    let mut addr: libc::sockaddr_in = std::mem::zeroed();
+    addr.sin_family = libc::AF_INET as libc::sa_family_t;
+    addr.sin_port = crate::proxy::PORT.to_be();
+    addr.sin_addr.s_addr = u32::from_be_bytes([127, 0, 0, 1]).to_be();
+    let bound = libc::bind(
+        s,
+        (&raw const addr).cast(),
+        std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+    ) == 0;
+    let ok = bound && libc::listen(s, 128) == 0 && send_fd(channel, s);
+    let err = errno();
+    libc::close(s);
+    if ok {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// `ip link set lo up`: a new network namespace's loopback is down.
+unsafe fn loopback_up() -> io::Result<()> {
+    let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if s < 0 {
+        return Err(errno());
+    }
+    let mut req: libc::ifreq = std::mem::zeroed();
+    for (d, c) in req.ifr_name.iter_mut().zip(b"lo") {
+        *d = *c as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    let r = libc::ioctl(s, libc::SIOCSIFFLAGS as _, &raw mut req);
+    let err = errno();
+    libc::close(s);
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// Room for one descriptor's control message, aligned as `cmsghdr` is.
+type FdControl = [u64; 4];
+
+/// Sends descriptor `fd` over the Unix socket `channel` (SCM_RIGHTS).
+unsafe fn send_fd(channel: libc::c_int, fd: libc::c_int) -> bool {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control: FdControl = [0; 4];
+    let mut msg: libc::msghdr = std::mem::zeroed();
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as _;
+    let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+    if cmsg.is_null() {
+        return false;
+    }
+    (*cmsg).cmsg_level = libc::SOL_SOCKET;
+    (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+    (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+    libc::sendmsg(channel, &raw const msg, libc::MSG_NOSIGNAL) == 1
+}
+
+/// The descriptor [`send_fd`] sent (in the agent); None when the other end
+/// closed without sending one (the command never started).
+pub(super) fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control: FdControl = [0; 4];
+    // SAFETY: recvmsg into buffers we own; the descriptor it returns, if
+    // any, is new and ours.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of::<FdControl>() as _;
+        loop {
+            let n = libc::recvmsg(channel.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC);
+            if n > 0 {
+                break;
+            }
+            if n < 0 && *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            return None;
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        if cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+        (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
+    }
 }
 
 /// Writes `data` to a file that exists (a /proc or cgroup file).

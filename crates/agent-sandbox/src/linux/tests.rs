@@ -447,3 +447,102 @@ fn a_socket_listening_in_the_workspace_is_hidden_and_the_commands_own_work() {
     assert_eq!(out, "refused\nown-works\n");
     assert!(listener.accept().is_err(), "the host's socket was reached");
 }
+
+/// An HTTP server on `ip` (a port chosen now) answering every request
+/// with `name`, and the port.
+fn http_server(ip: &str, name: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = format!("hello from {name}\n");
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Issue 56: with an allowlist naming one host, a command reaches it only
+/// through the agent's proxy (forwarded and tunnelled), the proxy refuses
+/// another host with a 403 naming it, and a direct connection, bypassing
+/// the proxy, is refused by the kernel.
+#[test]
+fn an_allowlisted_command_reaches_only_the_listed_host_through_the_proxy() {
+    if let Some(why) = fence_missing() {
+        agent_test_support::skip!("{why}");
+    }
+    if !Path::new("/usr/bin/curl").exists() {
+        agent_test_support::skip!("curl is not installed");
+    }
+    let allowed = http_server("127.0.0.2", "allowed");
+    let other = http_server("127.0.0.3", "other");
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut sandbox = Sandbox::new(vec![ws.clone()]);
+    let allow = crate::Allowlist::new(move |host, port| {
+        (host == "127.0.0.2" && port == allowed).then(|| format!("127.0.0.2:{allowed}"))
+    });
+    sandbox.allowlist = Some(allow.clone());
+    let script = format!(
+        "curl -sS --max-time 20 http://127.0.0.2:{allowed}/a; echo \"forward=$?\"\n\
+         curl -sS --max-time 20 -p http://127.0.0.2:{allowed}/b; echo \"tunnel=$?\"\n\
+         curl -sS --max-time 20 http://127.0.0.3:{other}/c; echo \"other=$?\"\n\
+         curl -sS --max-time 5 --noproxy '*' http://127.0.0.2:{allowed}/d; echo \"direct=$?\"\n\
+         curl -sS --max-time 5 --noproxy '*' http://127.0.0.3:{other}/e; echo \"direct-other=$?\"\n"
+    );
+    let prepared = sandbox.prepare().unwrap();
+    let out = crate::command(prepared, "sh")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&ws)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .envs(sandbox.proxy_env())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("hello from allowed\nforward=0"), "{text}");
+    assert!(text.contains("hello from allowed\ntunnel=0"), "{text}");
+    assert!(!text.contains("hello from other"), "{text}");
+    assert!(
+        text.contains(&format!("does not include 127.0.0.3:{other}")),
+        "{text}"
+    );
+    for refused in ["direct=0", "direct-other=0"] {
+        assert!(!text.contains(refused), "{text}");
+    }
+    assert!(
+        text.contains("direct=") && text.contains("direct-other="),
+        "{text}"
+    );
+    let seen = allow.take_log();
+    let allowed_rule = Some(format!("127.0.0.2:{allowed}"));
+    assert_eq!(
+        seen.iter().filter(|a| a.rule == allowed_rule).count(),
+        2,
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|a| a.host == "127.0.0.3" && a.port == other && a.rule.is_none()),
+        "{seen:?}"
+    );
+}

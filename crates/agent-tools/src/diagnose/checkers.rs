@@ -297,6 +297,7 @@ impl Checks {
         let mut sandbox = sandboxed.then(|| Sandbox {
             writable,
             allow_network: false,
+            allowlist: None,
             ..crate::fence::sandbox(workspace.root(), policy)
         });
         // A checker installed in the home folder (a venv's ruff, a

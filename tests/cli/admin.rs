@@ -484,3 +484,129 @@ fn a_required_sandbox_cannot_be_turned_off_and_protected_paths_are_not_written()
         "{audit}"
     );
 }
+
+/// An HTTP server on `ip` (its port chosen now) answering `hello from NAME`.
+fn http_server(ip: &str, name: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = format!("hello from {name}\n");
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Issue 56: `allow_network` as a list of hosts, in policy.toml or as the
+/// managed file's bound on a workspace's `true`: `run_cmd` reaches the
+/// listed host through the agent's proxy, the other gets the proxy's 403
+/// naming it, a connection bypassing the proxy fails, and the tool result
+/// in the audit trail lists each connection with its rule.
+#[test]
+fn a_network_allowlist_lets_commands_reach_only_its_hosts() {
+    let support = agent_sandbox::support();
+    if agent_sandbox::landlock_abi().is_none() || !support.mounts() {
+        agent_test_support::skip!("no Landlock or no user namespaces: no network allowlist here");
+    }
+    if !Path::new("/usr/bin/curl").exists() {
+        agent_test_support::skip!("curl is not installed");
+    }
+    let allowed = http_server("127.0.0.2", "allowed");
+    let other = http_server("127.0.0.3", "other");
+    let rule = format!("127.0.0.2:{allowed}");
+    let command = format!(
+        "curl -sS --max-time 20 http://127.0.0.2:{allowed}/; \
+         curl -sS --max-time 20 http://127.0.0.3:{other}/; \
+         curl -sS --max-time 5 --noproxy '*' http://127.0.0.2:{allowed}/ || echo direct-failed"
+    );
+    // The workspace's own list; then its `true`, bounded by the managed list.
+    let cases = [
+        (
+            format!("allow_network = [\"{rule}\"]\n"),
+            String::new(),
+            "workspace",
+        ),
+        (
+            "allow_network = true\n".to_string(),
+            format!("allow_network = [\"{rule}\", \"*.corp.example:443\"]\n"),
+            "managed",
+        ),
+    ];
+    for (policy, managed, origin) in cases {
+        let dir = repo();
+        std::fs::create_dir_all(dir.path().join(".agent")).unwrap();
+        std::fs::write(dir.path().join(".agent/policy.toml"), &policy).unwrap();
+        let script = write_script(
+            dir.path(),
+            json!([
+                json!({"thought": "t", "tool": "run_cmd", "args": {"command": command}})
+                    .to_string(),
+                r#"{"thought": "t", "tool": "finish", "args": {"answer": "done with calc.py"}}"#
+            ]),
+        );
+        let machine = Machine::new(&managed);
+        let out = machine
+            .agent(dir.path())
+            .args(["ask", "--trust", "--json", "--mode", "yolo", "--script"])
+            .arg(&script)
+            .arg("Fix calc.py")
+            .output()
+            .unwrap();
+        assert!(out.status.code() != Some(2), "{}", stderr(&out));
+        let audit = std::fs::read_to_string(machine.audit_log(dir.path())).unwrap();
+        let result: Value = audit
+            .lines()
+            .rfind(|l| l.contains("\"tool_result\"") && l.contains("run_cmd"))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .unwrap();
+        let text = result.to_string();
+        assert!(text.contains("hello from allowed"), "{origin}: {text}");
+        assert!(!text.contains("hello from other"), "{origin}: {text}");
+        assert!(
+            text.contains(&format!("does not include 127.0.0.3:{other}")),
+            "{origin}: {text}"
+        );
+        assert!(text.contains("direct-failed"), "{origin}: {text}");
+        assert!(
+            text.contains(&format!("allowed 127.0.0.2:{allowed} (rule {rule})")),
+            "{origin}: {text}"
+        );
+        assert!(
+            text.contains(&format!("refused 127.0.0.3:{other}")),
+            "{origin}: {text}"
+        );
+        let out = machine
+            .agent(dir.path())
+            .args(["config", "show", "--origin", "--json"])
+            .output()
+            .unwrap();
+        let entries = json_of(&out);
+        let network = entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["key"] == "allow_network")
+            .unwrap();
+        // A workspace's `true` becomes the managed list, whole.
+        let want = match origin {
+            "managed" => json!([rule, "*.corp.example:443"]),
+            _ => json!([rule]),
+        };
+        assert_eq!(network["value"], want, "{network}");
+        assert_eq!(network["origin"], origin, "{network}");
+    }
+}

@@ -65,6 +65,11 @@ impl HostRule {
         if name.is_empty() || !name.split('.').all(label_ok) {
             return Err(bad("a host name is letters, digits, '-' and dots"));
         }
+        if numeric_tail(&name) {
+            return Err(bad(
+                "an address is written as an IP literal, without a wildcard",
+            ));
+        }
         Ok(Self {
             host: name,
             wildcard,
@@ -81,6 +86,10 @@ impl HostRule {
         let host = normal(host);
         if host.parse::<IpAddr>().is_ok() {
             return !self.wildcard && canonical_ip(&host) == self.host;
+        }
+        // `127.1` or `1.0x2` is no name: the resolver would read an address.
+        if numeric_tail(&host) {
+            return false;
         }
         if self.wildcard {
             host.strip_suffix(self.host.as_str())
@@ -112,6 +121,16 @@ impl std::fmt::Display for HostRule {
             write!(f, "{star}{}:{}", self.host, self.port)
         }
     }
+}
+
+/// Whether a name's last label is a number (decimal, or hex as `0x..`),
+/// which resolvers read as an address, as no top-level domain is one.
+fn numeric_tail(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or_default();
+    let hex = last
+        .strip_prefix("0x")
+        .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+    hex || (!last.is_empty() && last.chars().all(|c| c.is_ascii_digit()))
 }
 
 fn normal(host: &str) -> String {
@@ -210,6 +229,10 @@ mod tests {
         assert_eq!(v6.to_string(), "[fd00::1]:443");
         assert!(!rule("*.example:443").matches("1.2.3.4", 443));
         assert!(HostRule::parse("*.10.0.0.5:80").is_err());
+        // Spellings a resolver reads as addresses are neither rules nor names.
+        assert!(HostRule::parse("*.0.2:80").is_err());
+        assert!(HostRule::parse("127.000.000.002:80").is_err());
+        assert!(numeric_tail("a.0x7f") && numeric_tail("127.1") && !numeric_tail("a.b2"));
     }
 
     #[test]

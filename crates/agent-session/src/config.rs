@@ -66,7 +66,8 @@ pub fn effective(root: &Path, flags: Flags<'_>) -> Result<Vec<Entry>> {
     if let Some(url) = flags.server {
         managed.check_server(url).map_err(Refused)?;
     }
-    let state = agent_tools::Workspace::new(root)?.state_dir();
+    // policy.toml is the team's, in `.agent/` (not the state folder).
+    let state = agent_tools::Workspace::new(root)?.team_dir();
     let mut entries = session_entries(
         managed,
         flags.mode,
@@ -154,6 +155,14 @@ fn session_entries(
     out
 }
 
+/// `allow_network` as policy.toml writes it: a switch, or the hosts.
+fn network_value(policy: &Policy) -> Value {
+    match (&policy.network_allowlist, policy.allow_network) {
+        (Some(list), true) => json!(list),
+        (_, on) => on.into(),
+    }
+}
+
 /// What the workspace's files decide, narrowed by the managed file.
 fn workspace_entries(m: &Managed, root: &Path, state: &Path) -> Result<Vec<Entry>> {
     let policy_file = state.join(agent_policy::POLICY_FILE);
@@ -164,18 +173,20 @@ fn workspace_entries(m: &Managed, root: &Path, state: &Path) -> Result<Vec<Entry
             .contains(&key.to_string())
             .then(|| policy_file.display().to_string())
     };
-    let network_asked = policy.allow_network;
+    let network_asked = network_value(&policy);
     m.restrict(&mut policy);
+    let network = network_value(&policy);
     let mut out = Vec::new();
-    out.push(if m.allow_network == Some(false) {
-        entry("allow_network", false.into(), "managed", managed_source(m))
-    } else {
-        from_file(
-            "allow_network",
-            network_asked.into(),
-            from_policy("allow_network"),
-        )
-    });
+    // The managed file decides where it changed what the workspace asked.
+    out.push(
+        if m.allow_network == Some(false)
+            || (m.network_allowlist.is_some() && network != network_asked)
+        {
+            entry("allow_network", network, "managed", managed_source(m))
+        } else {
+            from_file("allow_network", network, from_policy("allow_network"))
+        },
+    );
     for (key, value) in [
         ("timeout_s", policy.timeout_s),
         ("check_timeout_s", policy.check_timeout_s),

@@ -391,7 +391,7 @@ fn sandbox_sets_check() -> Check {
         "read-only for commands ({enforced}): {}; hidden from commands ({enforced}): {} \
          (and any of ~/.ssh ~/.aws ~/.kube ~/.gnupg ... that appear){}; limits per command: \
          processes {}, memory {} {}, file size {}, CPU {} per process; \
-         capabilities: {}",
+         capabilities: {}; {}",
         shown(&sandbox.read_only),
         shown(&sandbox.deny_read),
         match (&sandbox.home, support.mounts()) {
@@ -409,6 +409,7 @@ fn sandbox_sets_check() -> Check {
         limit(l.file_size_mb, " MiB"),
         limit(l.cpu_s, " s"),
         command_capabilities(&sandbox),
+        allowlist_note(&policy, &support),
     );
     Check {
         name: "sandbox sets",
@@ -513,6 +514,23 @@ fn config_links_check() -> Option<Check> {
                 .into(),
         ),
     })
+}
+
+/// Whether `allow_network = ["host:port"]` can be enforced here (a network
+/// namespace of the command's own, on Linux), and the list in force.
+fn allowlist_note(policy: &agent_policy::Policy, support: &agent_sandbox::Support) -> String {
+    let works = cfg!(target_os = "linux") && support.mounts();
+    match (&policy.network_allowlist, works) {
+        (Some(list), true) => format!(
+            "network: only {} through the agent's proxy",
+            list.join(", ")
+        ),
+        (Some(_), false) => "network: allow_network lists hosts, which this system cannot \
+                             enforce (no network namespace for commands): commands fail"
+            .into(),
+        (None, true) => "a network allowlist (allow_network = [\"host:port\"]) works here".into(),
+        (None, false) => "no network allowlist here (it needs Linux user namespaces)".into(),
+    }
 }
 
 fn command_capabilities(sandbox: &agent_sandbox::Sandbox) -> String {

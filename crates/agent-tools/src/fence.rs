@@ -383,6 +383,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_policys_host_list_becomes_the_sandboxs_allowlist_and_its_log_the_output() {
+        let mut policy = Policy::default();
+        policy.network_allowlist = Some(vec!["*.corp.example:443".into()]);
+        // Off wins over a list.
+        assert!(allowlist(&policy).is_none());
+        policy.allow_network = true;
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = sandbox(dir.path(), &policy);
+        let allow = sandbox.allowlist.as_ref().expect("an allowlist");
+        assert!(sandbox.offline());
+        assert_eq!(
+            (allow.judge)("pypi.corp.example", 443).as_deref(),
+            Some("*.corp.example:443")
+        );
+        assert_eq!((allow.judge)("pypi.corp.example", 80), None);
+        assert_eq!((allow.judge)("corp.example.evil", 443), None);
+        assert!(sandbox.proxy_env().iter().any(|(k, _)| *k == "HTTPS_PROXY"));
+        allow.log.lock().unwrap().push(agent_sandbox::Attempt {
+            host: "evil.example".into(),
+            port: 443,
+            rule: None,
+            error: None,
+        });
+        let mut output = "ok".to_string();
+        crate::shell::note_network("curl", Some(&sandbox), &mut output);
+        assert_eq!(
+            output,
+            "ok\n[network allowlist]\nrefused evil.example:443 (no rule of allow_network names it)"
+        );
+        // The whole network: no proxy, no variables.
+        policy.network_allowlist = None;
+        let open = super::sandbox(dir.path(), &policy);
+        assert!(open.allowlist.is_none() && !open.offline() && open.proxy_env().is_empty());
+    }
+
+    #[test]
     fn the_read_only_set_follows_a_worktree_pointer_and_the_hidden_set_has_the_secrets() {
         let dir = tempfile::tempdir().unwrap();
         let main = dir.path().join("main");

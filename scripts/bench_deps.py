@@ -19,7 +19,8 @@ becomes a question, the documentation removed from the indexed copy, as
 from the code. The project is indexed with `agent index` and `agent index
 --deps` (a private cache) and each question asked of:
 
-- `agent search --deps`: hit when the item's file is among the first 5 files;
+- `agent search --deps`: hit when the item's file is among the first 5 files
+  (files ranked by their best chunk among the first 30);
 - grep over the same dependency sources: files ranked by how many of the
   question's words they contain (then by occurrences);
 - the project-only search (`agent search`, the project's own index): run,
@@ -280,7 +281,7 @@ def python_questions(proj: Path, n_packages: int, per_package: int):
 
 
 def searched(agent: str, env: dict, proj: Path, query: str, deps: bool) -> list:
-    args = [agent, "search", "--json", "-k", "10", "--root", str(proj)] + (["--deps"] if deps else []) + ["--", query]
+    args = [agent, "search", "--json", "-k", "30", "--root", str(proj)] + (["--deps"] if deps else []) + ["--", query]
     res = subprocess.run(args, env=env, capture_output=True, text=True)
     ranked = []
     for r in json.loads(res.stdout or "[]"):

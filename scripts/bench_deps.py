@@ -20,7 +20,7 @@ from the code. The project is indexed with `agent index` and `agent index
 --deps` (a private cache) and each question asked of:
 
 - `agent search --deps`: hit when the item's file is among the first 5 files
-  (files ranked by their best chunk among the first 30);
+  (files ranked by their best chunk among the first 10);
 - grep over the same dependency sources: files ranked by how many of the
   question's words they contain (then by occurrences);
 - the project-only search (`agent search`, the project's own index): run,
@@ -30,6 +30,9 @@ Usage: bench_deps.py AGENT_BIN OUT.json [--only rust|python] [--crates N] [--per
 
 --keep DIR keeps the projects and indices in DIR; a later run with the same
 DIR only asks the questions again (another binary's search, same index).
+For experiments: BENCH_K (chunks asked for, default 10), BENCH_SEARCH (more
+`agent search` arguments, e.g. "--mode vector"), BENCH_NO_PROJECT=1 (skip
+the project-only searches).
 """
 
 import json
@@ -281,7 +284,7 @@ def python_questions(proj: Path, n_packages: int, per_package: int):
 
 
 def searched(agent: str, env: dict, proj: Path, query: str, deps: bool) -> list:
-    args = [agent, "search", "--json", "-k", "30", "--root", str(proj)] + (["--deps"] if deps else []) + ["--", query]
+    args = [agent, "search", "--json", "-k", os.environ.get("BENCH_K", "10"), "--root", str(proj)] + os.environ.get("BENCH_SEARCH", "").split() + (["--deps"] if deps else []) + ["--", query]
     res = subprocess.run(args, env=env, capture_output=True, text=True)
     ranked = []
     for r in json.loads(res.stdout or "[]"):
@@ -327,7 +330,7 @@ def measure(agent: str, kind: str, tmp: Path, n: int, per: int) -> dict:
         latencies.append(time.time() - t0)
         if p["target"] not in deps[:5]:
             misses.append({"query": p["query"], "target": p["target"], "found": deps[:5]})
-        own = searched(agent, env, proj, p["query"], False)
+        own = [] if os.environ.get("BENCH_NO_PROJECT") else searched(agent, env, proj, p["query"], False)
         for name, ranked in (("deps", deps), ("grep", grep_rank(files, p["query"])), ("project_only", own)):
             acc[name][0] += p["target"] in ranked[:1]
             acc[name][1] += p["target"] in ranked[:5]

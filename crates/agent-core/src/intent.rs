@@ -45,6 +45,7 @@ pub(crate) fn library_named(request: &str, dependencies: &[String]) -> Option<St
         .filter(|w| !w.is_empty())
         .collect();
     let norm = |s: &str| s.to_lowercase().replace('-', "_");
+    let normed = norm(&text);
     dependencies.iter().find_map(|dep| {
         let name = norm(dep);
         let at = words.iter().position(|w| norm(w) == name)?;
@@ -52,7 +53,7 @@ pub(crate) fn library_named(request: &str, dependencies: &[String]) -> Option<St
             || name.chars().any(|c| c.is_ascii_digit())
             || [format!("{name}::"), format!("`{name}`"), format!("{name}.")]
                 .iter()
-                .any(|p| text.replace('-', "_").contains(p.as_str()));
+                .any(|p| normed.contains(p.as_str()));
         let before = at.checked_sub(1).map(|i| words[i]);
         let after = words.get(at + 1).copied();
         let cued = before.is_some_and(|w| LIBRARY_BEFORE.contains(&w))

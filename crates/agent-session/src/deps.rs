@@ -248,8 +248,12 @@ pub fn index(
     let names = imported_names(root);
     let mut first = std::collections::HashMap::new();
     for (i, (p, _)) in pending.iter().enumerate() {
-        let surface = used_surface(&source_files(p), &names);
-        if cancel.is_cancelled() || surface.is_empty() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let files = source_files(p);
+        let surface = used_surface(&files, &names);
+        if surface.is_empty() {
             continue;
         }
         let id = p.id();
@@ -259,7 +263,7 @@ pub fn index(
             id: &id,
             pass: Pass::Surface,
         });
-        let embedded = fill_surface(p, &surface, threads, cancel, &mut embedder, on_event)?;
+        let embedded = fill_surface(p, files, &surface, threads, cancel, &mut embedder, on_event)?;
         report.surface_embedded += embedded;
         first.insert(id, embedded);
     }
@@ -404,17 +408,18 @@ fn write_rows(
     Ok(Some((files, chunks)))
 }
 
-/// The vectors of `surface`, files of `p`; how many chunks were embedded.
+/// The vectors of `surface`, files of `p` (whose source files are
+/// `files`); how many chunks were embedded.
 fn fill_surface(
     p: &Package,
+    files: HashSet<String>,
     surface: &[String],
     threads: Option<usize>,
     cancel: &CancelToken,
     embedder: &mut Option<Embedder>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<usize> {
-    let mut index =
-        Index::open_writer_at(&p.root, &package_dir(p), options(threads, source_files(p)))?;
+    let mut index = Index::open_writer_at(&p.root, &package_dir(p), options(threads, files))?;
     if let Some(e) = embedder.take() {
         index.lend_embedder(e);
     }

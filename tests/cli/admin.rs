@@ -304,20 +304,25 @@ fn the_managed_network_rule_overrides_policy_toml() {
     assert!(!curl_denied(&Machine::new("")));
     let machine = Machine::new("allow_network = false\n");
     assert!(curl_denied(&machine));
+    let network = config_entry(&machine, dir.path(), "allow_network");
+    assert_eq!(network["value"], false, "{network}");
+    assert_eq!(network["origin"], "managed", "{network}");
+}
+
+/// `key`'s entry in `agent config show --origin --json`: its value and origin.
+fn config_entry(machine: &Machine, dir: &Path, key: &str) -> Value {
     let out = machine
-        .agent(dir.path())
+        .agent(dir)
         .args(["config", "show", "--origin", "--json"])
         .output()
         .unwrap();
-    let entries = json_of(&out);
-    let network = entries
+    json_of(&out)
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["key"] == "allow_network")
-        .unwrap();
-    assert_eq!(network["value"], false, "{network}");
-    assert_eq!(network["origin"], "managed", "{network}");
+        .find(|e| e["key"] == key)
+        .unwrap()
+        .clone()
 }
 
 /// `agent audit verify FILE --json`: whether it passed, and the broken line.
@@ -485,32 +490,6 @@ fn a_required_sandbox_cannot_be_turned_off_and_protected_paths_are_not_written()
     );
 }
 
-/// An HTTP server on `ip` (its port chosen now) answering `hello from NAME`.
-fn http_server(ip: &str, name: &'static str) -> u16 {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut head = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match conn.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let body = format!("hello from {name}\n");
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
-}
-
 /// Issue 56: `allow_network` as a list of hosts, in policy.toml or as the
 /// managed file's bound on a workspace's `true`: `run_cmd` reaches the
 /// listed host through the agent's proxy, the other gets the proxy's 403
@@ -525,8 +504,8 @@ fn a_network_allowlist_lets_commands_reach_only_its_hosts() {
     if !Path::new("/usr/bin/curl").exists() {
         agent_test_support::skip!("curl is not installed");
     }
-    let allowed = http_server("127.0.0.2", "allowed");
-    let other = http_server("127.0.0.3", "other");
+    let allowed = agent_test_support::http_server("127.0.0.2", "allowed");
+    let other = agent_test_support::http_server("127.0.0.3", "other");
     let rule = format!("127.0.0.2:{allowed}");
     let command = format!(
         "curl -sS --max-time 20 http://127.0.0.2:{allowed}/; \
@@ -589,18 +568,7 @@ fn a_network_allowlist_lets_commands_reach_only_its_hosts() {
             text.contains(&format!("refused 127.0.0.3:{other}")),
             "{origin}: {text}"
         );
-        let out = machine
-            .agent(dir.path())
-            .args(["config", "show", "--origin", "--json"])
-            .output()
-            .unwrap();
-        let entries = json_of(&out);
-        let network = entries
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["key"] == "allow_network")
-            .unwrap();
+        let network = config_entry(&machine, dir.path(), "allow_network");
         // A workspace's `true` becomes the managed list, whole.
         let want = match origin {
             "managed" => json!([rule, "*.corp.example:443"]),

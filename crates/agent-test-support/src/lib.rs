@@ -1,6 +1,7 @@
 //! For the tests of every crate (and the root's `tests/`), as a
 //! dev-dependency only: [`skip!`](crate::skip) ends a test whose
-//! prerequisite is missing, visibly.
+//! prerequisite is missing, visibly; [`http_server`] is a host for the
+//! network tests to reach (or be refused).
 //!
 //! A test that returns early when llama-server, node or a checker is
 //! missing would otherwise count as passed. `skip!` prints a marker line,
@@ -89,6 +90,37 @@ macro_rules! skip {
         );
         return;
     }};
+}
+
+/// An HTTP server on `ip` (its port chosen now, and returned) answering
+/// every request with `hello from NAME`, for as long as the test runs.
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test's server: failing to listen fails the test"
+)]
+pub fn http_server(ip: &str, name: &'static str) -> u16 {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = format!("hello from {name}\n");
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
 }
 
 #[cfg(test)]

@@ -448,33 +448,6 @@ fn a_socket_listening_in_the_workspace_is_hidden_and_the_commands_own_work() {
     assert!(listener.accept().is_err(), "the host's socket was reached");
 }
 
-/// An HTTP server on `ip` (a port chosen now) answering every request
-/// with `name`, and the port.
-fn http_server(ip: &str, name: &'static str) -> u16 {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let mut head = Vec::new();
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match conn.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let body = format!("hello from {name}\n");
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
-}
-
 /// Issue 56: with an allowlist naming one host, a command reaches it only
 /// through the agent's proxy (forwarded and tunnelled), the proxy refuses
 /// another host with a 403 naming it, and a direct connection, bypassing
@@ -487,8 +460,8 @@ fn an_allowlisted_command_reaches_only_the_listed_host_through_the_proxy() {
     if !Path::new("/usr/bin/curl").exists() {
         agent_test_support::skip!("curl is not installed");
     }
-    let allowed = http_server("127.0.0.2", "allowed");
-    let other = http_server("127.0.0.3", "other");
+    let allowed = agent_test_support::http_server("127.0.0.2", "allowed");
+    let other = agent_test_support::http_server("127.0.0.3", "other");
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();

@@ -19,7 +19,8 @@ becomes a question, the documentation removed from the indexed copy, as
 from the code. The project is indexed with `agent index` and `agent index
 --deps` (a private cache) and each question asked of:
 
-- `agent search --deps`: hit when the item's file is among the first 5 files
+- `agent search --deps`: hit when the item's file (or, for a sentence that
+  documents items in several files, one of them) is among the first 5 files
   (files ranked by their best chunk among the first 10);
 - grep over the same dependency sources: files ranked by how many of the
   question's words they contain (then by occurrences);
@@ -95,8 +96,11 @@ def first_sentence(doc: list) -> str:
 
 def blank_and_pair(src: Path, dest: Path, id_: str, per_crate: int) -> list:
     """Copies the crate's Rust files with the doc blocks of public items
-    removed; returns (question, NAME@VERSION/path) pairs."""
-    pairs, seen = [], set()
+    removed; returns (question, NAME@VERSION/paths) pairs. A sentence that
+    documents items in several files is one question with each of those
+    files as an answer, and is blanked everywhere: left in one file, it
+    would hand that file the question word for word."""
+    pairs, seen = [], {}
     for rel in rust_files(src):
         lines = (src / rel).read_text(errors="replace").splitlines(keepends=True)
         out, doc, i = [], [], 0
@@ -118,9 +122,13 @@ def blank_and_pair(src: Path, dest: Path, id_: str, per_crate: int) -> list:
                         break
                     para.append(t)
                 q = first_sentence(para)
-                if m and len(q) >= 20 and len(q.split()) >= 4 and q not in seen:
-                    seen.add(q)
-                    pairs.append({"query": q, "target": f"{id_}/{rel.as_posix()}", "item": m.group(6)})
+                target = f"{id_}/{rel.as_posix()}"
+                if m and len(q) >= 20 and len(q.split()) >= 4:
+                    if q not in seen:
+                        seen[q] = {"query": q, "targets": [], "item": m.group(6)}
+                        pairs.append(seen[q])
+                    if target not in seen[q]["targets"]:
+                        seen[q]["targets"].append(target)
                     doc = []  # blanked
                 out.extend(doc)
                 doc = []
@@ -240,9 +248,21 @@ def blank_python(path: Path, target: str) -> list:
     pairs = []
     for start, end, col, q, item in sorted(found, reverse=True):
         lines[start - 1:end] = [" " * col + "...\n"]
-        pairs.append({"query": q, "target": target, "item": item})
+        pairs.append({"query": q, "targets": [target], "item": item})
     path.write_text("".join(lines))
     return list(reversed(pairs))
+
+
+def merged(pairs: list) -> list:
+    """One question per sentence, answered by any file it documents."""
+    by_query = {}
+    for p in pairs:
+        if p["query"] in by_query:
+            targets = by_query[p["query"]]["targets"]
+            targets.extend(t for t in p["targets"] if t not in targets)
+        else:
+            by_query[p["query"]] = p
+    return list(by_query.values())
 
 
 def python_questions(proj: Path, n_packages: int, per_package: int):
@@ -277,6 +297,7 @@ def python_questions(proj: Path, n_packages: int, per_package: int):
             files[f"{id_}/{cited}"] = (site / rel).read_text(errors="replace").lower()
         if not found:
             continue
+        found = merged(found)
         step = max(1, len(found) / max(per_package, 1))
         pairs.extend(found[int(i * step)] for i in range(min(per_package, len(found))))
         ids.append(id_)
@@ -328,12 +349,13 @@ def measure(agent: str, kind: str, tmp: Path, n: int, per: int) -> dict:
         t0 = time.time()
         deps = searched(agent, env, proj, p["query"], True)
         latencies.append(time.time() - t0)
-        if p["target"] not in deps[:5]:
-            misses.append({"query": p["query"], "target": p["target"], "found": deps[:5]})
+        targets = set(p["targets"])
+        if not targets.intersection(deps[:5]):
+            misses.append({"query": p["query"], "targets": p["targets"], "found": deps[:5]})
         own = [] if os.environ.get("BENCH_NO_PROJECT") else searched(agent, env, proj, p["query"], False)
         for name, ranked in (("deps", deps), ("grep", grep_rank(files, p["query"])), ("project_only", own)):
-            acc[name][0] += p["target"] in ranked[:1]
-            acc[name][1] += p["target"] in ranked[:5]
+            acc[name][0] += bool(targets.intersection(ranked[:1]))
+            acc[name][1] += bool(targets.intersection(ranked[:5]))
     q = max(len(pairs), 1)
     latencies.sort()
     return {

@@ -260,3 +260,59 @@ fn packages_installed_by_pip_and_npm_are_resolved_indexed_and_searched() {
         "{hits:?}"
     );
 }
+
+/// A crate whose public function is a one-line wrapper in `lib.rs` and
+/// whose bodies, one per platform (`cfg_if!` with `#[path]`), say what it
+/// does: the search cites the wrapper, the API's front door, first.
+#[test]
+fn a_platforms_body_is_credited_to_the_crates_front_door() {
+    common::tiny_model(); // the models folder is in place
+    let tmp = tempfile::tempdir().unwrap();
+    let cargo_home = tmp.path().join("cargo");
+    let krate = cargo_home.join("registry/src/index.crates.io-0000/ftime-0.1.0");
+    write(
+        &krate.join("Cargo.toml"),
+        "[package]\nname = \"ftime\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        &krate.join("src/lib.rs"),
+        "use std::io;\nuse std::path::Path;\n\ncfg_if::cfg_if! {\n    if #[cfg(windows)] {\n        #[path = \"windows.rs\"]\n        mod imp;\n    } else {\n        #[path = \"unix.rs\"]\n        mod imp;\n    }\n}\n\n\
+         pub struct FileTime {\n    seconds: i64,\n}\n\n\
+         pub fn set_file_mtime(p: &Path, mtime: FileTime) -> io::Result<()> {\n    imp::set_file_mtime(p, mtime)\n}\n",
+    );
+    write(
+        &krate.join("src/unix.rs"),
+        "// Sets the last modification time of the file at a path with utimensat,\n// leaving its access time as it is (UTIME_OMIT).\npub fn set_file_mtime(p: &Path, mtime: FileTime) -> io::Result<()> {\n    let times = [omit(), to_timespec(mtime)];\n    utimensat(p, &times)\n}\n",
+    );
+    write(
+        &krate.join("src/windows.rs"),
+        "// Sets the last modification time of the file at a path: opens it for\n// writing attributes and calls SetFileTime with the write time only.\npub fn set_file_mtime(p: &Path, mtime: FileTime) -> io::Result<()> {\n    let f = open_for_attributes(p)?;\n    set_file_time(&f, None, Some(to_filetime(mtime)))\n}\n",
+    );
+    let app = tmp.path().join("app");
+    write(
+        &app.join("Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n",
+    );
+    write(&app.join("src/main.rs"), "fn main() {}\n");
+    write(
+        &app.join("Cargo.lock"),
+        "version = 4\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"ftime\"]\n\n\
+         [[package]]\nname = \"ftime\"\nversion = \"0.1.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n",
+    );
+    index(&cargo_home, &app);
+    let hits = search_deps(
+        &cargo_home,
+        &app,
+        &["--", "set the last modification time of a file"],
+    );
+    assert_eq!(
+        hits.first().map(String::as_str),
+        Some("ftime@0.1.0/src/lib.rs"),
+        "{hits:?}"
+    );
+    assert!(
+        hits.iter()
+            .any(|h| h.ends_with("unix.rs") || h.ends_with("windows.rs")),
+        "the bodies are still found, below: {hits:?}"
+    );
+}

@@ -20,6 +20,7 @@ pub mod cargo;
 pub mod gomod;
 pub mod node;
 pub mod python;
+pub mod rust_modules;
 
 use std::path::{Component, Path, PathBuf};
 

@@ -1040,7 +1040,9 @@ impl Store {
                     symbols.paths.push(path.to_string());
                     symbols.paths.len() as u32 - 1
                 });
-                for part in symbol.split(['.', ':']).filter(|p| !p.is_empty()) {
+                // `Engine::load`, `mod.fn`, and a chunk of several small
+                // items: `set_file_mtime, set_file_atime`.
+                for part in symbol.split(['.', ':', ',', ' ']).filter(|p| !p.is_empty()) {
                     let files = symbols.files_by_name.entry(part.to_string()).or_default();
                     if files.last() != Some(&id) {
                         files.push(id);

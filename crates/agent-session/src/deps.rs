@@ -577,7 +577,9 @@ pub fn searchable(
     Ok((ready.into_iter().cloned().collect(), notes))
 }
 
-/// What a private item's score is multiplied by in a dependency's results.
+/// What a score is multiplied by in a dependency's results when the chunk
+/// is not its API's front door: a private item, or a file compiled for one
+/// platform only (the body behind a public wrapper of the same name).
 const PRIVATE_FACTOR: f32 = 0.9;
 
 /// Searches the dependencies' indices: `query` in each, the embedder
@@ -602,27 +604,97 @@ pub fn search_packages(
         let found = comparable(&mut index, &deeper);
         *embedder = index.take_embedder().or(embedder.take());
         let id = p.id();
+        let platform = match p.ecosystem {
+            Ecosystem::Cargo => agent_deps::rust_modules::platform_files(&p.root),
+            _ => Default::default(),
+        };
         // A dependency's own tests answer how to test it, not how to use it.
         let mut found: Vec<SearchResult> = found?
             .into_iter()
             .filter(|r| {
                 !agent_deps::is_test_symbol(&r.symbol) && !agent_deps::is_auxiliary(&r.path)
             })
-            .map(|mut r| {
-                // Its API answers how to use it: a private helper ranks lower.
-                if !agent_deps::is_public(p.ecosystem, &r.path, &r.symbol, &r.text) {
-                    r.score *= PRIVATE_FACTOR;
-                }
-                r.path = format!("{id}/{}", r.path);
-                r
-            })
             .collect();
+        if !platform.is_empty() {
+            credit_front_doors(&mut index, &platform, &mut found)?;
+        }
+        for r in &mut found {
+            // Its API answers how to use it: a private helper or a
+            // platform's body ranks lower.
+            if platform.contains(&r.path)
+                || !agent_deps::is_public(p.ecosystem, &r.path, &r.symbol, &r.text)
+            {
+                r.score *= PRIVATE_FACTOR;
+            }
+            r.path = format!("{id}/{}", r.path);
+        }
         found.sort_by(|a, b| b.score.total_cmp(&a.score));
         all.extend(found.into_iter().take(query.k));
     }
     all.sort_by(|a, b| b.score.total_cmp(&a.score));
     all.truncate(query.k);
     Ok(all)
+}
+
+/// At most this many front doors are looked up per package and search.
+const FRONT_DOORS: usize = 4;
+
+/// Credits a platform's body to the crate's front door: for a hit in a file
+/// compiled for one platform only, the chunk defining the same name in a
+/// file that is not (`filetime`'s `set_file_times` in `lib.rs`, a one-line
+/// wrapper, for its body in `windows.rs`) scores what the body scored.
+/// Without its documentation the wrapper is only a name, and the bodies,
+/// which say what it does, would answer in its place.
+fn credit_front_doors(
+    index: &mut Index,
+    platform: &HashSet<String>,
+    found: &mut Vec<SearchResult>,
+) -> Result<()> {
+    let names_of = |symbol: &str| -> Vec<String> {
+        symbol
+            .split(", ")
+            .map(|s| s.rsplit("::").next().unwrap_or(s).to_string())
+            .collect()
+    };
+    let bodies: Vec<(String, f32)> = found
+        .iter()
+        .filter(|r| platform.contains(&r.path))
+        .flat_map(|r| names_of(&r.symbol).into_iter().map(move |n| (n, r.score)))
+        .collect();
+    if bodies.is_empty() {
+        return Ok(());
+    }
+    let symbols = index.symbols()?;
+    let mut looked_up = 0;
+    for (name, score) in bodies {
+        let doors: Vec<String> = symbols
+            .files_defining(&name)
+            .into_iter()
+            .filter(|f| !platform.contains(*f) && !f.contains(['*', '?', '[', '{']))
+            .map(str::to_string)
+            .collect();
+        for door in doors {
+            let defines = |r: &SearchResult| r.path == door && names_of(&r.symbol).contains(&name);
+            if let Some(known) = found.iter_mut().find(|r| defines(r)) {
+                known.score = known.score.max(score);
+                continue;
+            }
+            if looked_up == FRONT_DOORS {
+                return Ok(());
+            }
+            looked_up += 1;
+            let by_name = SearchQuery {
+                mode: SearchMode::Bm25,
+                path_glob: Some(door.clone()),
+                ..SearchQuery::new(name.clone(), 3)
+            };
+            if let Some(mut chunk) = index.search(&by_name)?.into_iter().find(|r| defines(r)) {
+                chunk.score = score;
+                found.push(chunk);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `query`'s results in `index`, scored so that results of several indices

@@ -101,6 +101,30 @@ fn index_deps_then_search_them_and_share_them_with_another_workspace() {
     let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(hits[0]["path"], "lru-lite@0.5.0/src/lib.rs", "{hits}");
 
+    // The first prompt names the dependencies' items the code uses most.
+    write(
+        &a.join("src/main.rs"),
+        "use hexfmt::to_hex;\nuse lru_lite::LruCache;\n\nfn main() {\n    let _cache: Option<LruCache<u8, u8>> = None;\n    println!(\"{} {}\", to_hex(&[1]), to_hex(&[2]));\n}\n",
+    );
+    let out = agent(&cargo_home)
+        .current_dir(&a)
+        .args(["ask", "--print-prompt", "--model"])
+        .arg(common::tiny_model())
+        .arg("Explain what src/main.rs does")
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let prompt = String::from_utf8_lossy(&out.stdout);
+    let used = prompt
+        .split_once("Dependencies used most")
+        .unwrap_or_else(|| panic!("no dependencies' lines in the prompt:\n{prompt}"))
+        .1;
+    let used = used.split_once("Repository map").map_or(used, |(u, _)| u);
+    assert!(
+        used.contains("hexfmt: to_hex (") && used.contains("lru_lite: LruCache ("),
+        "{used}"
+    );
+
     // Another workspace locking the same versions: nothing is embedded again.
     let b = tmp.path().join("b");
     project(&b);

@@ -604,7 +604,7 @@ impl Agent {
         }
         Ok(Some(prompt::session_context(
             self.workspace.root(),
-            map.as_deref(),
+            map.as_ref(),
         )))
     }
 
@@ -718,14 +718,13 @@ impl Agent {
     }
 
     /// The repo map for the session's context within `token_budget`, or None
-    /// when it cannot be built (the loop works without it).
-    fn repo_map(&mut self, request: &str, token_budget: usize) -> Option<String> {
-        use agent_repomap::{focus_from_request, MapOptions};
-        let options = MapOptions {
-            token_budget,
-            focus: focus_from_request(request),
-            recent_files: Vec::new(),
-        };
+    /// when it cannot be built (the loop works without it). The lines of
+    /// the indexed dependencies used most open it when they take at most a
+    /// quarter of the budget; they do not depend on the budget, so a map
+    /// sized smaller is still the start of one sized larger.
+    fn repo_map(&mut self, request: &str, token_budget: usize) -> Option<prompt::RepoMapText> {
+        use agent_repomap::{external, focus_from_request, MapOptions};
+        let dependencies = self.dependency_names();
         // Brought up to date by the intent gate a moment ago.
         let map = match self.map.as_ref() {
             Some(map) => map,
@@ -737,8 +736,22 @@ impl Agent {
                 .count_tokens(s)
                 .unwrap_or_else(|_| s.len().div_ceil(4))
         };
+        let mut used = external::render(&map.external_uses(&dependencies), 5, 4);
+        let mut used_tokens = count(&format!("{}{used}", prompt::DEPENDENCIES_HEADER));
+        if used.is_empty() || used_tokens * 4 > token_budget {
+            used.clear();
+            used_tokens = 0;
+        }
+        let options = MapOptions {
+            token_budget: token_budget - used_tokens,
+            focus: focus_from_request(request),
+            recent_files: Vec::new(),
+        };
         let out = map.render(&options, &count);
-        (!out.text.trim().is_empty()).then_some(out.text)
+        (!out.text.trim().is_empty()).then_some(prompt::RepoMapText {
+            dependencies: used,
+            outline: out.text,
+        })
     }
 
     /// Starts a new conversation: the next request opens a new session

@@ -85,15 +85,36 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     out
 }
 
+/// What opens the lines of the dependencies the code uses most.
+pub(crate) const DEPENDENCIES_HEADER: &str =
+    "\nDependencies used most (their sources are indexed: search_semantic with scope \"deps\"):\n";
+
+/// The repo map as the session's context shows it.
+#[derive(Debug, Default)]
+pub(crate) struct RepoMapText {
+    /// Lines of the dependencies' items the code uses most; may be empty.
+    pub dependencies: String,
+    /// The ranked definitions, file by file.
+    pub outline: String,
+}
+
 /// Where the session's context opens and closes in the first user message.
 const CONTEXT_OPEN: &str = "<context>\n";
 const CONTEXT_CLOSE: &str = "\n</context>\n\n";
 
 /// The session's context: the environment, then the repo map (focused on
-/// the first request) when there is one.
-pub(crate) fn session_context(workspace: &Path, repo_map: Option<&str>) -> String {
+/// the first request) when there is one, opened by the dependencies the
+/// code uses most (see [`agent_repomap::external`]).
+pub(crate) fn session_context(workspace: &Path, repo_map: Option<&RepoMapText>) -> String {
     let mut out = environment(workspace);
-    if let Some(map) = repo_map.filter(|m| !m.trim().is_empty()) {
+    if let Some(used) = repo_map.map(|m| &m.dependencies).filter(|d| !d.is_empty()) {
+        out.push_str(DEPENDENCIES_HEADER);
+        out.push_str(used.trim_end());
+    }
+    if let Some(map) = repo_map
+        .map(|m| &m.outline)
+        .filter(|m| !m.trim().is_empty())
+    {
         out.push_str("\nRepository map (most relevant definitions):\n");
         out.push_str(map.trim_end());
     }
@@ -219,14 +240,20 @@ mod tests {
     #[test]
     fn the_context_holds_environment_and_map_and_comes_apart_again() {
         let dir = tempfile::tempdir().unwrap();
-        let context = session_context(dir.path(), Some("src/lib.rs:\n  fn main()\n"));
+        let map = RepoMapText {
+            dependencies: "  tokio: spawn (3)\n".into(),
+            outline: "src/lib.rs:\n  fn main()\n".into(),
+        };
+        let context = session_context(dir.path(), Some(&map));
         assert!(context.starts_with("Environment:\n"), "{context}");
         assert!(context.contains(&dir.path().display().to_string()));
         let today = chrono::Local::now().format("%Y-%m-%d").to_string();
         assert!(context.contains(&format!("- Date: {today}")), "{context}");
         let at = |text: &str| context.find(text).unwrap();
         assert!(
-            at("Environment:") < at("Repository map") && at("Repository map") < at("fn main()")
+            at("Environment:") < at("Dependencies used most")
+                && at("tokio: spawn (3)") < at("Repository map")
+                && at("Repository map") < at("fn main()")
         );
         assert!(!session_context(dir.path(), None).contains("Repository map"));
 

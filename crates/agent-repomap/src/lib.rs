@@ -41,6 +41,7 @@
 
 pub mod cache;
 pub mod defs;
+pub mod external;
 pub mod imports;
 pub mod rank;
 pub mod render;
@@ -237,6 +238,12 @@ impl RepoMap {
     /// Tags of one file (path relative to the root), if it is tagged.
     pub fn tags(&self, rel: &str) -> Option<&FileTags> {
         self.files.get(rel).map(|f| &f.tags)
+    }
+
+    /// The items the project imports from `crates`, most used first (see
+    /// [`external`]).
+    pub fn external_uses(&self, crates: &[String]) -> Vec<external::ExternalUse> {
+        external::external_uses(self.files(), crates)
     }
 
     /// Where `symbol` is defined: a bare name (`load`) or one qualified by

@@ -116,12 +116,12 @@ fn index_deps_then_search_them_and_share_them_with_another_workspace() {
     common::assert_success(&out);
     let prompt = String::from_utf8_lossy(&out.stdout);
     let used = prompt
-        .split_once("Dependencies used most")
+        .split_once("Libraries used most")
         .unwrap_or_else(|| panic!("no dependencies' lines in the prompt:\n{prompt}"))
         .1;
     let used = used.split_once("Repository map").map_or(used, |(u, _)| u);
     assert!(
-        used.contains("hexfmt: to_hex (") && used.contains("lru_lite: LruCache ("),
+        used.contains("hexfmt: to_hex") && used.contains("lru_lite: LruCache"),
         "{used}"
     );
 

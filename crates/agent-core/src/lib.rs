@@ -720,7 +720,7 @@ impl Agent {
     /// The repo map for the session's context within `token_budget`, or None
     /// when it cannot be built (the loop works without it). The lines of
     /// the indexed dependencies used most open it when they take at most a
-    /// quarter of the budget; they do not depend on the budget, so a map
+    /// third of the budget; they do not depend on the budget, so a map
     /// sized smaller is still the start of one sized larger.
     fn repo_map(&mut self, request: &str, token_budget: usize) -> Option<prompt::RepoMapText> {
         use agent_repomap::{external, focus_from_request, MapOptions};
@@ -736,9 +736,13 @@ impl Agent {
                 .count_tokens(s)
                 .unwrap_or_else(|_| s.len().div_ceil(4))
         };
-        let mut used = external::render(&map.external_uses(&dependencies), 5, 4);
+        let mut used = external::render(&map.external_uses(&dependencies), 3, 3);
         let mut used_tokens = count(&format!("{}{used}", prompt::DEPENDENCIES_HEADER));
-        if used.is_empty() || used_tokens * 4 > token_budget {
+        tracing::debug!(
+            "map: {} dependencies, {used_tokens} tokens of their lines, map budget {token_budget}",
+            dependencies.len()
+        );
+        if used.is_empty() || used_tokens * 3 > token_budget {
             used.clear();
             used_tokens = 0;
         }

@@ -87,7 +87,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
 
 /// What opens the lines of the dependencies the code uses most.
 pub(crate) const DEPENDENCIES_HEADER: &str =
-    "\nDependencies used most (their sources are indexed: search_semantic with scope \"deps\"):\n";
+    "\nLibraries used most (indexed: search_semantic scope \"deps\"):\n";
 
 /// The repo map as the session's context shows it.
 #[derive(Debug, Default)]
@@ -241,7 +241,7 @@ mod tests {
     fn the_context_holds_environment_and_map_and_comes_apart_again() {
         let dir = tempfile::tempdir().unwrap();
         let map = RepoMapText {
-            dependencies: "  tokio: spawn (3)\n".into(),
+            dependencies: "  tokio: spawn\n".into(),
             outline: "src/lib.rs:\n  fn main()\n".into(),
         };
         let context = session_context(dir.path(), Some(&map));
@@ -251,8 +251,8 @@ mod tests {
         assert!(context.contains(&format!("- Date: {today}")), "{context}");
         let at = |text: &str| context.find(text).unwrap();
         assert!(
-            at("Environment:") < at("Dependencies used most")
-                && at("tokio: spawn (3)") < at("Repository map")
+            at("Environment:") < at("Libraries used most")
+                && at("tokio: spawn") < at("Repository map")
                 && at("Repository map") < at("fn main()")
         );
         assert!(!session_context(dir.path(), None).contains("Repository map"));

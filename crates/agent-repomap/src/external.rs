@@ -56,8 +56,9 @@ pub fn external_uses<'a>(
 }
 
 /// The map's opening lines: up to `max_crates` dependencies, most used
-/// first, each with its `max_items` most used items. Empty when the
-/// project imports nothing from them.
+/// first, each with its `max_items` most used items, most used first (the
+/// counts are left out: the order says it in fewer tokens). Empty when
+/// the project imports nothing from them.
 pub fn render(uses: &[ExternalUse], max_crates: usize, max_items: usize) -> String {
     let mut by_crate: Vec<(&str, u32, Vec<&ExternalUse>)> = Vec::new();
     for u in uses {
@@ -72,10 +73,10 @@ pub fn render(uses: &[ExternalUse], max_crates: usize, max_items: usize) -> Stri
     by_crate.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     let mut out = String::new();
     for (krate, _, items) in by_crate.into_iter().take(max_crates) {
-        let items: Vec<String> = items
+        let items: Vec<&str> = items
             .iter()
             .take(max_items)
-            .map(|u| format!("{} ({})", u.item, u.uses))
+            .map(|u| u.item.as_str())
             .collect();
         out.push_str(&format!("  {krate}: {}\n", items.join(", ")));
     }
@@ -136,9 +137,9 @@ mod tests {
         );
         assert_eq!(
             render(&uses, 5, 4),
-            "  serde_json: Value (5), json (1)\n  tokio: time::timeout (5)\n"
+            "  serde_json: Value, json\n  tokio: time::timeout\n"
         );
-        assert_eq!(render(&uses, 1, 1), "  serde_json: Value (5)\n");
+        assert_eq!(render(&uses, 1, 1), "  serde_json: Value\n");
         assert_eq!(render(&[], 5, 4), "");
     }
 }

@@ -7,6 +7,7 @@ use agent_base::term::cut;
 use crate::intent::Intent;
 use crate::outcome::ToolAccess;
 use crate::plan;
+use crate::subagent::Nested;
 use crate::tool::{ToolCall, ToolOutput};
 
 /// The loop reports progress through this.
@@ -43,6 +44,11 @@ pub trait Ui {
     /// The model wrote its plan (`todo`): the whole list, after the call's
     /// [`Ui::tool_result`]; empty when it cleared it.
     fn plan(&mut self, _items: &[plan::Item]) {}
+    /// Something happened in the subagent `id` (`explore-1`) that runs
+    /// inside the tool call just reported ([`Ui::tool_call`]) and before
+    /// its result: shown nested under that call, never as the request's own
+    /// steps or answer.
+    fn nested(&mut self, _id: &str, _event: Nested<'_>) {}
 }
 
 /// How often [`Ui::generating`] is called while the model generates.
@@ -135,7 +141,7 @@ pub fn summarize_args(args: &serde_json::Value) -> String {
                 serde_json::Value::Array(a) => format!("[{} item(s)]", a.len()),
                 other => other.to_string(),
             };
-            if k == "path" || k == "command" || k == "pattern" || k == "query" {
+            if k == "path" || k == "command" || k == "pattern" || k == "query" || k == "question" {
                 cut(&v, 80)
             } else {
                 format!("{k}={}", cut(&v, 40))

@@ -5,8 +5,9 @@
 //! intent it gave a request, how a request ended ([`Finish`]), what a
 //! session says and asks besides ([`Notice`], [`Ask`]), a request with its
 //! attachments ([`Request`]), the session's background commands
-//! ([`Job`]), and where the tools read and write files
-//! ([`FileAccess`], an editor's buffers under ACP).
+//! ([`Job`]), a subagent's run inside a tool call ([`Nested`]), and where
+//! the tools read and write files ([`FileAccess`], an editor's buffers
+//! under ACP).
 //!
 //! Front ends depend on this crate and on `agent-session`, never on the
 //! loop's or the tools' crates (the architecture test checks it); the loop
@@ -23,6 +24,7 @@ pub mod outcome;
 pub mod plan;
 pub mod proposal;
 pub mod request;
+pub mod subagent;
 pub mod tool;
 
 pub use approval::{AlwaysApprove, AlwaysDecline, Approval, Approver, Decision};
@@ -33,4 +35,5 @@ pub use job::{Job, JobState};
 pub use notice::{Ask, CommandInfo, NoAnswers, Notice, Say};
 pub use outcome::{Finish, ToolAccess};
 pub use request::{Attachment, Request};
+pub use subagent::{Nested, EXPLORE};
 pub use tool::{ErrorClass, ToolCall, ToolOutput, FINISH};

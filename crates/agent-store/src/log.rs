@@ -87,6 +87,9 @@ pub struct EventLog {
     dir: PathBuf,
     pub trace_id: String,
     pub session_id: String,
+    /// The subagent run (`explore-1`) whose events these are, named on
+    /// each record as `parent`; None for the request's own.
+    pub parent: Option<String>,
     /// Secret values never reach the logs, in any form the redactor knows.
     pub redactor: agent_policy::secrets::Redactor,
 }
@@ -134,6 +137,7 @@ impl EventLog {
             dir,
             trace_id: new_trace_id(),
             session_id: session_id.to_string(),
+            parent: None,
             redactor: Default::default(),
         }
     }
@@ -194,6 +198,9 @@ impl EventLog {
         line.insert("trace_id".into(), self.trace_id.clone().into());
         line.insert("session_id".into(), self.session_id.clone().into());
         line.insert("event".into(), event.into());
+        if let Some(parent) = &self.parent {
+            line.insert("parent".into(), parent.clone().into());
+        }
         if stream == Stream::Audit {
             line.extend(self.stamp.clone());
         }
@@ -258,6 +265,24 @@ mod tests {
         assert!(line["ts"].as_str().unwrap().contains('T'));
         let trace = std::fs::read_to_string(dir.path().join("logs/trace.jsonl")).unwrap();
         assert!(trace.contains("\"prompt_tokens\":12"));
+    }
+
+    #[test]
+    fn a_subagents_records_name_their_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = EventLog::open(dir.path(), "s1");
+        log.parent = Some("explore-1".into());
+        log.audit("tool_call", json!({"tool": "read_file"}));
+        log.parent = None;
+        log.audit("tool_call", json!({"tool": "explore"}));
+        let audit = std::fs::read_to_string(dir.path().join("logs/audit.jsonl")).unwrap();
+        let lines: Vec<Value> = audit
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["parent"], "explore-1");
+        assert!(lines[1].get("parent").is_none());
     }
 
     #[test]

@@ -64,6 +64,16 @@ pub struct AgentArgs {
     /// network unless policy.toml allows it (Linux Landlock; see `agent doctor`).
     #[arg(long, value_enum, default_value_t = Switch::On, value_name = "on|off")]
     pub sandbox: Switch,
+    /// Offer the model `explore(question)`: a read-only subagent that searches and reads in a
+    /// context of its own and returns a short report with paths and line numbers.
+    #[arg(long, value_enum, default_value_t = Switch::Off, value_name = "on|off")]
+    pub explore: Switch,
+    /// Most model calls per exploration, its report included.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub explore_steps: usize,
+    /// Most tokens per exploration: prompt tokens prefilled plus tokens written, over its steps.
+    #[arg(long, default_value_t = 16_000, value_name = "N")]
+    pub explore_tokens: usize,
 }
 
 impl AgentArgs {
@@ -75,6 +85,12 @@ impl AgentArgs {
             verify: self.verify.clone(),
             repo_map: !self.no_map,
             sandbox: self.sandbox == Switch::On,
+            explore: agent_session::ExploreConfig {
+                enabled: self.explore == Switch::On,
+                max_steps: self.explore_steps,
+                max_tokens: self.explore_tokens,
+                ..Default::default()
+            },
         }
     }
 }

@@ -364,7 +364,8 @@ impl Agent {
         ui: &mut dyn Ui,
         cancel: &CancelToken,
     ) -> anyhow::Result<()> {
-        if self.compact_at <= 0.0 {
+        // An exploration's context is fitted, never summarised: it is short-lived.
+        if self.compact_at <= 0.0 || self.subagent.is_some() {
             return Ok(());
         }
         let window = self.provider.context_size();

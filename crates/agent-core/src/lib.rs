@@ -47,6 +47,7 @@ mod attach;
 mod budget;
 mod compact;
 mod context;
+mod explore;
 mod first_prompt;
 mod init;
 mod intent;
@@ -65,6 +66,7 @@ mod window;
 pub use attach::{attachment_as, attachments};
 pub use budget::{excerpt, hints, Budget};
 pub use compact::PROMPT as COMPACT_PROMPT;
+pub use explore::{ExploreConfig, ExploreUse};
 pub use first_prompt::{describe as describe_first_prompt, FirstPrompt};
 pub use init::{unverified_commands, written_commands, Facts, InitOutcome, FILE as AGENTS_MD};
 pub use intent::{classify, heuristic, Knowledge, CONFIDENT};
@@ -143,6 +145,8 @@ pub struct AgentConfig {
     /// The shape the answer is also given in, as JSON (`--output-schema`,
     /// checked by [`check_schema`]): `Outcome::result`.
     pub output_schema: Option<serde_json::Value>,
+    /// The `explore` subagent ([`explore`]): offered or not, and its budget.
+    pub explore: ExploreConfig,
 }
 
 impl AgentConfig {
@@ -166,6 +170,7 @@ impl AgentConfig {
             audit: agent_store::log::AuditConfig::from_env(),
             record: true,
             output_schema: None,
+            explore: ExploreConfig::default(),
         }
     }
 }
@@ -233,6 +238,10 @@ pub struct Outcome {
     /// ([`Agent::carry_out`]); nothing was changed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub planned: bool,
+    /// What the request's explorations spent ([`explore`]), beside the
+    /// tokens above, which are the request's own context's.
+    #[serde(skip_serializing_if = "ExploreUse::is_empty")]
+    pub explore: ExploreUse,
 }
 
 pub struct Agent {
@@ -300,6 +309,11 @@ pub struct Agent {
     /// The next request carries out an approved plan: a coding task, with
     /// every tool, whatever `require_plan` says.
     carrying_out: bool,
+    /// The exploration running now (`explore-N`): its turns are not the
+    /// session's, and its model calls are side requests.
+    subagent: Option<String>,
+    /// Explorations so far in the session, for their ids.
+    explorations: usize,
 }
 
 /// The map's share of the context window at most: smaller than `agent map`
@@ -431,6 +445,9 @@ impl Agent {
         if let Some(tool) = skills.tool() {
             toolbox.extend(vec![Box::new(tool)]);
         }
+        if config.explore.enabled {
+            toolbox.extend(vec![Box::new(explore::ExploreTool)]);
+        }
 
         let (session_id, turns) = match &config.resume {
             Some(id) => {
@@ -469,6 +486,9 @@ impl Agent {
             .chain(answer::FEEDBACK.iter())
             .map(|s| s.to_string()),
         );
+        if config.explore.enabled {
+            ours.push(explore::EXPLORE_NOTE.to_string());
+        }
         let judge = answer::Judge::new(&ours);
         let instructions = agent_config::instructions::Instructions::load(
             workspace.root(),
@@ -514,6 +534,8 @@ impl Agent {
                 config.mode
             },
             carrying_out: false,
+            subagent: None,
+            explorations: 0,
             config,
         })
     }
@@ -950,7 +972,8 @@ impl Agent {
         // No secret value reaches the model or the session, whatever text
         // carried it (observations are redacted already, by the toolbox).
         turn.message.content = self.policy.redact(&turn.message.content);
-        if !self.log.session_id.is_empty() {
+        // An exploration's turns are its own: only its report is the session's.
+        if !self.log.session_id.is_empty() && self.subagent.is_none() {
             let seq = self
                 .sessions
                 .append(&self.log.session_id, &turn)
@@ -1129,6 +1152,8 @@ a larger --model does better)"
             sampling: self.config.sampling,
             grammar,
             interrupt: Some(cancel.clone()),
+            // An exploration keeps the conversation's cache as it is.
+            aside: self.subagent.is_some(),
             ..CompletionRequest::default()
         };
         self.log.trace(

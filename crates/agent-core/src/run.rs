@@ -85,6 +85,39 @@ impl Run {
         self.stalls + 1 >= limit
     }
 
+    /// An exploration's run ([`crate::explore`]): a read-only question
+    /// whose request turn ends at `request_turn`.
+    pub(crate) fn exploring(
+        request: &str,
+        allowed: Vec<ToolSpec>,
+        request_turn: usize,
+        max_steps: usize,
+        outcome: Outcome,
+    ) -> Self {
+        Run {
+            request: request.to_string(),
+            started: Instant::now(),
+            allowed,
+            access: READ_ONLY,
+            tools: ToolAccess::ReadOnly,
+            request_turn,
+            calls_seen: HashMap::new(),
+            stalls: 0,
+            found: None,
+            planning: false,
+            max_steps: max_steps.max(1),
+            outcome,
+        }
+    }
+
+    /// The loop's own first call ran ([`Agent::first_read`]): it counts as
+    /// the model's, and its results are the evidence so far.
+    pub(crate) fn prefetched(&mut self, call: ToolCall, content: String) {
+        self.calls_seen
+            .insert((call.tool, call.args.to_string()), 1);
+        self.found = Some(content);
+    }
+
     /// [`Next::Done`] when a step ended the request; else one more reply
     /// that gave nothing.
     fn stalled_unless(&mut self, done: bool) -> Next {
@@ -257,7 +290,7 @@ impl Agent {
     /// What a request reads before the model's first step: the README for
     /// a question about the whole workspace, else a search for the request
     /// (and in the indexed dependency it names, if any).
-    fn first_read(
+    pub(crate) fn first_read(
         &mut self,
         request: &str,
         whole: bool,
@@ -312,6 +345,7 @@ impl Agent {
             result: None,
             result_error: None,
             planned: false,
+            explore: Default::default(),
         }
     }
 
@@ -495,7 +529,12 @@ Another copy of this call ends the request.",
         {
             Some(Some(denied)) => denied,
             _ => {
-                let mut output = self.run_tool(&call, &run.allowed, approver, cancel);
+                let mut output = if allowed && call.tool == agent_protocol::EXPLORE {
+                    // The loop's own tool: a subagent, its events nested.
+                    self.explore(&call, &mut run.outcome, ui, approver, cancel)?
+                } else {
+                    self.run_tool(&call, &run.allowed, approver, cancel)
+                };
                 if allowed {
                     self.post_tool_hooks(&call, tools, &mut output, ui, cancel);
                 }
@@ -513,7 +552,7 @@ Another copy of this call ends the request.",
             self.plan = plan.clone();
             ui.plan(&self.plan);
         }
-        if output.ok && matches!(call.tool.as_str(), "search_semantic" | "grep") {
+        if output.ok && matches!(call.tool.as_str(), "search_semantic" | "grep" | "explore") {
             run.found = Some(output.content.clone());
         }
         let outcome = &mut run.outcome;
@@ -648,6 +687,9 @@ create files (\"write a Python script that ...\").)",
     )
 }
 
+/// What a question (and an exploration) may use: reads and `finish`.
+pub(crate) const READ_ONLY: &[Access] = &[Access::Read, Access::Control];
+
 /// What a planned coding task may use: reads, the plan, `finish`.
 const PLANNING: &[Access] = &[Access::Read, Access::Control, Access::Plan];
 
@@ -665,9 +707,7 @@ fn tools_for(label: Label) -> (ToolAccess, &'static [Access]) {
                 Access::Job,
             ],
         ),
-        Label::RepoQuestion | Label::Uncertain => {
-            (ToolAccess::ReadOnly, &[Access::Read, Access::Control])
-        }
+        Label::RepoQuestion | Label::Uncertain => (ToolAccess::ReadOnly, READ_ONLY),
         Label::CapabilityQuery | Label::GeneralChat => (ToolAccess::None, &[Access::Control]),
     }
 }

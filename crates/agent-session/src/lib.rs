@@ -37,7 +37,7 @@ pub use agent_protocol::{Ask, CommandInfo, NoAnswers, Notice, Say};
 // The loop's API the front ends drive: the agent a session opened, what a
 // request returns, what `/init` did.
 pub use agent_core::InitOutcome;
-pub use agent_core::{Agent, Outcome};
+pub use agent_core::{Agent, ExploreConfig, Outcome};
 pub use chat::{ChatSession, Reply, Totals};
 pub use open::{open, Opening};
 // Called first in `main`, before any parser exists (see its docs).

@@ -51,6 +51,7 @@ pub fn open(
         verify: settings.verify.clone(),
         repo_map: settings.repo_map,
         sandbox: settings.sandbox,
+        explore: settings.explore,
         resume: opening.resume,
         trusted: trust.trusted,
         protected_paths: trust.protected,

@@ -73,4 +73,6 @@ pub struct AgentSettings {
     pub verify: Option<String>,
     pub repo_map: bool,
     pub sandbox: bool,
+    /// The `explore` subagent: offered to the model or not, and its budget.
+    pub explore: agent_core::ExploreConfig,
 }

@@ -33,6 +33,8 @@ pub(crate) struct Turn {
     current: Option<(String, String, ToolKind)>,
     /// Files as they were before the current call, for its diff.
     before: HashMap<String, Option<String>>,
+    /// The steps of the exploration the current call runs, one line each.
+    nested: Vec<String>,
 }
 
 impl Turn {
@@ -44,6 +46,7 @@ impl Turn {
             calls: 0,
             current: None,
             before: HashMap::new(),
+            nested: Vec::new(),
         }))
     }
 
@@ -139,6 +142,9 @@ impl Ui for AcpUi {
             return;
         };
         let mut content = Vec::new();
+        // An exploration's result: its steps above its report.
+        let steps = std::mem::take(&mut turn.nested);
+        let steps = (!steps.is_empty()).then(|| steps_block(&steps));
         let mut shown_as_diffs = !output.changed.is_empty();
         for rel in &output.changed {
             match turn.before.get(rel) {
@@ -164,6 +170,9 @@ impl Ui for AcpUi {
                 content: ContentBlock::text(cut(&output.content, MAX_OUTPUT_CHARS)),
             });
         }
+        if let Some(steps) = steps {
+            content.insert(0, steps);
+        }
         turn.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
             tool_call_id: id,
             status: Some(if output.ok {
@@ -182,12 +191,41 @@ impl Ui for AcpUi {
         });
     }
 
+    /// An exploration's steps as updates of its own tool call: the editor
+    /// shows them inside that call, as they happen.
+    fn nested(&mut self, _id: &str, event: agent_protocol::Nested<'_>) {
+        let mut turn = self.0.borrow_mut();
+        if let agent_protocol::Nested::Start { .. } = event {
+            turn.nested.clear();
+        }
+        let Some(line) = agent_protocol::subagent::line(&event) else {
+            return;
+        };
+        turn.nested.push(line);
+        let Some((id, _, _)) = turn.current.clone() else {
+            return;
+        };
+        let steps = steps_block(&turn.nested);
+        turn.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: id,
+            content: Some(vec![steps]),
+            ..ToolCallUpdate::default()
+        }));
+    }
+
     fn compacted(&mut self, compaction: &Compaction) {
         self.notice(&compaction_line(compaction));
     }
 
     fn plan(&mut self, items: &[agent_protocol::plan::Item]) {
         self.0.borrow().update(plan_update(items));
+    }
+}
+
+/// An exploration's steps as one block of a tool call's content.
+fn steps_block(lines: &[String]) -> ToolCallContent {
+    ToolCallContent::Content {
+        content: ContentBlock::text(cut(&lines.join("\n"), MAX_OUTPUT_CHARS)),
     }
 }
 
@@ -218,6 +256,7 @@ fn describe(tool: &str, args: &Value) -> (String, ToolKind) {
             format!("Search the index: {}", arg("query")),
             ToolKind::Search,
         ),
+        "explore" => (format!("Explore: {}", arg("question")), ToolKind::Search),
         other => (other.to_string(), ToolKind::Other),
     }
 }

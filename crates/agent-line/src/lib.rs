@@ -17,15 +17,18 @@ use agent_protocol::diff::colored;
 use agent_protocol::event::{access_note, compaction_line, plan_title, summarize_args};
 use agent_protocol::proposal::{editor_command, run_editor, Edits};
 use agent_protocol::{
-    plan, Approval, Approver, Compaction, Decision, Intent, ToolAccess, ToolCall, ToolOutput, Ui,
-    FINISH,
+    plan, subagent, Approval, Approver, Compaction, Decision, Intent, Nested, ToolAccess, ToolCall,
+    ToolOutput, Ui, FINISH,
 };
 use console::style;
 
 /// `--output-format stream-json`: one JSON object per line on stdout, as it
 /// happens (`intent`, `step`, `text`, `progress`, `tool_call`, `tool_result`,
 /// `plan`, `notice`, `compact`;
-/// the caller prints `final`), for CI jobs and editors.
+/// the caller prints `final`), for CI jobs and editors. An exploration's
+/// events come between its `explore` call and that call's result: `explore`
+/// (its `id` and question), its own `step`, `tool_call`, `tool_result` and
+/// `notice` events carrying `parent` (that id), and `explore_end`.
 pub struct JsonLinesUi<W: std::io::Write> {
     out: W,
 }
@@ -69,21 +72,29 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
     }
     fn step_end(&mut self) {}
     fn tool_call(&mut self, call: &ToolCall) {
-        self.event(
-            "tool_call",
-            serde_json::json!({"tool": call.tool, "args": call.args, "thought": call.thought}),
-        );
+        self.event("tool_call", call_fields(call));
     }
     fn tool_result(&mut self, call: &ToolCall, output: &ToolOutput) {
-        let mut fields = serde_json::to_value(output).unwrap_or_default();
-        if let Some(map) = fields.as_object_mut() {
-            map.insert("tool".into(), call.tool.clone().into());
-            if agent_protocol::job::changes_are_a_commands(&call.tool) {
-                // What the command changed, admitted from its layer.
-                map.insert("command_changes".into(), output.changed.clone().into());
+        self.event("tool_result", result_fields(call, output));
+    }
+    fn nested(&mut self, id: &str, event: Nested<'_>) {
+        let (kind, mut fields) = match event {
+            Nested::Start { question } => {
+                let fields = serde_json::json!({"id": id, "question": question});
+                return self.event("explore", fields);
             }
-        }
-        self.event("tool_result", fields);
+            Nested::End(ended) => {
+                let mut fields = serde_json::to_value(ended).unwrap_or_default();
+                fields["id"] = id.into();
+                return self.event("explore_end", fields);
+            }
+            Nested::Step(step) => ("step", serde_json::json!({ "step": step })),
+            Nested::ToolCall(call) => ("tool_call", call_fields(call)),
+            Nested::ToolResult(call, output) => ("tool_result", result_fields(call, output)),
+            Nested::Notice(text) => ("notice", serde_json::json!({ "text": text })),
+        };
+        fields["parent"] = id.into();
+        self.event(kind, fields);
     }
     fn notice(&mut self, text: &str) {
         self.event("notice", serde_json::json!({ "text": text }));
@@ -97,6 +108,24 @@ impl<W: std::io::Write> Ui for JsonLinesUi<W> {
     fn plan(&mut self, items: &[plan::Item]) {
         self.event("plan", serde_json::json!({ "items": items }));
     }
+}
+
+/// A `tool_call` event's fields.
+fn call_fields(call: &ToolCall) -> serde_json::Value {
+    serde_json::json!({"tool": call.tool, "args": call.args, "thought": call.thought})
+}
+
+/// A `tool_result` event's fields.
+fn result_fields(call: &ToolCall, output: &ToolOutput) -> serde_json::Value {
+    let mut fields = serde_json::to_value(output).unwrap_or_default();
+    if let Some(map) = fields.as_object_mut() {
+        map.insert("tool".into(), call.tool.clone().into());
+        if agent_protocol::job::changes_are_a_commands(&call.tool) {
+            // What the command changed, admitted from its layer.
+            map.insert("command_changes".into(), output.changed.clone().into());
+        }
+    }
+    fields
 }
 
 /// The interactive terminal.
@@ -239,6 +268,24 @@ impl Ui for TerminalUi {
     fn notice(&mut self, text: &str) {
         self.clear_spinner();
         eprintln!("{}", style(escape_controls(text)).yellow());
+    }
+
+    /// An exploration's steps, indented under its call and dimmed: they
+    /// are its, not the request's.
+    fn nested(&mut self, _id: &str, event: Nested<'_>) {
+        if let Nested::Step(step) = event {
+            self.clear_spinner();
+            self.spinner = Some(spinner(format!("exploring (step {step})")));
+            return;
+        }
+        let Some(line) = subagent::line(&event) else {
+            return;
+        };
+        self.clear_spinner();
+        eprintln!(
+            "{}",
+            style(format!("  ┆ {}", escape_line(&cut(&line, 160)))).dim()
+        );
     }
 
     fn working(&mut self, what: &str) {

@@ -54,6 +54,9 @@ pub(crate) enum Event {
         summary: String,
     },
     ToolDone(ToolDone),
+    /// A step of the exploration the running tool call is (`explore`):
+    /// one line, folded into that call's cell when it ends.
+    Nested(String),
     Approval(Ask, Sender<char>),
     /// The user's editor on these files, the UI stepped aside meanwhile.
     Edit(Vec<PathBuf>, Sender<std::io::Result<ExitStatus>>),
@@ -150,6 +153,8 @@ pub(crate) struct App {
     markdown: Markdown,
     fold: Fold,
     tool: Option<(String, String, Instant)>,
+    /// The running call's exploration steps ([`Event::Nested`]).
+    nested: Vec<String>,
     /// What streams nothing but takes time (`/compact`'s summary), since when.
     working: Option<(String, Instant)>,
     approval: Option<(Ask, Sender<char>)>,
@@ -205,6 +210,7 @@ impl App {
             markdown: Markdown::default(),
             fold: Fold::new(expanded),
             tool: None,
+            nested: Vec::new(),
             working: None,
             approval: None,
             choice: None,
@@ -284,9 +290,11 @@ impl App {
             }
             Event::ToolStart { tool, summary } => {
                 self.end_step()?;
+                self.nested.clear();
                 self.tool = Some((tool, summary, Instant::now()));
             }
             Event::ToolDone(done) => self.tool_done(done)?,
+            Event::Nested(line) => self.nested.push(line),
             Event::Approval(ask, reply) => {
                 self.end_step()?;
                 self.notify("agent: an approval is waiting")?;
@@ -418,6 +426,12 @@ impl App {
             &done.content,
             diff,
         );
+        let nested = std::mem::take(&mut self.nested);
+        let (full, short) = if nested.is_empty() {
+            (full, short)
+        } else {
+            cells::explored(full, &nested)
+        };
         let lines = self.fold.show(full, short);
         self.screen.insert(&lines)
     }
@@ -733,6 +747,10 @@ impl App {
                 dim(),
             ));
             out.push(line);
+            // An exploration: its latest step under its call.
+            if let Some(step) = self.nested.last() {
+                out.push(cells::styled(&format!("  ┆ {step}"), dim()));
+            }
         } else if let Some((what, since)) = &self.working {
             out.push(Line::from(vec![
                 spinner,

@@ -105,6 +105,25 @@ pub(crate) fn tool_done(
     (cell(FULL_LINES), cell(RESULT_LINES))
 }
 
+/// An exploration's cell (`explore`): its call's cell (`tool_done`'s
+/// whole one, the report) with its steps under the header, whole and
+/// folded to one line that counts them.
+pub(crate) fn explored(
+    call: Vec<Line<'static>>,
+    steps: &[String],
+) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
+    let mut call = call.into_iter();
+    let head: Vec<Line<'static>> = call.next().into_iter().collect();
+    let report: Vec<Line<'static>> = call.collect();
+    let mut full = head.clone();
+    full.extend(steps.iter().map(|s| styled(&format!("  ┆ {s}"), dim())));
+    full.extend(report.iter().cloned());
+    let mut short = head;
+    short.push(crate::fold::more(steps.len(), "  ┆ exploration: "));
+    short.extend(report);
+    (full, short)
+}
+
 /// Text that carries SGR colour sequences (what a chat command printed on
 /// stderr) as styled lines; every other control character is escaped.
 pub(crate) fn from_ansi(text: &str) -> Vec<Line<'static>> {

@@ -367,6 +367,12 @@ impl Ui for TuiUi {
         }));
     }
 
+    fn nested(&mut self, _id: &str, event: agent_protocol::Nested<'_>) {
+        if let Some(line) = agent_protocol::subagent::line(&event) {
+            self.link.send(Event::Nested(line));
+        }
+    }
+
     fn notice(&mut self, text: &str) {
         self.link.send(Event::Cell(vec![cells::styled(
             text,

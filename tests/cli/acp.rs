@@ -775,3 +775,69 @@ fn an_editor_offers_the_chats_commands_and_attaches_mentioned_files() {
     assert!(mentioned.contains("returns a + b"), "{mentioned}");
     assert!(!report.to_string().contains("sk-secret"), "{report}");
 }
+
+/// An exploration reaches the editor as its own `explore` tool call, whose
+/// updates carry its steps as they happen and, at the end, its steps above
+/// its report; none of its calls is a tool call of the prompt's.
+#[test]
+fn an_exploration_is_one_tool_call_whose_updates_carry_its_steps() {
+    let Some(sdk) = acp_client() else {
+        agent_test_support::skip!("AGENT_TEST_ACP_CLIENT is not set (scripts/test sets it up)");
+    };
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        json!([
+            r#"{"thought": "t", "tool": "explore", "args": {"question": "where is add defined?"}}"#,
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py:1 defines add(a, b)"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is defined in calc.py, line 1"}}"#
+        ]),
+    );
+    let report = drive(
+        &sdk,
+        dir.path(),
+        &["--explore", "on", "--script", script.to_str().unwrap()],
+        json!([{"new": true}, {"prompt": "Where is the function add defined?"}]),
+    );
+    let prompt = &report["steps"][1];
+    assert!(prompt["error"].is_null(), "{prompt}");
+    let calls = updates(prompt, "tool_call");
+    assert_eq!(calls.len(), 1, "{prompt}");
+    assert_eq!(
+        calls[0]["title"], "Explore: where is add defined?",
+        "{prompt}"
+    );
+    let id = calls[0]["toolCallId"].as_str().unwrap();
+    let ours: Vec<&Value> = updates(prompt, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["toolCallId"] == id)
+        .collect();
+    let text = |u: &Value| {
+        u["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    // While it runs: its steps so far, no status yet.
+    let running = ours
+        .iter()
+        .find(|u| u["status"].is_null() && text(u).contains("● read_file calc.py"))
+        .unwrap_or_else(|| panic!("no update with the step: {prompt}"));
+    assert!(!text(running).contains("defines add"), "{running}");
+    // At the end: completed, its steps, then its report.
+    let done = ours.last().unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(text(done).contains("● read_file calc.py"), "{done}");
+    let report = done["content"][1]["content"]["text"].as_str().unwrap();
+    assert_eq!(
+        report, "calc.py:1 defines add(a, b)\nRead: calc.py:1-3",
+        "{done}"
+    );
+    let answer = text_of(prompt, "agent_message_chunk");
+    assert!(
+        answer.contains("add is defined in calc.py, line 1"),
+        "{answer}"
+    );
+    assert!(!answer.contains("defines add"), "{answer}");
+}

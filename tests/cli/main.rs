@@ -21,6 +21,7 @@ mod basics;
 mod bundle;
 mod conventions;
 mod deps;
+mod explore;
 mod first_prompt;
 mod jobs;
 mod languages;

@@ -1865,3 +1865,49 @@ fn the_status_line_counts_background_jobs_and_slash_jobs_lists_them() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// An exploration (`explore`) is one cell: its steps folded to a line that
+/// counts them, its report under its call; Ctrl-T shows the steps.
+#[test]
+fn an_exploration_is_one_folded_cell_and_ctrl_t_shows_its_steps() {
+    let dir = repo();
+    let script = write_script(
+        dir.path(),
+        serde_json::json!([
+            r#"{"thought": "t", "tool": "explore", "args": {"question": "where is add defined?"}}"#,
+            r#"{"thought": "t", "tool": "read_file", "args": {"path": "calc.py"}}"#,
+            r#"{"thought": "t", "tool": "write_file", "args": {"path": "new.py", "content": "x = 1\n"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "calc.py:1 defines add(a, b)"}}"#,
+            r#"{"thought": "t", "tool": "finish", "args": {"answer": "add is defined in calc.py, line 1"}}"#
+        ]),
+    );
+    let mut term = open!(
+        dir.path(),
+        &format!("chat --explore on --script {}", script.display())
+    );
+    term.wait_for("mode confirm");
+    term.submit("Where is the function add defined?");
+    term.wait_for("add is defined in calc.py, line 1");
+    let screen = term.wait_for(" generated · ");
+    assert!(
+        screen.contains("● explore where is add defined?"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("┆ exploration: 5 more lines · Ctrl-T shows them"),
+        "{screen}"
+    );
+    assert!(screen.contains("│ calc.py:1 defines add(a, b)"), "{screen}");
+    assert!(screen.contains("│ Read: calc.py:1-3"), "{screen}");
+    assert!(!screen.contains("┆ ● read_file calc.py"), "{screen}");
+    term.send("\x14");
+    let screen = term.wait_for("┆ ● read_file calc.py");
+    assert!(
+        screen.contains("┆   ✗ `write_file` is not available"),
+        "{screen}"
+    );
+    assert!(screen.contains("┆ explored in 3 step(s)"), "{screen}");
+    assert!(!dir.path().join("new.py").exists());
+    term.send("\x04");
+    assert_eq!(term.exit_code(), 0, "{}", term.screen());
+}

@@ -21,7 +21,20 @@ the agent's run; the total wall_s also covers the checks.
 
 Writes bench-results/tasks.json (with solved tasks per kind) and prints a table.
 
+--explore runs the agent with `--explore on` (the read-only `explore` subagent
+offered to the model). Each row keeps the request's own context apart from
+what explorations spent: main_prompt_tokens (the prompt tokens of the
+request's steps), context_tokens (its last prompt: what it holds at the end)
+and explore_tokens; the summary gives their averages per solved locate task.
+--scripted plays a larger model instead of running one, on the locate tasks
+only (`--script`, turns written here): it greps for the identifier the
+prompt names, reads the task's source files, and answers with the reference;
+with --explore it asks `explore` for the same and its subagent does those
+reads. What it measures is what the reads cost the request's context, not
+how well a model explores.
+
     bench_tasks.py [--model PATH] [--only NAME,...] [--max-steps N]
+                   [--explore] [--scripted]
                    [--timeout S] [--keep] [--out FILE]
     bench_tasks.py --self-test [--only NAME,...] [--keep]
     bench_tasks.py --list
@@ -1564,6 +1577,24 @@ def num(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
+def scripted_turns(t, explore):
+    """A larger model's turns for a locate task (--scripted): grep for the name
+    the prompt puts in backquotes (else the reference's), read the task's source
+    files, answer with the reference. With `explore`, the request asks the subagent,
+    which does the grep and the reads and reports the reference."""
+    def call(tool, args):
+        return json.dumps({"thought": "t", "tool": tool, "args": args})
+    named = re.findall(r"`([A-Za-z_]\w*)`", t.prompt) or re.findall(r"`?([A-Za-z_]\w{3,})`?", t.reference)
+    sources = sorted(rel for rel, text in t.files.items()
+                     if text.strip() and rel.endswith((".py", ".rs")) and not rel.endswith("__init__.py"))
+    looking = [call("grep", {"pattern": named[0] if named else t.name})]
+    looking += [call("read_file", {"path": rel}) for rel in sources[:5]]
+    answer = call("finish", {"answer": t.reference})
+    if not explore:
+        return looking + [answer]
+    return [call("explore", {"question": t.prompt})] + looking + [answer, answer]
+
+
 def run_task(t, agent, args, base):
     tdir = base / t.name
     repo = make_repo(tdir, t.files)
@@ -1572,10 +1603,17 @@ def run_task(t, agent, args, base):
         cmd += ["--model", args.model]
     if args.max_steps is not None:
         cmd += ["--max-steps", str(args.max_steps)]
+    if args.explore:
+        cmd += ["--explore", "on"]
+    if args.scripted:
+        script = tdir / "turns.json"
+        script.write_text(json.dumps(scripted_turns(t, args.explore)), encoding="utf-8")
+        cmd += ["--script", str(script)]
     cmd.append(t.prompt)
     # Anything the agent builds (cargo test in the Rust task) goes beside the repo, not into the shared target dir.
     env = dict(os.environ, CARGO_TARGET_DIR=str(tdir / "agent-target"), PYTHONDONTWRITEBYTECODE="1")
     row = {"name": t.name, "kind": t.kind, "solved": False, "reason": "", "steps": 0, "tokens": 0,
+           "main_prompt_tokens": 0, "context_tokens": 0, "explore_tokens": 0,
            "invalid_tool_calls": 0, "wall_s": 0.0, "index_s": 0.0, "finish": None}
     # The product's workflow: `agent index`, then `agent ask` (which then searches a real index).
     start = time.monotonic()
@@ -1618,7 +1656,14 @@ def run_task(t, agent, args, base):
         return row, repo
     row["finish"] = result.get("finish")
     row["steps"] = num(result.get("steps"))
-    row["tokens"] = num(result.get("prompt_tokens")) + num(result.get("completion_tokens"))
+    explored = result.get("explore") or {}
+    row["tokens"] = (num(result.get("prompt_tokens")) + num(result.get("completion_tokens"))
+                     + num(explored.get("tokens")))
+    # The request's own context, apart from what its explorations spent.
+    row["main_prompt_tokens"] = num(result.get("prompt_tokens"))
+    budget = result.get("budget") or {}
+    row["context_tokens"] = sum(num(budget.get(k)) for k in ("fixed", "conversation", "new"))
+    row["explore_tokens"] = num(explored.get("tokens"))
     row["invalid_tool_calls"] = num(result.get("invalid_tool_calls"))
     try:
         ok, why = t.check(repo, result)
@@ -1630,12 +1675,20 @@ def run_task(t, agent, args, base):
 
 
 def print_table(rows):
-    head = f"{'task':<24} {'kind':<10} {'solved':<6} {'steps':>5} {'tokens':>7} {'invalid':>7} {'wall_s':>7}  {'finish':<11} reason"
+    head = (f"{'task':<24} {'kind':<10} {'solved':<6} {'steps':>5} {'tokens':>7} {'main':>7} {'ctx':>6} "
+            f"{'explore':>7} {'invalid':>7} {'wall_s':>7}  {'finish':<11} reason")
     print(head)
     print("-" * len(head))
     for r in rows:
         print(f"{r['name']:<24} {r['kind']:<10} {'yes' if r['solved'] else 'no':<6} {r['steps']:>5} {r['tokens']:>7} "
+              f"{r.get('main_prompt_tokens', 0):>7} {r.get('context_tokens', 0):>6} {r.get('explore_tokens', 0):>7} "
               f"{r['invalid_tool_calls']:>7} {r['wall_s']:>7.1f}  {str(r['finish']):<11} {r['reason']}")
+
+
+def per_solved_locate(rows, key):
+    """The average of `key` over the solved locate tasks (0 when none was solved)."""
+    solved = [r for r in rows if r["kind"] == "locate" and r["solved"]]
+    return round(sum(r.get(key, 0) for r in solved) / len(solved), 1) if solved else 0
 
 
 def bench(tasks, args):
@@ -1647,6 +1700,8 @@ def bench(tasks, args):
         return 1
     model_path = args.model or os.environ.get("AGENT_MODEL")
     model = os.path.basename(model_path) if model_path else "SmolLM2-135M-Instruct.Q4_1.gguf (default)"
+    if args.scripted:
+        model = "scripted (a larger model's turns, --scripted)"
     base = Path(tempfile.mkdtemp(prefix="agent-tasks-"))
     rows, total_start = [], time.monotonic()
     print(f"agent {agent}, model {model}, {len(tasks)} tasks, timeout {args.timeout:g} s per task", file=sys.stderr)
@@ -1677,6 +1732,12 @@ def bench(tasks, args):
         "crashed": sum(r["finish"] == "crash" for r in rows),
         "timed_out": sum(r["finish"] == "timeout" for r in rows),
         "max_steps": args.max_steps,
+        "explore": args.explore,
+        "scripted": args.scripted,
+        "locate_solved": sum(r["solved"] for r in rows if r["kind"] == "locate"),
+        "locate_main_prompt_tokens": per_solved_locate(rows, "main_prompt_tokens"),
+        "locate_context_tokens": per_solved_locate(rows, "context_tokens"),
+        "locate_explore_tokens": per_solved_locate(rows, "explore_tokens"),
         "timeout_s": args.timeout,
         "per_kind": {k: {"tasks": sum(r["kind"] == k for r in rows),
                          "solved": sum(r["solved"] for r in rows if r["kind"] == k)}
@@ -1692,6 +1753,9 @@ def bench(tasks, args):
           f"avg tokens {out['avg_tokens']}, invalid tool calls {out['invalid_tool_calls']}, "
           f"crashed {out['crashed']}, timed out {out['timed_out']}, wall {out['wall_s']} s")
     print("solved per kind: " + ", ".join(f"{k} {v['solved']}/{v['tasks']}" for k, v in out["per_kind"].items()))
+    print(f"per solved locate task ({out['locate_solved']}): main-context prompt tokens {out['locate_main_prompt_tokens']}, "
+          f"last prompt {out['locate_context_tokens']}, explore tokens {out['locate_explore_tokens']}"
+          f"{' (explore on)' if args.explore else ''}{' (scripted)' if args.scripted else ''}")
     if args.keep:
         print(f"kept the task repositories under {base}")
         for r in rows:
@@ -1709,6 +1773,9 @@ def main(argv=None):
     ap.add_argument("--model", help="GGUF model passed to `agent ask --model` (default: the agent's default)")
     ap.add_argument("--only", help="comma-separated task names")
     ap.add_argument("--max-steps", type=int, help="passed to `agent ask --max-steps`")
+    ap.add_argument("--explore", action="store_true", help="run the agent with `--explore on`")
+    ap.add_argument("--scripted", action="store_true",
+                    help="play a larger model with written turns (locate tasks only; see above)")
     ap.add_argument("--timeout", type=float, default=600, help="wall-clock limit per task, seconds (default 600)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repositories and print their paths")
     ap.add_argument("--out", default=str(ROOT / "bench-results" / "tasks.json"))
@@ -1732,6 +1799,8 @@ def main(argv=None):
         return 0
     if args.self_test:
         return self_test(tasks, args.keep, args.verbose)
+    if args.scripted:
+        tasks = [t for t in tasks if t.kind == "locate"]
     return bench(tasks, args)
 
 

@@ -29,9 +29,8 @@
 //!   unified cache, from cells copied from the prefix it shares
 //!   (`llama_memory_seq_cp`), and is removed after it, so sequence 0 and its
 //!   token list are as before; with no conversation past that prefix (the
-//!   first request) it runs in sequence 0, as it does when it would not fit
-//!   in the cells the conversation leaves (a long `explore`). Recurrent and
-//!   hybrid models, whose state cannot share a prefix, keep the one sequence.
+//!   first request) it runs in sequence 0. Recurrent and hybrid models, whose
+//!   state cannot share a prefix, keep the one sequence.
 //! - **A stop reaches inside a batch.** A prefill batch of a 7B on a laptop
 //!   CPU runs for seconds, and the stream's `Flow::Stop` is read between
 //!   batches. So the request carries the caller's stop flag
@@ -939,12 +938,7 @@ impl LlamaEngine {
         on_event: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> Result<Completion, LlmError> {
         let shared = prompt_cache::common_prefix(&self.cached, &prepared.prompt);
-        // The two sequences share the context's cells: an aside that would
-        // not fit beside the conversation (a long exploration) decodes in
-        // the conversation's sequence instead, whose next turn refills it.
-        let reserve = prepared.request.max_tokens.min(self.n_ctx / 4).max(1);
-        let beside = self.cached.len() + prepared.prompt.len().saturating_sub(shared) + reserve;
-        if shared >= self.cached.len() || beside > self.n_ctx {
+        if shared >= self.cached.len() {
             // Nothing of the conversation's past its shared prefix to keep
             // (the gate before a session's first request): decoding here
             // leaves that prefix cached for the request that follows.

@@ -93,9 +93,9 @@ pub(crate) const DEPENDENCIES_HEADER: &str =
 #[derive(Debug, Default)]
 pub(crate) struct RepoMapText {
     /// Lines of the dependencies' items the code uses most; may be empty.
-    pub dependencies: String,
+    pub(crate) dependencies: String,
     /// The ranked definitions, file by file.
-    pub outline: String,
+    pub(crate) outline: String,
 }
 
 /// Where the session's context opens and closes in the first user message.

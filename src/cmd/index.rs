@@ -17,6 +17,12 @@ pub(crate) fn run(args: &IndexArgs, cancel: &CancelToken) -> Result<i32> {
     // This process only indexes (no searches to keep fast), so all of it
     // runs with the allocator holding no more than it uses.
     let _frugal = agent_base::alloc::Frugal::new();
+    // `--deps all` (before `--deps=all` was required) names a path "all".
+    if let Some(word @ ("all" | "direct")) = args.path.as_deref().and_then(|p| p.to_str()) {
+        if args.deps.is_some() && !Path::new(word).exists() {
+            anyhow::bail!("no folder named {word}\n  fix: agent index --deps={word} [PATH]");
+        }
+    }
     let root = paths::repo_root(args.path.as_deref())?;
     if args.status {
         return status(&root, args.json);

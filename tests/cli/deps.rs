@@ -43,8 +43,9 @@ fn agent(cargo_home: &Path) -> Command {
 }
 
 fn index(cargo_home: &Path, root: &Path) -> Value {
+    // `--deps PATH`: the path is the project's, not the flag's value.
     let out = agent(cargo_home)
-        .args(["index", "--deps", "--json"])
+        .args(["index", "--json", "--deps"])
         .arg(root)
         .output()
         .unwrap();
@@ -68,6 +69,17 @@ fn index_deps_then_search_them_and_share_them_with_another_workspace() {
     );
     let a = tmp.path().join("a");
     project(&a);
+    // `--deps all` reads `all` as the folder; the error says `--deps=all`.
+    let out = agent(&cargo_home)
+        .args(["index", "--deps", "all"])
+        .current_dir(&a)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("--deps=all"),
+        "{said}"
+    );
 
     // Nothing indexed yet: searching the dependencies says how to index them.
     let out = agent(&cargo_home)

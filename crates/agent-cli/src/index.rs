@@ -71,8 +71,10 @@ pub struct IndexArgs {
     /// (Cargo.lock, a Python venv, node_modules, go.mod; offline, from what
     /// the package managers downloaded): the direct ones, or `all`. Each
     /// package version is indexed once per machine, in ~/.cache/agent/deps.
+    /// `--deps=all` takes the value after `=`, so `--deps PATH` is a path.
     #[arg(long, value_name = "WHICH", num_args = 0..=1, default_missing_value = "direct",
-          value_enum, conflicts_with_all = ["watch", "status", "rebuild", "store"])]
+          require_equals = true, value_enum,
+          conflicts_with_all = ["watch", "status", "rebuild", "store"])]
     pub deps: Option<DepsWhich>,
     /// Print JSON (one object; with --watch, one line per update).
     #[arg(long)]

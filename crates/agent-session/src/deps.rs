@@ -44,6 +44,12 @@ pub struct Indexed {
     pub chunks: usize,
     pub seconds: f64,
     pub at: String,
+    /// A crate's files compiled for one platform only
+    /// (`agent_deps::rust_modules::platform_files`), worked out once here:
+    /// a package version's files never change. None: not a crate, or a
+    /// marker written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform_files: Option<Vec<String>>,
 }
 
 /// The project's dependencies as they are on disk now.
@@ -477,6 +483,13 @@ fn fill(
             chunks: status.chunks,
             seconds: built.seconds,
             at: chrono::Utc::now().to_rfc3339(),
+            platform_files: (p.ecosystem == Ecosystem::Cargo).then(|| {
+                let mut files: Vec<String> = agent_deps::rust_modules::platform_files(&p.root)
+                    .into_iter()
+                    .collect();
+                files.sort();
+                files
+            }),
         };
         agent_base::files::atomic_write(
             &dir.join(MARKER),
@@ -604,10 +617,7 @@ pub fn search_packages(
         let found = comparable(&mut index, &deeper);
         *embedder = index.take_embedder().or(embedder.take());
         let id = p.id();
-        let platform = match p.ecosystem {
-            Ecosystem::Cargo => agent_deps::rust_modules::platform_files(&p.root),
-            _ => Default::default(),
-        };
+        let platform = platform_files(p);
         // A dependency's own tests answer how to test it, not how to use it.
         let mut found: Vec<SearchResult> = found?
             .into_iter()
@@ -634,6 +644,19 @@ pub fn search_packages(
     all.sort_by(|a, b| b.score.total_cmp(&a.score));
     all.truncate(query.k);
     Ok(all)
+}
+
+/// A crate's files compiled for one platform only: as its index's marker
+/// keeps them, else (an index still embedding, or an older marker) worked
+/// out from its sources.
+fn platform_files(p: &Package) -> HashSet<String> {
+    if p.ecosystem != Ecosystem::Cargo {
+        return HashSet::new();
+    }
+    match indexed(p).and_then(|m| m.platform_files) {
+        Some(files) => files.into_iter().collect(),
+        None => agent_deps::rust_modules::platform_files(&p.root),
+    }
 }
 
 /// At most this many front doors are looked up per package and search.

@@ -41,6 +41,29 @@ fn explored(dir: &Path) -> std::path::PathBuf {
     )
 }
 
+/// The subagent greps and reads; the request then answers. Run with a
+/// budget that ends the exploration early.
+fn over_budget(dir: &Path) -> std::path::PathBuf {
+    write_script(
+        dir,
+        json!([
+            call("explore", json!({"question": "where is add defined?"})),
+            call("grep", json!({"pattern": "def add"})),
+            call("read_file", json!({"path": "calc.py"})),
+            call("finish", json!({"answer": "add is in calc.py, line 1"})),
+        ]),
+    )
+}
+
+/// The records of the workspace's audit log.
+fn audit_records(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(common::state_dir(dir).join("logs/audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn ask(dir: &Path, script: &Path, flags: &[&str]) -> std::process::Output {
     agent_in(dir)
         .arg("ask")
@@ -164,12 +187,7 @@ fn an_exploration_is_nested_in_stream_json_and_only_its_report_reaches_the_reque
     }
 
     // The audit log: the subagent's records name it.
-    let audit =
-        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
-    let records: Vec<Value> = audit
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = audit_records(dir.path());
     let nested_calls: Vec<&str> = records
         .iter()
         .filter(|r| r["event"] == "tool_call" && r["parent"] == "explore-1")
@@ -180,7 +198,7 @@ fn an_exploration_is_nested_in_stream_json_and_only_its_report_reaches_the_reque
         records
             .iter()
             .any(|r| r["event"] == "policy_deny" && r["parent"] == "explore-1"),
-        "{audit}"
+        "{records:?}"
     );
     let explore = records
         .iter()
@@ -220,15 +238,7 @@ fn the_line_mode_shows_the_steps_indented_under_the_call() {
 fn its_budgets_end_it_with_what_it_read() {
     let dir = repo();
     // Out of steps: its second call is its last, and it gives no report.
-    let script = write_script(
-        dir.path(),
-        json!([
-            call("explore", json!({"question": "where is add defined?"})),
-            call("grep", json!({"pattern": "def add"})),
-            call("read_file", json!({"path": "calc.py"})),
-            call("finish", json!({"answer": "add is in calc.py, line 1"})),
-        ]),
-    );
+    let script = over_budget(dir.path());
     let out = ask(
         dir.path(),
         &script,
@@ -238,11 +248,8 @@ fn its_budgets_end_it_with_what_it_read() {
     let v = json_of(&out);
     assert_eq!(v["answer"], "add is in calc.py, line 1", "{v}");
     assert_eq!(v["explore"]["steps"], 2, "{v}");
-    let audit =
-        std::fs::read_to_string(common::state_dir(dir.path()).join("logs/audit.jsonl")).unwrap();
-    let explore: Value = audit
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let explore = audit_records(dir.path())
+        .into_iter()
         .find(|r| r["event"] == "explore")
         .unwrap();
     assert_eq!(explore["finish"], "step_budget", "{explore}");
@@ -256,15 +263,7 @@ fn its_budgets_end_it_with_what_it_read() {
 
     // Out of tokens: after its first step its next reply may only be its report.
     let dir = repo();
-    let script = write_script(
-        dir.path(),
-        json!([
-            call("explore", json!({"question": "where is add defined?"})),
-            call("grep", json!({"pattern": "def add"})),
-            call("read_file", json!({"path": "calc.py"})),
-            call("finish", json!({"answer": "add is in calc.py, line 1"})),
-        ]),
-    );
+    let script = over_budget(dir.path());
     let out = ask(
         dir.path(),
         &script,

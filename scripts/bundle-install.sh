@@ -7,6 +7,7 @@
 #                                  /opt/agent/models, /usr/local/bin/agent -> it
 #   ./install.sh --prefix DIR      DIR/bin/agent and DIR/share/agent/models
 #
+# A portable bundle's llama.cpp libraries go to BIN/../lib/agent.
 # Every file is checked against SHA256SUMS first; `agent doctor` runs last.
 # The binary finds the models installed beside it (BIN/../share/agent/models
 # or BIN/../models), so nothing else needs setting. Safe to run again.
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --system) mode=system; shift ;;
         --prefix) prefix="$2"; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -41,6 +42,13 @@ fi
 
 mkdir -p "$bin" "$models"
 cp -R "$here/models/." "$models/"
+# A portable bundle's llama.cpp (its CPU kernels for every processor level):
+# where the binary's run path looks, BIN/../lib/agent; first, so the new
+# binary never starts beside old libraries.
+if [ -d "$here/lib/agent" ]; then
+    mkdir -p "$bin/../lib/agent"
+    cp "$here/lib/agent/"* "$bin/../lib/agent/"
+fi
 # Through a temporary name, so a running agent keeps its file.
 cp "$here/bin/agent" "$bin/agent.new"
 chmod 755 "$bin/agent.new"

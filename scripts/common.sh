@@ -205,6 +205,41 @@ build_release() {
     prune_stale_binaries
 }
 
+# The agent to carry to other machines (scripts/bundle): llama.cpp's CPU
+# kernels as loadable backends for every level of the architecture, the Rust
+# code at a baseline CPU, in a target folder of its own (its flags differ
+# from every source build's, so sharing one would rebuild both each time).
+# Arguments: what to build (default: the agent, `--bin agent --features
+# portable`); AGENT_BIN is the agent's path there.
+build_portable() {
+    local baseline=() what=("$@")
+    [ ${#what[@]} -gt 0 ] || what=(--bin agent --features portable)
+    case "$(uname -m)" in
+        x86_64) baseline=(-C target-cpu=x86-64-v2) ;;
+    esac
+    export CARGO_TARGET_DIR="$CARGO_TARGET_DIR-portable"
+    AGENT_BIN="$CARGO_TARGET_DIR/release/agent"
+    log "building the portable agent (release, ${baseline[*]:-the baseline CPU of the target}; target dir $CARGO_TARGET_DIR)"
+    (cd "$ROOT" && RUSTFLAGS="${baseline[*]}" cargo build --release --locked "${what[@]}")
+}
+
+# llama.cpp's shared libraries (those the binary links, and every backend it
+# can load) into $1, for a portable agent at $AGENT_BIN.
+carry_llama_libraries() {
+    local dest="$1" backends
+    mkdir -p "$dest"
+    backends="$("$AGENT_BIN" --version --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["llama_cpp"]["backends_dir"] or "")')"
+    [ -n "$backends" ] || { echo "error: $AGENT_BIN loaded no llama.cpp backends (agent doctor says why)" >&2; exit 1; }
+    cp -L "$backends"/libggml-*.so "$dest/"
+    # What they link beyond the C and C++ runtimes: llama.cpp's own, and
+    # OpenMP's (libgomp is not on every machine).
+    for f in "$AGENT_BIN" "$backends"/libggml-*.so; do ldd "$f"; done |
+        awk '/lib(llama|ggml[-a-z]*|gomp)\.so/ { print $3 }' | sort -u | while read -r lib; do
+            if [ -f "$lib" ]; then cp -L "$lib" "$dest/"; fi
+        done
+    log "llama.cpp libraries: $(ls "$dest" | tr '\n' ' ')"
+}
+
 # Cargo keeps every earlier link of every test and example binary, and with
 # this stack each one is about 1.3 GB: a shared target dir fills the disk
 # within days. Binaries that cargo also links under their plain name (the

@@ -23,6 +23,7 @@ pub(crate) fn report() -> serde_json::Value {
         ("rocm", cfg!(feature = "rocm")),
         ("embed-cuda", cfg!(feature = "embed-cuda")),
         ("s3", cfg!(feature = "s3")),
+        ("portable", cfg!(feature = "portable")),
     ]
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))

@@ -27,6 +27,9 @@ fn version_json_says_what_this_binary_is() {
             .contains("CPU"),
         "{v}"
     );
+    // A source build's CPU kernels are linked in (compiled for this CPU).
+    assert_eq!(v["llama_cpp"]["cpu_backend"], "built in", "{v}");
+    assert!(v["llama_cpp"]["backends_dir"].is_null(), "{v}");
     let languages = v["languages"].as_array().unwrap();
     assert!(languages.iter().any(|l| l == "python") && languages.iter().any(|l| l == "rust"));
     // The plain flag is clap's, as before.

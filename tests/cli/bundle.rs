@@ -67,10 +67,24 @@ fn the_bundle_installs_and_runs_offline_writing_only_its_home() {
         .arg(&locking)
         .env("XDG_CACHE_HOME", &build_cache)
         .env("CARGO_HOME", &build_cargo));
+    // This build is compiled for this machine's processor: carried only
+    // when asked, since on another CPU it can die of an illegal instruction.
+    let refused = Command::new(root.join("scripts/bundle"))
+        .arg("--out")
+        .arg(&out)
+        .env("AGENT_BIN", env!("CARGO_BIN_EXE_agent"))
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && why.contains("--this-cpu-only"),
+        "{why}"
+    );
     sh(Command::new(root.join("scripts/bundle"))
         .arg("--out")
         .arg(&out)
         .arg("--deps")
+        .arg("--this-cpu-only")
         .env("XDG_CACHE_HOME", &build_cache)
         .env("AGENT_BIN", env!("CARGO_BIN_EXE_agent")));
     let archive = std::fs::read_dir(&out)
@@ -180,6 +194,136 @@ fn the_bundle_installs_and_runs_offline_writing_only_its_home() {
     );
     let v: serde_json::Value = serde_json::from_slice(&asked.stdout).expect("JSON on stdout");
     assert!(v["answer"].as_str().unwrap().contains("calc.py"), "{v}");
+}
+
+/// The portable bundle (`scripts/bundle` builds it when not given
+/// AGENT_BIN) on two older processors under qemu-user: without AVX
+/// (Nehalem) it loads llama.cpp's SSE4.2 kernels, with AVX2 but no AVX-512
+/// (Haswell) the Haswell ones, and on each it checks itself (`agent
+/// doctor`) and answers (`agent ask --no-tools`); on this machine it loads
+/// kernels of its own level. Ignored by `scripts/test`: the portable agent
+/// is a second cold build (its own flags and target folder; about 90
+/// minutes on two cores), more than CI's time holds beside the first. Run:
+/// `AGENT_TEST_PORTABLE_BIN=~/.cache/agent/target-portable/release/agent
+/// cargo test --release --test cli -- --ignored portable`.
+#[test]
+#[ignore = "needs a portable build in AGENT_TEST_PORTABLE_BIN (see the doc comment)"]
+fn the_portable_bundle_loads_the_kernels_each_processor_can_run() {
+    let bin = PathBuf::from(
+        std::env::var_os("AGENT_TEST_PORTABLE_BIN")
+            .expect("AGENT_TEST_PORTABLE_BIN: the agent of a portable build"),
+    );
+    let qemu = Path::new("/usr/bin/qemu-x86_64");
+    assert!(
+        qemu.is_file(),
+        "qemu-user is needed: apt-get install qemu-user"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = dir.path().join("out");
+    sh(Command::new(root.join("scripts/bundle"))
+        .arg("--out")
+        .arg(&out)
+        .env("AGENT_BIN", &bin));
+    let archive = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .expect("an archive");
+    let unpacked = dir.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    sh(Command::new("tar")
+        .arg("--zstd")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&unpacked));
+    let bundle = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let prefix = dir.path().join("opt");
+    let home = dir.path().join("home");
+    let work = home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    sh(Command::new(bundle.join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix)
+        .current_dir(&work)
+        .env("HOME", &home));
+    let installed = prefix.join("bin/agent");
+    // On `cpu` (None: this machine, natively), in a clean environment.
+    let run = |cpu: Option<&str>, args: &[&str]| {
+        let mut cmd = match cpu {
+            Some(cpu) => {
+                let mut c = Command::new(qemu);
+                c.args(["-cpu", cpu]).arg(&installed);
+                c
+            }
+            None => Command::new(&installed),
+        };
+        cmd.args(args)
+            .current_dir(&work)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin");
+        cmd.output().unwrap()
+    };
+    let variant = |cpu: Option<&str>| {
+        let out = run(cpu, &["--version", "--json"]);
+        assert!(
+            out.status.success(),
+            "{cpu:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["llama_cpp"]["cpu_backend"].as_str().unwrap().to_string()
+    };
+    for (cpu, expected) in [("Nehalem", "sse42"), ("Haswell", "haswell")] {
+        assert_eq!(variant(Some(cpu)), expected, "on {cpu}");
+        // Its llama.cpp and model checks (qemu-user may lack the
+        // sandbox's system calls, which other checks report).
+        let doctor = run(Some(cpu), &["doctor"]);
+        let said = String::from_utf8_lossy(&doctor.stdout);
+        let ok = |check: &str, with: &str| {
+            said.lines()
+                .any(|l| l.starts_with("[ok") && l.contains(check) && l.contains(with))
+        };
+        assert!(
+            ok("llama.cpp", &format!("CPU kernels: {expected}")) && ok("chat model", "generates"),
+            "doctor on {cpu}:\n{said}\n{}",
+            String::from_utf8_lossy(&doctor.stderr)
+        );
+        let asked = run(
+            Some(cpu),
+            &[
+                "ask",
+                "--no-tools",
+                "--max-tokens",
+                "8",
+                "--json",
+                "Say hello.",
+            ],
+        );
+        assert!(
+            asked.status.success(),
+            "ask on {cpu}: {}",
+            String::from_utf8_lossy(&asked.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&asked.stdout).unwrap();
+        assert!(
+            v["completion_tokens"].as_u64().unwrap() > 0,
+            "on {cpu}: {v}"
+        );
+    }
+    let here = variant(None);
+    assert!(
+        !["sse42", "built in"].contains(&here.as_str()),
+        "natively: {here}"
+    );
 }
 
 /// A crate `hexfmt 1.1.0` in the registry of `cargo_home`, and a project at

@@ -155,6 +155,7 @@ fn main() {
             "prompt_tokens": prompt_tokens,
             "reused_prefix_tokens": reused,
             "template": engine.chat_format().info(),
+            "cpu_backend": agent_engine::backends::cpu_variant().unwrap_or_else(|| "built in".into()),
         })
     );
 }

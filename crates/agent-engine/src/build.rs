@@ -8,6 +8,8 @@ pub const LLAMA_CPP_CRATE_VERSION: &str = "0.1.160";
 
 /// llama.cpp's build and CPU feature summary (SIMD flags, backends).
 pub fn system_info() -> String {
+    // A portable build's CPU features are its loaded backend's.
+    let _ = crate::engine::backend();
     // SAFETY: returns a pointer to a static, NUL-terminated buffer.
     unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) }
         .to_string_lossy()

@@ -262,6 +262,7 @@ pub(crate) fn backend() -> Result<&'static LlamaBackend, LlmError> {
             // the CLI's filter keeps it quiet unless `-vv` is given.
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
             refuse_amx_tiles();
+            crate::backends::load()?;
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()

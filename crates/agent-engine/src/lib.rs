@@ -3,6 +3,7 @@
 //! itself ([`engine`]: KV-cache prefix reuse, grammar-constrained sampling).
 //! The only crate that links llama.cpp.
 
+pub mod backends;
 #[cfg(test)]
 mod batch_invariance;
 mod build;

@@ -101,27 +101,44 @@ pub fn report(model: Option<PathBuf>, gpu_layers: GpuLayers, gpu_device: Option<
         checks.push(sandbox_sets_check());
         checks.push(layer_check());
     }
-    checks.push(Check {
+    checks.push(llama_cpp_check());
+    Report {
+        ready: checks.iter().all(|c| c.ok || !c.required),
+        checks,
+        devices,
+        offload: offload.plan,
+    }
+}
+
+/// llama.cpp's threads, CPU kernels and features; a portable build whose
+/// CPU backends are missing cannot run a model.
+fn llama_cpp_check() -> Check {
+    if let Err(e) = agent_engine::backends::ready() {
+        let (what, fix) = e.split_once("\n  fix: ").unwrap_or((&e, ""));
+        return Check {
+            name: "llama.cpp",
+            ok: false,
+            required: true,
+            detail: what.to_string(),
+            fix: (!fix.is_empty()).then(|| fix.to_string()),
+        };
+    }
+    Check {
         name: "llama.cpp",
         ok: true,
         required: false,
         detail: format!(
-            "{}{}; {}",
+            "{}{}; CPU kernels: {}; {}",
             agent_base::term::counted(threads_to_use().max(1) as usize, "thread"),
             if std::env::var_os("AGENT_THREADS").is_some() {
                 " (AGENT_THREADS)"
             } else {
                 ""
             },
+            crate::about::cpu_backend(),
             engine::system_info()
         ),
         fix: None,
-    });
-    Report {
-        ready: checks.iter().all(|c| c.ok || !c.required),
-        checks,
-        devices,
-        offload: offload.plan,
     }
 }
 

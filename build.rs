@@ -1,0 +1,17 @@
+//! A portable build (`--features portable`, what `scripts/bundle` ships)
+//! links llama.cpp as shared libraries carried with the binary; its run
+//! path finds them in the install's `lib/agent` (beside `bin/`), else beside
+//! the binary (cargo's target folder). A source build links llama.cpp in and
+//! needs nothing here.
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let portable = std::env::var_os("CARGO_FEATURE_PORTABLE").is_some();
+    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    if portable && linux {
+        // DT_RPATH (not RUNPATH): libllama.so's own libggml*.so needs are
+        // found the same way.
+        println!(
+            "cargo:rustc-link-arg-bins=-Wl,--disable-new-dtags,-rpath,$ORIGIN/../lib/agent:$ORIGIN"
+        );
+    }
+}

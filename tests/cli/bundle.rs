@@ -28,6 +28,30 @@ fn tools() -> Option<PathBuf> {
     Some(PathBuf::from(bwrap))
 }
 
+/// The archive `scripts/bundle` wrote into `out`, unpacked into `into`:
+/// the bundle's folder.
+fn unpack(out: &Path, into: &Path) -> PathBuf {
+    let archive = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .expect("an archive");
+    std::fs::create_dir(into).unwrap();
+    sh(Command::new("tar")
+        .arg("--zstd")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(into));
+    std::fs::read_dir(into)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+}
+
 /// A bubblewrap jail: `/` read-only, `home` writable, no network.
 fn offline(bwrap: &Path, home: &Path, cwd: &Path) -> Command {
     let mut cmd = Command::new(bwrap);
@@ -87,26 +111,7 @@ fn the_bundle_installs_and_runs_offline_writing_only_its_home() {
         .arg("--this-cpu-only")
         .env("XDG_CACHE_HOME", &build_cache)
         .env("AGENT_BIN", env!("CARGO_BIN_EXE_agent")));
-    let archive = std::fs::read_dir(&out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(".tar.zst"))
-        .expect("an archive");
-    let unpacked = dir.path().join("unpacked");
-    std::fs::create_dir(&unpacked).unwrap();
-    sh(Command::new("tar")
-        .arg("--zstd")
-        .arg("-xf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&unpacked));
-    let bundle = std::fs::read_dir(&unpacked)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
+    let bundle = unpack(&out, &dir.path().join("unpacked"));
     for file in [
         "bin/agent",
         "install.sh",
@@ -225,26 +230,7 @@ fn the_portable_bundle_loads_the_kernels_each_processor_can_run() {
         .arg("--out")
         .arg(&out)
         .env("AGENT_BIN", &bin));
-    let archive = std::fs::read_dir(&out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(".tar.zst"))
-        .expect("an archive");
-    let unpacked = dir.path().join("unpacked");
-    std::fs::create_dir(&unpacked).unwrap();
-    sh(Command::new("tar")
-        .arg("--zstd")
-        .arg("-xf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&unpacked));
-    let bundle = std::fs::read_dir(&unpacked)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
+    let bundle = unpack(&out, &dir.path().join("unpacked"));
     let prefix = dir.path().join("opt");
     let home = dir.path().join("home");
     let work = home.join("work");

@@ -221,6 +221,12 @@ build_portable() {
     AGENT_BIN="$CARGO_TARGET_DIR/release/agent"
     log "building the portable agent (release, ${baseline[*]:-the baseline CPU of the target}; target dir $CARGO_TARGET_DIR)"
     (cd "$ROOT" && RUSTFLAGS="${baseline[*]}" cargo build --release --locked "${what[@]}")
+    # llama-cpp-sys-2 links only the unversioned names beside the binary, and
+    # they point at libllama.so.0 and the like, left in its build folder: put
+    # those there too, so the agent runs from its target folder.
+    local lib
+    lib="$(ls -td "$CARGO_TARGET_DIR"/release/build/llama-cpp-sys-2-*/out/lib 2>/dev/null | head -1)"
+    if [ -n "$lib" ]; then cp -fL "$lib"/lib*.so.0 "$CARGO_TARGET_DIR/release/"; fi
 }
 
 # llama.cpp's shared libraries (those the binary links, and every backend it
@@ -234,7 +240,7 @@ carry_llama_libraries() {
     # What they link beyond the C and C++ runtimes: llama.cpp's own, and
     # OpenMP's (libgomp is not on every machine).
     for f in "$AGENT_BIN" "$backends"/libggml-*.so; do ldd "$f"; done |
-        awk '/lib(llama|ggml[-a-z]*|gomp)\.so/ { print $3 }' | sort -u | while read -r lib; do
+        awk '/lib(llama[-a-z]*|ggml[-a-z]*|gomp)\.so/ { print $3 }' | sort -u | while read -r lib; do
             if [ -f "$lib" ]; then cp -L "$lib" "$dest/"; fi
         done
     log "llama.cpp libraries: $(ls "$dest" | tr '\n' ' ')"

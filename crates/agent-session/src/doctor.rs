@@ -110,17 +110,27 @@ pub fn report(model: Option<PathBuf>, gpu_layers: GpuLayers, gpu_device: Option<
     }
 }
 
+/// An error's text split into what went wrong and its fix (the text after
+/// `\n  fix: `, the form every error of the agent's gives one in).
+fn detail_and_fix(text: &str) -> (String, Option<String>) {
+    match text.split_once("\n  fix: ") {
+        Some((what, fix)) if !fix.is_empty() => (what.to_string(), Some(fix.to_string())),
+        Some((what, _)) => (what.to_string(), None),
+        None => (text.to_string(), None),
+    }
+}
+
 /// llama.cpp's threads, CPU kernels and features; a portable build whose
 /// CPU backends are missing cannot run a model.
 fn llama_cpp_check() -> Check {
     if let Err(e) = agent_engine::backends::ready() {
-        let (what, fix) = e.split_once("\n  fix: ").unwrap_or((&e, ""));
+        let (detail, fix) = detail_and_fix(&e);
         return Check {
             name: "llama.cpp",
             ok: false,
             required: true,
-            detail: what.to_string(),
-            fix: (!fix.is_empty()).then(|| fix.to_string()),
+            detail,
+            fix,
         };
     }
     Check {
@@ -257,10 +267,7 @@ fn offload_check(config: &EngineConfig) -> (Vec<Device>, OffloadReport) {
         Err(e @ LlmError::Offload(_)) => {
             check.ok = false;
             check.required = true;
-            let text = e.to_string();
-            let (what, fix) = text.split_once("\n  fix: ").unwrap_or((&text, ""));
-            check.detail = what.to_string();
-            check.fix = (!fix.is_empty()).then(|| fix.to_string());
+            (check.detail, check.fix) = detail_and_fix(&e.to_string());
             None
         }
         // No readable model: the chat model check says why.
@@ -679,12 +686,7 @@ fn conventions_checks() -> Vec<Check> {
 
     let check = match Settings::load(&root).and_then(|s| Ok((hooks::Hooks::new(&s)?, s))) {
         Err(e) => {
-            let text = format!("{e:#}");
-            let (detail, fix) = text
-                .split_once("\n  fix: ")
-                .map_or((text.clone(), None), |(d, f)| {
-                    (d.to_string(), Some(f.to_string()))
-                });
+            let (detail, fix) = detail_and_fix(&format!("{e:#}"));
             Check {
                 name: "hooks",
                 ok: false,

@@ -184,6 +184,24 @@ ensure_bundle_tools() {
     fi
 }
 
+# The portable agent and qemu-user, for the bundle's test on older
+# processors (tests/cli/bundle.rs): exported as AGENT_TEST_PORTABLE_BIN.
+# It is a second build with its own flags and target folder (cold: about 90
+# minutes on two cores; warm: a minute), so it is made where every
+# prerequisite is required (CI) or AGENT_TEST_PORTABLE=1 asks for it;
+# elsewhere that test says it was skipped, and why.
+ensure_portable_agent() {
+    [ "${AGENT_TEST_PORTABLE:-${AGENT_TEST_REQUIRE_ALL:-0}}" = 1 ] || return 0
+    [ "$(uname -m)" = x86_64 ] || return 0
+    if [ ! -x /usr/bin/qemu-x86_64 ]; then
+        log "installing qemu-user (runs the portable agent as older processors)"
+        apt_install qemu-user || log "warning: could not install qemu-user; the portable bundle's test will fail or skip"
+    fi
+    # In a subshell: build_portable points CARGO_TARGET_DIR at its own folder.
+    AGENT_TEST_PORTABLE_BIN="$(build_portable >&2 && echo "$AGENT_BIN")"
+    export AGENT_TEST_PORTABLE_BIN
+}
+
 # cargo-cyclonedx, pinned, installed once into the cache folder (CYCLONEDX
 # names it): the CycloneDX project's own SBOM tool, reading Cargo's resolution.
 CYCLONEDX_VERSION=0.5.9

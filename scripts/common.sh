@@ -208,7 +208,8 @@ CYCLONEDX_VERSION=0.5.9
 ensure_cyclonedx() {
     local root="${XDG_CACHE_HOME:-$HOME/.cache}/agent/tools"
     CYCLONEDX="$root/bin/cargo-cyclonedx"
-    if ! "$CYCLONEDX" --version 2>/dev/null | grep -q "$CYCLONEDX_VERSION"; then
+    # A cargo subcommand: run alone it wants its name first.
+    if ! "$CYCLONEDX" cyclonedx --version 2>/dev/null | grep -q "$CYCLONEDX_VERSION"; then
         log "installing cargo-cyclonedx $CYCLONEDX_VERSION (the bundle's SBOM) into $root: once, a few minutes"
         cargo install --locked --quiet --root "$root" "cargo-cyclonedx@$CYCLONEDX_VERSION" >&2
     fi

@@ -187,9 +187,9 @@ ensure_bundle_tools() {
 # The portable agent and qemu-user, for the bundle's test on older
 # processors (tests/cli/bundle.rs): exported as AGENT_TEST_PORTABLE_BIN.
 # It is a second build with its own flags and target folder (cold: about 90
-# minutes on two cores; warm: a minute), so it is made where every
-# prerequisite is required (CI) or AGENT_TEST_PORTABLE=1 asks for it;
-# elsewhere that test says it was skipped, and why.
+# minutes on two cores; in a new clone with that folder warm: 6), so it is
+# made where every prerequisite is required (CI) or AGENT_TEST_PORTABLE=1
+# asks for it; elsewhere that test says it was skipped, and why.
 ensure_portable_agent() {
     [ "${AGENT_TEST_PORTABLE:-${AGENT_TEST_REQUIRE_ALL:-0}}" = 1 ] || return 0
     [ "$(uname -m)" = x86_64 ] || return 0

@@ -186,8 +186,9 @@ ensure_bundle_tools() {
 
 # The portable agent and qemu-user, for the bundle's test on older
 # processors (tests/cli/bundle.rs): exported as AGENT_TEST_PORTABLE_BIN.
-# It is a second build with its own flags and target folder (cold: about 90
-# minutes on two cores; in a new clone with that folder warm: 6), so it is
+# It is the bundle's own build, with its own flags, profile and target
+# folder (cold: about 45 minutes on two cores; in a new clone with that
+# folder warm: about 17, most of it the whole-program link), so it is
 # made where every prerequisite is required (CI) or AGENT_TEST_PORTABLE=1
 # asks for it; elsewhere that test says it was skipped, and why.
 ensure_portable_agent() {
@@ -226,26 +227,40 @@ build_release() {
 
 # The agent to carry to other machines (scripts/bundle): llama.cpp's CPU
 # kernels as loadable backends for every level of the architecture, the Rust
-# code at a baseline CPU, in a target folder of its own (its flags differ
-# from every source build's, so sharing one would rebuild both each time).
-# Arguments: what to build (default: the agent, `--bin agent --features
-# portable`); AGENT_BIN is the agent's path there.
+# code at a baseline CPU, with Cargo.toml's `dist` profile (the whole
+# program optimised as one, dependencies built for size, panics abort), in
+# a target folder of its own (CARGO_TARGET_DIR-dist: its flags differ from
+# every source build's, so sharing one would rebuild both each time).
+# AGENT_PORTABLE_PROFILE=release builds the same code and features as a
+# release build instead (CARGO_TARGET_DIR-portable), whose link is minutes
+# quicker when iterating. Arguments: what to build (default: the agent,
+# `--bin agent --features portable`); AGENT_BIN is the agent's path there.
 build_portable() {
-    local baseline=() what=("$@")
+    local baseline=() what=("$@") profile="${AGENT_PORTABLE_PROFILE:-dist}"
     [ ${#what[@]} -gt 0 ] || what=(--bin agent --features portable)
     case "$(uname -m)" in
         x86_64) baseline=(-C target-cpu=x86-64-v2) ;;
     esac
-    export CARGO_TARGET_DIR="$CARGO_TARGET_DIR-portable"
-    AGENT_BIN="$CARGO_TARGET_DIR/release/agent"
-    log "building the portable agent (release, ${baseline[*]:-the baseline CPU of the target}; target dir $CARGO_TARGET_DIR)"
-    (cd "$ROOT" && RUSTFLAGS="${baseline[*]}" cargo build --release --locked "${what[@]}")
-    # llama-cpp-sys-2 links only the unversioned names beside the binary, and
-    # they point at libllama.so.0 and the like, left in its build folder: put
-    # those there too, so the agent runs from its target folder.
-    local lib
-    lib="$(ls -td "$CARGO_TARGET_DIR"/release/build/llama-cpp-sys-2-*/out/lib 2>/dev/null | head -1)"
-    if [ -n "$lib" ]; then cp -fL "$lib"/lib*.so.0 "$CARGO_TARGET_DIR/release/"; fi
+    if [ "$profile" = release ]; then
+        export CARGO_TARGET_DIR="$CARGO_TARGET_DIR-portable"
+    else
+        export CARGO_TARGET_DIR="$CARGO_TARGET_DIR-$profile"
+    fi
+    AGENT_BIN="$CARGO_TARGET_DIR/$profile/agent"
+    log "building the portable agent ($profile profile, ${baseline[*]:-the baseline CPU of the target}; target dir $CARGO_TARGET_DIR)"
+    (cd "$ROOT" && RUSTFLAGS="${baseline[*]}" cargo build --profile "$profile" --locked "${what[@]}")
+    # llama-cpp-sys-2 links only the unversioned names beside the binary (and
+    # in deps/ and examples/), and they point at libllama.so.0 and the like,
+    # left in its build folder: put those there too, so the agent runs from
+    # its target folder, and so a later run of that build script does not
+    # fail on its own dangling links ("File exists").
+    local lib dir
+    lib="$(ls -td "$CARGO_TARGET_DIR/$profile"/build/llama-cpp-sys-2-*/out/lib 2>/dev/null | head -1)"
+    if [ -n "$lib" ]; then
+        for dir in "$CARGO_TARGET_DIR/$profile" "$CARGO_TARGET_DIR/$profile"/{deps,examples}; do
+            if [ -d "$dir" ]; then cp -fL "$lib"/lib*.so.0 "$dir/"; fi
+        done
+    fi
 }
 
 # llama.cpp's shared libraries (those the binary links, and every backend it

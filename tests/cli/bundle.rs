@@ -206,17 +206,18 @@ fn the_bundle_installs_and_runs_offline_writing_only_its_home() {
 /// (Nehalem) it loads llama.cpp's SSE4.2 kernels, with AVX2 but no AVX-512
 /// (Haswell) the Haswell ones, and on each it checks itself (`agent
 /// doctor`) and answers (`agent ask --no-tools`); on this machine it loads
-/// kernels of its own level. The portable agent is a second build (its own
-/// flags and target folder): `scripts/test` makes it in CI or with
-/// `AGENT_TEST_PORTABLE=1`, and installs qemu-user. By hand:
-/// `AGENT_TEST_PORTABLE_BIN=~/.cache/agent/target-portable/release/agent
+/// kernels of its own level. The portable agent is a second build, the one
+/// shipped (the `dist` profile, its own flags and target folder):
+/// `scripts/test` makes it in CI or with `AGENT_TEST_PORTABLE=1`, and
+/// installs qemu-user. By hand:
+/// `AGENT_TEST_PORTABLE_BIN=~/.cache/agent/target-dist/dist/agent
 /// cargo test --release --test cli -- portable`.
 #[test]
 #[cfg(target_arch = "x86_64")]
 fn the_portable_bundle_loads_the_kernels_each_processor_can_run() {
     let Some(bin) = std::env::var_os("AGENT_TEST_PORTABLE_BIN").map(PathBuf::from) else {
         agent_test_support::skip!(
-            "no portable agent: AGENT_TEST_PORTABLE=1 scripts/test builds one (a second cold build, about 90 minutes on two cores)"
+            "no portable agent: AGENT_TEST_PORTABLE=1 scripts/test builds one (a second cold build, about 45 minutes on two cores)"
         );
     };
     let qemu = Path::new("/usr/bin/qemu-x86_64");

@@ -5,6 +5,18 @@
 //! needs nothing here.
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // `agent --version --json` names the Cargo profile: `dist` (what is
+    // shipped) and `release` differ in how they were optimised, not in
+    // cfg. OUT_DIR is TARGET_DIR/PROFILE/build/agent-HASH/out.
+    let out = std::env::var("OUT_DIR").unwrap_or_default();
+    if let Some(profile) = std::path::Path::new(&out)
+        .ancestors()
+        .nth(3)
+        .and_then(|p| p.file_name())
+        .and_then(|p| p.to_str())
+    {
+        println!("cargo:rustc-env=AGENT_BUILD_PROFILE={profile}");
+    }
     let portable = std::env::var_os("CARGO_FEATURE_PORTABLE").is_some();
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
     if portable && linux {

@@ -33,7 +33,9 @@ pub(crate) fn report() -> serde_json::Value {
         "version": env!("CARGO_PKG_VERSION"),
         "commit": option_env!("AGENT_GIT_COMMIT"),
         "target": format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
-        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        // Cargo's profile folder: `debug`, `release` or `dist`.
+        "profile": option_env!("AGENT_BUILD_PROFILE")
+            .unwrap_or(if cfg!(debug_assertions) { "debug" } else { "release" }),
         "features": features,
         // Languages whose grammar this build links (the `lang-*` features).
         "languages": agent_session::about::languages(),

@@ -25,12 +25,11 @@ fn main() {
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--disable-new-dtags,-rpath,$ORIGIN/../lib/agent:$ORIGIN"
         );
-    }
-    // A portable build (what is shipped) has identical functions folded into
-    // one (the same generic instantiated by many crates). On x86-64 Linux
-    // rustc links with its own lld, which has the flag; GNU ld does not.
-    let target = std::env::var("TARGET").unwrap_or_default();
-    if portable && target == "x86_64-unknown-linux-gnu" {
-        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+        // Identical functions folded into one (the same generic instantiated
+        // by many crates). On x86-64 Linux rustc links with its own lld,
+        // which has the flag; GNU ld, elsewhere, does not.
+        if std::env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu") {
+            println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+        }
     }
 }
